@@ -1,0 +1,44 @@
+"""kvconfig: one authoritative KV-cache kernel block-size plan for vLLM.
+
+Public API (names load on first use, so ``kvconfig lint`` starts fast)::
+
+    from kvconfig import load_deployment, resolve
+    plan = resolve(load_deployment("serve.yaml", platform="h200"))
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from kvconfig._blocktable import expand_block_table
+    from kvconfig.api import UnsupportedArchitecture, load_deployment, plan_result, resolve
+    from kvconfig.errors import (
+        InputError,
+        KernelBlockSizeMismatch,
+        KVConfigError,
+        NoCommonKernelBlockSize,
+    )
+
+_WHERE = {
+    "load_deployment": "kvconfig.api",
+    "resolve": "kvconfig.api",
+    "plan_result": "kvconfig.api",
+    "UnsupportedArchitecture": "kvconfig.api",
+    "expand_block_table": "kvconfig._blocktable",
+    "InputError": "kvconfig.errors",
+    "KernelBlockSizeMismatch": "kvconfig.errors",
+    "KVConfigError": "kvconfig.errors",
+    "NoCommonKernelBlockSize": "kvconfig.errors",
+}
+
+__all__ = sorted([*_WHERE, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'kvconfig' has no attribute {name!r}")

@@ -1,0 +1,5 @@
+"""``python -m kvconfig``."""
+
+from kvconfig.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""The backend catalog at run time: one JSON file per vLLM version, read without pydantic.
+
+The files are validated against ``schemas.catalog.Catalog`` by the tests and when
+they are regenerated; reading them here is a plain ``json.load`` so that
+``kvconfig lint`` starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvconfig.errors import InputError
+from kvconfig._suggest import did_you_mean
+from schemas.sizes import KernelSize, size_from_json
+
+DATA = Path(__file__).parent / "data"
+
+
+@dataclass(frozen=True, slots=True)
+class SizeContext:
+    """The facts a backend's size rules read."""
+
+    vendor: str
+    capability_major: int | None
+    kv_quant: str
+    head_size: int
+    head_size_v: int
+    gqa: bool
+    trtllm: bool
+    fa_version: int | None
+    tokens_per_state: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One size rule: conditions, the sizes, and why."""
+
+    when: tuple[tuple[str, Any], ...]
+    sizes: tuple[KernelSize, ...]
+    scale: str | None
+    because: str
+
+    def matches(self, ctx: SizeContext) -> bool:
+        """Whether every condition holds in ``ctx``."""
+        for key, want in self.when:
+            if key.endswith("_not"):
+                if getattr(ctx, key[:-4]) in want:
+                    return False
+            elif isinstance(want, bool):
+                if getattr(ctx, key) is not want:
+                    return False
+            elif getattr(ctx, key) not in want:
+                return False
+        return True
+
+    def describe(self) -> str:
+        """``capability_major in [10], gqa`` style text of the conditions."""
+        if not self.when:
+            return "otherwise"
+        parts = []
+        for key, want in self.when:
+            if isinstance(want, bool):
+                parts.append(key if want else f"not {key}")
+            elif key.endswith("_not"):
+                parts.append(f"{key[:-4]} not in {list(want)}")
+            else:
+                parts.append(f"{key} in {list(want)}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One backend class of the catalog."""
+
+    name: str
+    class_path: str
+    kind: str
+    rules: tuple[Rule, ...]
+    source: str
+    introspected: bool
+    note: str
+
+    def rule_for(self, ctx: SizeContext) -> Rule:
+        """The first rule whose conditions hold."""
+        for rule in self.rules:
+            if rule.matches(ctx):
+                return rule
+        return self.rules[-1]
+
+    def sizes(self, ctx: SizeContext) -> tuple[KernelSize, ...]:
+        """The sizes the backend declares for a layer in ``ctx``."""
+        rule = self.rule_for(ctx)
+        if rule.scale == "tokens_per_state":
+            k = ctx.tokens_per_state
+            return tuple(s * k if isinstance(s, int) else s for s in rule.sizes)
+        return rule.sizes
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogData:
+    """A loaded catalog: entries by class, by vLLM name, and the ``--attention-backend`` names."""
+
+    vllm_version: str
+    entries: tuple[Entry, ...]
+    registry: Mapping[str, str]
+    by_class: Mapping[str, Entry]
+
+    def lookup(self, backend: str, *, source: str = "", key: str = "") -> Entry:
+        """The entry for a backend given as an ``--attention-backend`` name or a class path."""
+        name = backend.strip()
+        path = self.registry.get(name.upper(), name)
+        entry = self.by_class.get(path)
+        if entry is not None:
+            return entry
+        choices = [n for n in self.registry if self.registry[n] in self.by_class]
+        raise InputError(
+            f"unknown attention backend {backend!r} for vLLM {self.vllm_version}",
+            source=source,
+            key=key,
+            hint=did_you_mean(name, choices) or "run 'kvconfig catalog' for the list",
+        )
+
+
+def _rule(raw: Mapping[str, Any]) -> Rule:
+    when = tuple(
+        (k, v if isinstance(v, bool) else tuple(v))
+        for k, v in sorted(dict(raw.get("when", {})).items())
+        if v is not None
+    )
+    return Rule(
+        when=when,
+        sizes=tuple(size_from_json(s) for s in raw["sizes"]),
+        scale=raw.get("scale"),
+        because=str(raw.get("because", "")),
+    )
+
+
+def parse_catalog(raw: Mapping[str, Any]) -> CatalogData:
+    """A catalog from its JSON document (already validated by the schema)."""
+    entries = tuple(
+        Entry(
+            name=e["name"],
+            class_path=e["class"],
+            kind=e.get("kind", "attention"),
+            rules=tuple(_rule(r) for r in e["rules"]),
+            source=e.get("source", ""),
+            introspected=bool(e.get("introspected", True)),
+            note=e.get("note", ""),
+        )
+        for e in raw["backends"]
+    )
+    return CatalogData(
+        vllm_version=raw["vllm_version"],
+        entries=entries,
+        registry=dict(raw.get("registry", {})),
+        by_class={e.class_path: e for e in entries},
+    )
+
+
+def versions() -> list[str]:
+    """The vLLM versions kvconfig ships a catalog for."""
+    return sorted(p.name.removeprefix("vllm-") for p in DATA.glob("vllm-*") if p.is_dir())
+
+
+def catalog_path(version: str) -> Path:
+    """The catalog file of ``version``."""
+    return DATA / f"vllm-{version}" / "catalog.json"
+
+
+@functools.cache
+def load_catalog(version: str) -> CatalogData:
+    """The catalog of a vLLM version; InputError for a version kvconfig does not know."""
+    path = catalog_path(version)
+    if not path.is_file():
+        raise InputError(
+            f"no catalog for vLLM {version}",
+            key="--vllm-version",
+            hint=f"known versions: {', '.join(versions())}",
+        )
+    with path.open(encoding="utf-8") as f:
+        return parse_catalog(json.load(f))

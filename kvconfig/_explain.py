@@ -1,0 +1,66 @@
+"""``kvconfig explain``: how each value of a plan came about, or what a finding code means."""
+
+from __future__ import annotations
+
+from kvconfig._findings import CODES
+from kvconfig._resolve import PlanResult
+from kvconfig._vote import all_accept
+from kvconfig.errors import InputError
+from schemas.sizes import format_sizes
+
+
+def explain_code(code: str) -> str:
+    """The documented meaning of a finding code."""
+    if code not in CODES:
+        from kvconfig._suggest import did_you_mean
+
+        raise InputError(f"unknown finding code {code!r}", hint=did_you_mean(code, CODES) or "see docs/findings.md")
+    name, severity, text = CODES[code]
+    return f"{code} {name} ({severity}): {text}.\nSee docs/findings.md#{code.lower()}.\n"
+
+
+def explain_plan(plan: PlanResult) -> str:
+    """Every step of a plan: backends, sizes, B, the votes."""
+    s = plan.setup
+    assert s.platform is not None
+    out = [f"{s.source} on {s.platform.label()} (vLLM {s.vllm_version}, runner {s.runner})", ""]
+    out.append("1. Backends, per layer set")
+    for info in plan.layers:
+        l = info.layer
+        names = l.names()
+        label = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
+        sel = info.selection
+        out.append(f"   {l.role} {label}: {info.backend_name or 'none'} ({sel.reason})")
+        for name, why in sel.rejected:
+            out.append(f"      skipped {name}: {', '.join(why)}")
+        if info.entry is not None:
+            from kvconfig._catalog import SizeContext  # noqa: F401  (documentation of the rule)
+
+            out.append(f"      declares {format_sizes(info.sizes)} [{info.entry.class_path}]")
+        elif info.backend_name is not None:
+            out.append(f"      declares {format_sizes(info.sizes)} (from the deployment file)")
+    for g in plan.groups:
+        out.append("")
+        out.append(f"2. Group {g.id} ({g.kind}): B = {g.block_size} ({g.block_size_reason})")
+        voters = [v.declared for v in g.voters]
+        if g.packed:
+            out.append("   packed tensors: vLLM never splits these blocks; k = B")
+        elif all_accept(voters, g.block_size):
+            out.append(f"   every backend accepts {g.block_size}-token pages: k = B")
+        else:
+            cands = sorted(
+                {x for _, sizes in voters for x in sizes if isinstance(x, int) and g.block_size % x == 0},
+                reverse=True,
+            )
+            out.append(f"   not every backend accepts {g.block_size}; exact sizes dividing B: {cands or 'none'}")
+            for c in cands:
+                ok = all_accept(voters, c)
+                out.append(f"      {c}: {'accepted by all -> k' if ok else 'rejected by some'}")
+                if ok:
+                    break
+        out.append(f"   runner votes {g.runner}; speculator {g.speculator if g.speculator is not None else '-'}")
+    if plan.findings:
+        out.append("")
+        out.append("3. Findings")
+        out += [f"   {f.code} {f.name}: {f.message}" for f in plan.findings]
+    return "\n".join(out) + "\n"

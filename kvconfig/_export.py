@@ -1,0 +1,61 @@
+"""``kvconfig export``: a plan as a JSON file, or the JSON Schemas of the file formats."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from kvconfig._report import Outcome, render_json
+from kvconfig.errors import InputError
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def schemas() -> dict[str, str]:
+    """File name -> JSON Schema text of the native deployment file and the plan."""
+    from schemas.deployment import Deployment
+    from schemas.plan import Plan
+
+    out = {}
+    for name, model in (("deployment.schema.json", Deployment), ("plan.schema.json", Plan)):
+        doc = model.model_json_schema(by_alias=True)
+        doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, **doc}
+        out[name] = json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    return out
+
+
+def export_schemas(output: str | None) -> str:
+    """Write the schemas to a folder (or print them as one JSON object)."""
+    docs = schemas()
+    if output is None:
+        return json.dumps({k: json.loads(v) for k, v in docs.items()}, indent=2) + "\n"
+    folder = Path(output)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("not a folder", source=output, key="--output", hint="--schema writes a folder")
+    for name, text in docs.items():
+        atomic_write(folder / name, text)
+    return "".join(f"wrote {folder / name}\n" for name in docs)
+
+
+def export_plan(outcomes: Sequence[Outcome], output: str | None) -> tuple[str, int]:
+    """Write the plan JSON (to ``output`` atomically, or to stdout)."""
+    text = render_json(outcomes)
+    code = 1 if any(o.verdict != "ok" for o in outcomes) else 0
+    if output is None:
+        return text, code
+    atomic_write(Path(output), text)
+    return f"wrote {output}\n", code

@@ -1,0 +1,135 @@
+"""Platform facts vLLM 0.33.0 derives before any backend votes.
+
+* ``fa_version`` mirrors ``get_flash_attn_version`` in
+  ``vllm/v1/attention/backends/fa_utils.py`` for a CUDA install of vLLM (the wheel
+  ships FA2, FA3 and FA4: FA2 needs SM80+, FA3 SM9x, FA4 SM9x/10x/11x).
+* ``kv_quant`` mirrors ``get_kv_quant_mode`` in ``vllm/v1/kv_cache_interface.py``.
+* ``trtllm`` mirrors ``can_use_trtllm_attention`` in ``vllm/utils/flashinfer.py``.
+"""
+
+from __future__ import annotations
+
+
+def fa_supported(vendor: str, major: int | None, minor: int, version: int) -> bool:
+    """``is_fa_version_supported`` on a CUDA install with every FA build present."""
+    if vendor != "cuda" or major is None:
+        return False
+    if version == 2:
+        return (major, minor) >= (8, 0)
+    if version == 3:
+        return major == 9
+    if version == 4:
+        return major in (9, 10, 11)
+    return False
+
+
+def kv_quant(kv_cache_dtype: str) -> str:
+    """The KV quantization mode vLLM derives from a ``--kv-cache-dtype`` value."""
+    d = kv_cache_dtype
+    if d in ("int4_per_token_head", "int8_per_token_head", "fp8_per_token_head"):
+        return d
+    if d == "nvfp4_ds_mla":
+        return "nvfp4_ds_mla"
+    if d.startswith("nvfp4"):
+        return "nvfp4"
+    if d.startswith(("turboquant_", "octave_")):
+        return d
+    if d == "ultraquant_4bit":
+        return d
+    if d.startswith("fp8"):
+        return "fp8_per_tensor"
+    return "none"
+
+
+def is_quantized(kv_cache_dtype: str) -> bool:
+    """``is_quantized_kv_cache``."""
+    return kv_quant(kv_cache_dtype) != "none"
+
+
+def fa_version(
+    *,
+    vendor: str,
+    capability: tuple[int, int] | None,
+    head_size: int | None = None,
+    head_size_v: int | None = None,
+    has_sinks: bool = False,
+    requires_softcap: bool = False,
+    supports_fa4_hd256: bool = False,
+    forced: int | None = None,
+    batch_invariant: bool = False,
+    quantized_kv: bool = False,
+    softcap_model: bool = False,
+    dcp: bool = False,
+) -> int | None:
+    """The FlashAttention version vLLM uses, or None when none is available."""
+    if vendor == "xpu":
+        return 2
+    if vendor != "cuda" or capability is None:
+        return None
+    major, minor = capability
+
+    def ok(v: int) -> bool:
+        return fa_supported(vendor, major, minor, v)
+
+    if major == 9 and ok(3):
+        version = 3
+    elif major == 10 and ok(4):
+        version = 4
+    else:
+        version = 2
+    if forced is not None:
+        version = forced
+    if major >= 10 and version == 3:
+        version = 4 if ok(4) else 2
+    if version == 3 and major == 9 and ok(4):
+        if head_size is not None and head_size > 256:
+            version = 4
+        elif has_sinks and head_size is not None and head_size_v is not None and head_size != head_size_v:
+            version = 4
+    if batch_invariant and version == 4:
+        version = 2
+    if version == 4 and _hd256(major, head_size, head_size_v):
+        if not supports_fa4_hd256:
+            version = 2
+        elif has_sinks or requires_softcap or softcap_model or quantized_kv or dcp:
+            version = 2
+    if (
+        version == 4
+        and major >= 10
+        and head_size is not None
+        and head_size > 128
+        and not (
+            (head_size == 256 and head_size_v in (None, 256))
+            or (head_size == 192 and head_size_v == 128)
+        )
+    ):
+        version = 2
+    return version if ok(version) else None
+
+
+def _hd256(major: int, head_size: int | None, head_size_v: int | None) -> bool:
+    """``uses_fa4_hd256_kernel``."""
+    if head_size != 256:
+        return False
+    if head_size_v is not None and head_size_v != 256:
+        return False
+    return major in (10, 11)
+
+
+def trtllm_usable(
+    *,
+    capability: tuple[int, int] | None,
+    num_heads: int,
+    num_kv_heads: int,
+    use_trtllm_attention: bool | None,
+    cubins: bool,
+    batch_invariant: bool,
+) -> bool:
+    """``can_use_trtllm_attention`` (decode): SM90 and SM12x have XQA, SM10x TRTLLM-gen."""
+    if use_trtllm_attention is False or batch_invariant or not cubins:
+        return False
+    if capability is None:
+        return False
+    if not (capability == (9, 0) or capability[0] in (10, 12)):
+        return False
+    return num_kv_heads > 0 and num_heads % num_kv_heads == 0

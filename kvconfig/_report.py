@@ -1,0 +1,206 @@
+"""Reporters: the plan as a readable table, lint summaries, GitHub annotations, SARIF."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvconfig._findings import CODES, Found
+from kvconfig._resolve import GroupResult, PlanResult
+from schemas.sizes import format_sizes
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One (deployment, platform) lint result, or an input error for that deployment."""
+
+    source: str
+    platform: str
+    plan: PlanResult | None = None
+    error: str | None = None
+    line_of: dict[str, int] | None = None
+
+    @property
+    def verdict(self) -> str:
+        """ok, reject or error."""
+        if self.plan is None:
+            return "error"
+        return self.plan.verdict
+
+
+def _layers(names: Sequence[str]) -> str:
+    if not names:
+        return "-"
+    if len(names) <= 2:
+        return ", ".join(names)
+    return f"{names[0]} .. {names[-1]} ({len(names)})"
+
+
+def _header(plan: PlanResult) -> str:
+    s = plan.setup
+    assert s.platform is not None
+    spec = s.speculative_method.upper() if s.speculative_method else "no speculator"
+    runner = "Model Runner V2" if s.runner == "v2" else "Model Runner V1"
+    hooks = ", kvconfig hooks: enforce" if s.hooks == "enforce" else ""
+    return f"{s.source} on {s.platform.label()}: vLLM {s.vllm_version}, {runner}, {spec}{hooks}"
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _value(k: int | None) -> str:
+    return "-" if k is None else str(k)
+
+
+def group_rows(groups: Sequence[GroupResult]) -> list[str]:
+    """The groups as an aligned table."""
+    rows = [["group", "kind", "B", "k", "B/k", "runner", "speculator", "backends (layers)"]]
+    for g in groups:
+        backends = "; ".join(
+            f"{v.name} {format_sizes(v.sizes)} ({len(v.layers)} {v.role})" for v in g.voters
+        )
+        rows.append(
+            [
+                str(g.id),
+                g.kind,
+                str(g.block_size),
+                _value(g.kernel_block_size),
+                _value(g.split),
+                _value(g.runner),
+                _value(g.speculator),
+                backends,
+            ]
+        )
+    return _table(rows)
+
+
+def finding_lines(findings: Sequence[Found], indent: str = "") -> list[str]:
+    """Each finding: a headline, then its fixes."""
+    out = []
+    for f in findings:
+        where = f" group {f.group}" if f.group is not None else ""
+        out.append(f"{indent}{f.severity} {f.code} {f.name}{where}: {f.message}")
+        out.extend(f"{indent}  fix: {fix}" for fix in f.fixes)
+    return out
+
+
+def render_plan(plan: PlanResult) -> str:
+    """``kvconfig plan`` text output."""
+    lines = [_header(plan), ""]
+    if plan.groups:
+        lines += group_rows(plan.groups)
+        lines.append("")
+    lines += finding_lines(plan.findings)
+    if plan.findings:
+        lines.append("")
+    lines.append(f"verdict: {plan.verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def render_lint(outcomes: Sequence[Outcome]) -> str:
+    """``kvconfig lint`` text output: one line per deployment and platform, then findings."""
+    lines = []
+    for o in outcomes:
+        if o.plan is None:
+            lines.append(f"error   {o.source} [{o.platform}]: {o.error}")
+            continue
+        p = o.plan
+        errors = [f for f in p.findings if f.severity == "error"]
+        summary = ", ".join(f"{f.code} {f.name}" for f in errors) or "safe"
+        lines.append(f"{p.verdict:<7} {o.source} [{o.platform}]: {summary}")
+        lines += finding_lines(p.findings, indent="  ")
+    ok = sum(o.verdict == "ok" for o in outcomes)
+    lines.append(f"{ok} of {len(outcomes)} safe")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(outcomes: Sequence[Outcome]) -> str:
+    """One plan object, or a list when several files or platforms were linted."""
+    docs = [o.plan.to_json() for o in outcomes if o.plan is not None]
+    body: object = docs[0] if len(outcomes) == 1 and docs else docs
+    return json.dumps(body, indent=2) + "\n"
+
+
+_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def _escape(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(text: str) -> str:
+    return _escape(text).replace(":", "%3A").replace(",", "%2C")
+
+
+#: Which key a finding points at in a serve config, for editor and CI annotations.
+FINDING_KEY = {
+    "KV101": "block-size",
+    "KV102": "block-size",
+    "KV103": "block-size",
+    "KV201": "block-size",
+    "KV202": "speculative-config",
+    "KV301": "attention-backend",
+}
+
+
+def render_github(outcomes: Sequence[Outcome]) -> str:
+    """GitHub Actions workflow commands, one annotation per finding."""
+    lines = []
+    for o in outcomes:
+        if o.plan is None:
+            lines.append(f"::error file={_prop(o.source)},title=kvconfig input error::{_escape(o.error or '')}")
+            continue
+        for f in o.plan.findings:
+            line = (o.line_of or {}).get(FINDING_KEY.get(f.code, ""), 1)
+            title = f"{f.code} {f.name} [{o.platform}]"
+            text = f.message + "".join(f" Fix: {x}" for x in f.fixes[:1])
+            lines.append(
+                f"::{_LEVEL[f.severity]} file={_prop(o.source)},line={line},title={_prop(title)}::{_escape(text)}"
+            )
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def render_sarif(outcomes: Sequence[Outcome]) -> str:
+    """SARIF 2.1.0 for code-scanning tools."""
+    results = []
+    for o in outcomes:
+        if o.plan is None:
+            results.append(
+                {
+                    "ruleId": "input-error",
+                    "level": "error",
+                    "message": {"text": o.error or ""},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": o.source}}}],
+                }
+            )
+            continue
+        for f in o.plan.findings:
+            line = (o.line_of or {}).get(FINDING_KEY.get(f.code, ""), 1)
+            results.append(
+                {
+                    "ruleId": f.code,
+                    "level": {"error": "error", "warning": "warning", "info": "note"}[f.severity],
+                    "message": {"text": f"[{o.platform}] {f.message}"},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": o.source},
+                                "region": {"startLine": line},
+                            }
+                        }
+                    ],
+                }
+            )
+    rules = [
+        {"id": code, "name": name, "shortDescription": {"text": text}}
+        for code, (name, _, text) in CODES.items()
+    ]
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "kvconfig", "rules": rules}}, "results": results}],
+    }
+    return json.dumps(doc, indent=2) + "\n"

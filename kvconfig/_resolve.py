@@ -1,0 +1,593 @@
+"""From a deployment to its plan: backends per layer, KV-cache groups, B, k, and findings.
+
+The steps follow vLLM 0.33.0's start-up order (reference: docs/how-the-plan-is-computed.md):
+
+1. each layer picks its backend (``_select``);
+2. each backend declares its kernel-page sizes for the layer (the catalog);
+3. the manager block size B is the user's ``--block-size`` or vLLM's default for the backends;
+4. layers form KV-cache groups (``_groups``);
+5. per group, the model runner votes over every layer, target and draft
+   (``prepare_kernel_block_sizes``); the Model Runner V2 speculator votes again over
+   the draft layers alone; a V1 drafter narrows the runner's value per backend;
+6. disagreements and failures become findings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from kvconfig import _findings as F
+from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog
+from kvconfig._facts import fa_version, is_quantized, kv_quant, trtllm_usable
+from kvconfig._groups import Group, LayerInfo, make_groups
+from kvconfig._select import (
+    PREFERRED_BLOCK_SIZE,
+    Machine,
+    Request,
+    Selection,
+    select,
+    supports_block_size,
+)
+from kvconfig._setup import LayerSet, Setup
+from kvconfig._vote import Declared, select_common
+from kvconfig.errors import InputError, NoCommonKernelBlockSize
+from schemas.sizes import KernelSize, MultipleOf
+
+DEFAULT_BLOCK_SIZE = 16
+"""``CacheConfig.DEFAULT_BLOCK_SIZE`` in vLLM 0.33.0."""
+
+MLA_KINDS = frozenset({"mla_attention", "sliding_window_mla", "sparse_mla"})
+
+#: Speculators that go through Model Runner V2's ``DraftModelSpeculator.set_attn``.
+DRAFTING_METHODS = frozenset({"eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark"})
+
+
+@dataclass(frozen=True, slots=True)
+class Voter:
+    """One attention group of a KV-cache group (vLLM's ``AttentionGroup``)."""
+
+    name: str
+    class_path: str
+    sizes: tuple[KernelSize, ...]
+    roles: frozenset[str]
+    layers: tuple[str, ...]
+    narrowed: int | None = None
+
+    @property
+    def declared(self) -> Declared:
+        """The voter as the vote sees it."""
+        return (self.name, self.sizes)
+
+    @property
+    def role(self) -> str:
+        """target, draft or mixed."""
+        return next(iter(self.roles)) if len(self.roles) == 1 else "mixed"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResult:
+    """The plan of one KV-cache group."""
+
+    id: int
+    kind: str
+    block_size: int
+    block_size_reason: str
+    kernel_block_size: int | None
+    packed: bool
+    target_layers: tuple[str, ...]
+    draft_layers: tuple[str, ...]
+    voters: tuple[Voter, ...]
+    runner: int | None
+    speculator: int | None
+
+    @property
+    def split(self) -> int | None:
+        """B/k, or None without k."""
+        k = self.kernel_block_size
+        return None if k is None else self.block_size // k
+
+    def to_json(self) -> dict[str, object]:
+        """The group in the documented JSON shape."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "block_size": self.block_size,
+            "block_size_reason": self.block_size_reason,
+            "kernel_block_size": self.kernel_block_size,
+            "split": self.split,
+            "packed": self.packed,
+            "layers": {"target": list(self.target_layers), "draft": list(self.draft_layers)},
+            "backends": [
+                {
+                    "name": v.name,
+                    "class": v.class_path,
+                    "sizes": [s if isinstance(s, int) else {"multiple_of": s.multiple_of} for s in v.sizes],
+                    "role": v.role,
+                    "layers": list(v.layers),
+                    "kernel_block_size": v.narrowed,
+                }
+                for v in self.voters
+            ],
+            "components": {"runner": self.runner, "speculator": self.speculator},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """The plan of one deployment on one platform."""
+
+    setup: Setup
+    groups: tuple[GroupResult, ...]
+    findings: tuple[F.Found, ...]
+    layers: tuple[LayerInfo, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        """``reject`` when any finding is an error."""
+        return "reject" if any(f.severity == "error" for f in self.findings) else "ok"
+
+    def to_json(self) -> dict[str, object]:
+        """The plan in the documented, stable JSON shape (docs/json.md)."""
+        p = self.setup.platform
+        assert p is not None
+        return {
+            "verdict": self.verdict,
+            "vllm_version": self.setup.vllm_version,
+            "platform": {"name": p.name, "vendor": p.vendor, "capability": p.capability_text()},
+            "source": self.setup.source,
+            "runner": self.setup.runner,
+            "hooks": self.setup.hooks,
+            "speculative_method": self.setup.speculative_method,
+            "groups": [g.to_json() for g in self.groups],
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+@dataclass
+class _Ctx:
+    """Deployment-wide facts shared by every step."""
+
+    setup: Setup
+    catalog: CatalogData
+    machine: Machine
+    target_heads: tuple[int, int]
+    gqa: bool
+    trtllm: bool
+    findings: list[F.Found] = field(default_factory=list)
+
+
+def _per_rank(layer: LayerSet, tp: int) -> tuple[int, int]:
+    q = max(1, layer.num_heads // tp)
+    kv = 1 if layer.kind in MLA_KINDS else max(1, layer.num_kv_heads // tp)
+    return q, kv
+
+
+def _requested_backend(s: Setup, layer: LayerSet) -> tuple[str | None, str]:
+    """The backend a layer asks vLLM for, and where the request comes from."""
+    if layer.backend is not None:
+        return layer.backend, "deployment file"
+    att = s.attention
+    per_kind = att.backend_per_kind.get(layer.kind)
+    target_choice: tuple[str | None, str] = (
+        (per_kind, f"attention-config.backend_per_kind.{layer.kind}")
+        if per_kind
+        else (att.backend, "--attention-backend")
+        if att.backend
+        else (None, "automatic")
+    )
+    if layer.role == "target":
+        return target_choice
+    method = s.speculative_method
+    if method == "draft_model" and s.runner == "v2":
+        return target_choice[0], (
+            "the target's attention config (V2 standalone draft models ignore "
+            "speculative-config.attention_backend)"
+        )
+    if s.draft_attention_backend:
+        return s.draft_attention_backend, "speculative-config.attention_backend"
+    if s.runner == "v1" or method in ("dflash", "dspark"):
+        if per_kind:
+            return per_kind, f"attention-config.backend_per_kind.{layer.kind}"
+        return None, "automatic (the drafter does not inherit the target's backend here)"
+    if target_choice[0] is None:
+        return None, "automatic"
+    return target_choice[0], f"{target_choice[1]} (inherited by the drafter)"
+
+
+def _request(s: Setup, layer: LayerSet, kv_dtype: str, heads: int) -> Request:
+    """What the layer asks of its backend (vLLM's selector config)."""
+    return Request(
+        head_size=layer.head_size,
+        dtype=layer.dtype,
+        kv_cache_dtype=kv_dtype,
+        block_size=s.block_size,
+        use_mla=layer.kind in MLA_KINDS,
+        use_sparse=layer.kind == "sparse_mla",
+        has_sink=layer.has_sink,
+        has_sliding_window=layer.kind in ("sliding_window", "sliding_window_mla"),
+        use_non_causal=layer.non_causal,
+        num_heads=heads,
+    )
+
+
+def _size_context(ctx: _Ctx, layer: LayerSet, kv_dtype: str) -> SizeContext:
+    s = ctx.setup
+    p = s.platform
+    assert p is not None
+    head_v = layer.head_size_v or layer.head_size
+    return SizeContext(
+        vendor=p.vendor,
+        capability_major=p.major,
+        kv_quant=kv_quant(kv_dtype),
+        head_size=layer.head_size,
+        head_size_v=head_v,
+        gqa=ctx.gqa,
+        trtllm=ctx.trtllm,
+        fa_version=fa_version(
+            vendor=p.vendor,
+            capability=p.capability,
+            head_size=layer.head_size,
+            head_size_v=head_v,
+            has_sinks=layer.has_sink,
+            supports_fa4_hd256=True,
+            forced=s.attention.flash_attn_version,
+            batch_invariant=ctx.machine.batch_invariant,
+            quantized_kv=is_quantized(s.kv_cache_dtype),
+        ),
+        tokens_per_state=layer.tokens_per_state,
+    )
+
+
+def _entry(ctx: _Ctx, name: str, source: str) -> Entry | tuple[str, tuple[KernelSize, ...]]:
+    """A catalog entry, or ``(name, sizes)`` of an out-of-tree backend from the file."""
+    if name in ctx.setup.backends:
+        return name, ctx.setup.backends[name][1]
+    return ctx.catalog.lookup(name, source=source, key="backend")
+
+
+def _target_context(ctx: _Ctx) -> SizeContext:
+    """What a backend sees when asked for sizes without a spec (it reads the target config)."""
+    target = next(l for l in ctx.setup.layers if l.role == "target")
+    return _size_context(ctx, target, ctx.setup.kv_cache_dtype)
+
+
+def _nospec_sizes(ctx: _Ctx, name: str) -> tuple[KernelSize, ...]:
+    if name in ctx.setup.backends:
+        return ctx.setup.backends[name][1]
+    path = ctx.catalog.registry.get(name, name)
+    entry = ctx.catalog.by_class.get(path)
+    if entry is None:
+        return (MultipleOf(1),)
+    return entry.sizes(_target_context(ctx))
+
+
+def _machine(s: Setup, nospec: object = None) -> Machine:
+    p = s.platform
+    assert p is not None
+    return Machine(
+        vendor=p.vendor,
+        capability=p.capability,
+        batch_invariant=_env_flag(s, "VLLM_BATCH_INVARIANT"),
+        use_trtllm_attention=s.attention.use_trtllm_attention,
+        cubins=s.trtllm_cubins,
+        flash_attn_version=s.attention.flash_attn_version,
+    )
+
+
+def _env_flag(s: Setup, name: str) -> bool:
+    value = s.env.get(name)
+    if value is None:
+        return False
+    try:
+        return bool(int(value))
+    except ValueError as err:
+        raise InputError(
+            f"{name}={value!r} is not an integer", key="--env", hint=f"use {name}=0 or {name}=1"
+        ) from err
+
+
+def _preferred_block_size(ctx: _Ctx, backends: Sequence[str]) -> tuple[int, str]:
+    """``Platform._preferred_block_size_for_backends`` over the layers' distinct backends."""
+    m = ctx.machine
+    d = DEFAULT_BLOCK_SIZE
+    names = list(dict.fromkeys(backends))
+    if not names:
+        return d, "vLLM's default"
+    if len(names) == 1:
+        name = names[0]
+        if name in PREFERRED_BLOCK_SIZE:
+            return PREFERRED_BLOCK_SIZE[name](d), f"{name}'s preferred block size"
+        sizes = _nospec_sizes(ctx, name)
+        if not sizes or supports_block_size(name, d, m):
+            return d, "vLLM's default"
+        return (
+            min(s.multiple_of if isinstance(s, MultipleOf) else s for s in sizes),
+            f"{name}'s smallest supported block size",
+        )
+    if all(supports_block_size(n, d, m) for n in names):
+        return d, "vLLM's default"
+    per_backend = [
+        [s.multiple_of if isinstance(s, MultipleOf) else s for s in _nospec_sizes(ctx, n)] or [1]
+        for n in names
+    ]
+    candidates: set[int] = {1}
+    for sizes in per_backend:
+        candidates = {math.lcm(c, s) for c in candidates for s in sizes}
+    for c in sorted(candidates):
+        if all(supports_block_size(n, c, m) for n in names):
+            return c, f"the smallest block size {'/'.join(names)} all support"
+    raise _NoBlockSize(names)
+
+
+class _NoBlockSize(Exception):
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+
+def resolve_setup(s: Setup) -> PlanResult:
+    """Plan a deployment: every group's B and k, each component's value, and findings."""
+    if s.platform is None:
+        raise InputError(
+            "no platform given",
+            source=s.source,
+            key="--platform",
+            hint="pass --platform (e.g. --platform h200) or set 'platform' in the file",
+        )
+    catalog = load_catalog(s.vllm_version)
+    targets = [l for l in s.layers if l.role == "target"]
+    q, kv = _per_rank(targets[0], s.tensor_parallel_size)
+    machine = _machine(s)
+    ctx = _Ctx(
+        setup=s,
+        catalog=catalog,
+        machine=machine,
+        target_heads=(q, kv),
+        gqa=kv > 0 and q // kv > 1,
+        trtllm=trtllm_usable(
+            capability=s.platform.capability,
+            num_heads=q,
+            num_kv_heads=kv,
+            use_trtllm_attention=s.attention.use_trtllm_attention,
+            cubins=s.trtllm_cubins,
+            batch_invariant=machine.batch_invariant,
+        ),
+    )
+    ctx.machine = replace(machine, block_sizes_nospec=lambda n: _nospec_sizes(ctx, n))
+    layers = _select_backends(ctx)
+    return _plan(ctx, layers)
+
+
+def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
+    s = ctx.setup
+    infos: list[LayerInfo] = []
+    for index, layer in enumerate(s.layers):
+        kv_dtype = layer.kv_cache_dtype or s.kv_cache_dtype
+        requested, source = _requested_backend(s, layer)
+        q, _ = _per_rank(layer, s.tensor_parallel_size)
+        if requested is not None and requested in s.backends:
+            sel = Selection(requested, source)
+        else:
+            if requested is not None:
+                requested = ctx.catalog.lookup(
+                    requested, source=s.source, key=source.split(" ")[0]
+                ).name if requested.upper() not in ctx.catalog.registry else requested.upper()
+            sel = select(
+                requested,
+                _request(s, layer, kv_dtype, q),
+                ctx.machine,
+                source,
+            )
+        entry: Entry | tuple[str, tuple[KernelSize, ...]] | None = None
+        sizes: tuple[KernelSize, ...] = ()
+        if sel.backend is not None:
+            entry = _entry(ctx, sel.backend, s.source)
+            if isinstance(entry, Entry):
+                sizes = entry.sizes(_size_context(ctx, layer, kv_dtype))
+            else:
+                sizes = entry[1]
+        else:
+            ctx.findings.append(F.backend_refused(layer, sel, s))
+        infos.append(
+            LayerInfo(
+                index=index,
+                layer=layer,
+                selection=sel,
+                entry=entry if isinstance(entry, Entry) else None,
+                backend_name=sel.backend,
+                class_path=entry.class_path if isinstance(entry, Entry) else (sel.backend or ""),
+                sizes=sizes,
+                heads_per_rank=q,
+            )
+        )
+    return infos
+
+
+def _block_size(ctx: _Ctx, layers: Sequence[LayerInfo]) -> tuple[int | None, str]:
+    s = ctx.setup
+    if s.block_size is not None:
+        return s.block_size, "--block-size"
+    names = [
+        i.backend_name
+        for i in layers
+        if i.backend_name is not None and i.layer.kind != "mamba"
+    ]
+    try:
+        return _preferred_block_size(ctx, names)
+    except _NoBlockSize as err:
+        ctx.findings.append(F.no_block_size(err.names, ctx))
+        return None, ""
+
+
+def _plan(ctx: _Ctx, layers: list[LayerInfo]) -> PlanResult:
+    s = ctx.setup
+    if any(i.backend_name is None for i in layers):
+        return PlanResult(s, (), tuple(F.sort(ctx.findings)), tuple(layers))
+    block_size, reason = _block_size(ctx, layers)
+    if block_size is None:
+        return PlanResult(s, (), tuple(F.sort(ctx.findings)), tuple(layers))
+    groups = make_groups(s, layers, block_size, reason)
+    results = tuple(_vote_group(ctx, g) for g in groups)
+    return PlanResult(s, results, tuple(F.sort(ctx.findings)), tuple(layers))
+
+
+def _voters(group: Group, roles: frozenset[str]) -> list[Voter]:
+    """vLLM's attention groups: one per (backend class, layer spec, heads), in layer order."""
+    found: dict[tuple[object, ...], list[LayerInfo]] = {}
+    names: dict[tuple[object, ...], list[str]] = {}
+    for info, name in group.members:
+        if info.layer.role not in roles:
+            continue
+        key = (info.class_path, info.spec_key(), info.heads_per_rank)
+        found.setdefault(key, []).append(info)
+        names.setdefault(key, []).append(name)
+    voters = []
+    for key, infos in found.items():
+        first = infos[0]
+        voters.append(
+            Voter(
+                name=first.display_name(),
+                class_path=first.class_path,
+                sizes=first.sizes,
+                roles=frozenset(i.layer.role for i in infos),
+                layers=tuple(names[key]),
+            )
+        )
+    return voters
+
+
+def _vote(block_size: int, voters: Sequence[Voter]) -> int | NoCommonKernelBlockSize:
+    try:
+        return select_common(block_size, [v.declared for v in voters])
+    except NoCommonKernelBlockSize as err:
+        return err
+
+
+def _vote_group(ctx: _Ctx, g: Group) -> GroupResult:
+    s = ctx.setup
+    B = g.block_size
+    everyone = _voters(g, frozenset({"target", "draft"}))
+    has_draft = any(i.layer.role == "draft" for i, _ in g.members)
+    speculating = s.speculative_method in DRAFTING_METHODS and has_draft
+    if g.kind == "mamba" or not g.has_layer_views:
+        runner: int | NoCommonKernelBlockSize = B
+    elif g.packed:
+        runner = B
+    else:
+        runner = _vote(B, everyone)
+    if isinstance(runner, NoCommonKernelBlockSize):
+        ctx.findings.append(F.no_common_size(g, runner, [v.declared for v in everyone]))
+        runner_k: int | None = None
+    else:
+        runner_k = runner
+    speculator_k: int | None = None
+    if speculating and runner_k is not None:
+        drafts = _voters(g, frozenset({"draft"}))
+        if s.runner == "v1" or s.hooks == "enforce":
+            values = {_narrow(runner_k, d) for d in drafts}
+            speculator_k = runner_k if values == {runner_k} else min(values)
+        elif g.packed or g.kind == "mamba":
+            speculator_k = B
+        else:
+            own = _vote(B, drafts)
+            if isinstance(own, NoCommonKernelBlockSize):
+                ctx.findings.append(F.speculator_no_common_size(g, own, runner_k))
+            else:
+                speculator_k = own
+        if speculator_k is not None and speculator_k != runner_k:
+            ctx.findings.append(
+                F.component_mismatch(
+                    g,
+                    runner_k,
+                    speculator_k,
+                    everyone,
+                    ctx,
+                    block_fixes=_agreeing_block_sizes(g, runner_k),
+                    backend_fixes=_agreeing_drafter_backends(ctx, g),
+                )
+            )
+        elif s.runner == "v2" and s.hooks == "enforce" and not (g.packed or g.kind == "mamba"):
+            own = _vote(B, drafts)
+            if isinstance(own, int) and own != runner_k:
+                ctx.findings.append(F.fixed_by_hooks(g, runner_k, own, everyone))
+    narrowed = tuple(
+        replace(v, narrowed=_narrow(runner_k, v) if runner_k is not None else None)
+        for v in everyone
+    )
+    return GroupResult(
+        id=g.id,
+        kind=g.kind,
+        block_size=B,
+        block_size_reason=g.block_size_reason,
+        kernel_block_size=runner_k,
+        packed=g.packed,
+        target_layers=tuple(n for i, n in g.members if i.layer.role == "target"),
+        draft_layers=tuple(n for i, n in g.members if i.layer.role == "draft"),
+        voters=narrowed,
+        runner=runner_k,
+        speculator=speculator_k if speculating else None,
+    )
+
+
+def _narrow(k: int, voter: Voter) -> int:
+    """``create_metadata_builders``: the group's k narrowed by one backend."""
+    try:
+        return select_common(k, [voter.declared])
+    except NoCommonKernelBlockSize:
+        return k
+
+
+def _agreeing_block_sizes(g: Group, runner_k: int) -> list[int]:
+    """Block sizes (multiples of 16 up to 1024) at which runner and speculator agree."""
+    everyone = [v.declared for v in _voters(g, frozenset({"target", "draft"}))]
+    drafts = [v.declared for v in _voters(g, frozenset({"draft"}))]
+    good = []
+    for b in sorted({runner_k, *range(16, 1025, 16)}):
+        try:
+            if select_common(b, everyone) == select_common(b, drafts):
+                good.append(b)
+        except NoCommonKernelBlockSize:
+            continue
+    good.sort(key=lambda b: (b != runner_k, b))
+    return good
+
+
+def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
+    """Drafter backends, valid on the platform, with which runner and speculator agree."""
+    s = ctx.setup
+    drafts = [i for i, _ in g.members if i.layer.role == "draft"]
+    targets = [i.backend_name for i, _ in g.members if i.layer.role == "target"]
+    found = []
+    for name in dict.fromkeys([*targets, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"]):
+        if name is None or name in s.backends or name in (d.backend_name for d in drafts):
+            continue
+        swapped = []
+        for info in drafts:
+            kv_dtype = info.layer.kv_cache_dtype or s.kv_cache_dtype
+            sel = select(
+                name,
+                _request(s, info.layer, kv_dtype, info.heads_per_rank),
+                ctx.machine,
+                "alternative",
+            )
+            entry = ctx.catalog.by_class.get(ctx.catalog.registry.get(name, ""))
+            if sel.backend is None or entry is None:
+                break
+            sizes = entry.sizes(_size_context(ctx, info.layer, kv_dtype))
+            swapped.append(replace(info, backend_name=name, entry=entry, class_path=entry.class_path, sizes=sizes))
+        else:
+            alt = replace(
+                g,
+                members=tuple(
+                    (swapped[drafts.index(i)] if i in drafts else i, n) for i, n in g.members
+                ),
+            )
+            everyone = [v.declared for v in _voters(alt, frozenset({"target", "draft"}))]
+            own = [v.declared for v in _voters(alt, frozenset({"draft"}))]
+            try:
+                if select_common(g.block_size, everyone) == select_common(g.block_size, own):
+                    found.append(name)
+            except NoCommonKernelBlockSize:
+                continue
+    return found

@@ -1,0 +1,373 @@
+"""Which backend each layer gets, as vLLM 0.33.0 decides it on CUDA.
+
+Mirrors ``platforms/cuda.py`` (``_get_backend_priorities``, ``get_attn_backend_cls``)
+and the backends' ``validate_configuration`` checks: an explicitly requested
+backend is validated and refused when invalid; otherwise the first valid backend
+of the platform's priority list wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kvconfig._facts import fa_supported, fa_version, is_quantized
+from schemas.sizes import KernelSize, MultipleOf
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a layer asks of its backend (vLLM's ``AttentionSelectorConfig``)."""
+
+    head_size: int
+    dtype: str
+    kv_cache_dtype: str
+    block_size: int | None
+    use_mla: bool = False
+    use_sparse: bool = False
+    has_sink: bool = False
+    has_sliding_window: bool = False
+    use_non_causal: bool = False
+    use_mm_prefix: bool = False
+    attn_type: str = "decoder"
+    num_heads: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """Deployment-wide facts the checks read."""
+
+    vendor: str
+    capability: tuple[int, int] | None
+    batch_invariant: bool = False
+    use_trtllm_attention: bool | None = None
+    cubins: bool = True
+    flash_attn_version: int | None = None
+    block_sizes_nospec: Callable[[str], tuple[KernelSize, ...]] = field(
+        default=lambda name: (MultipleOf(1),)
+    )
+
+    @property
+    def major(self) -> int:
+        """Capability major (0 without a capability)."""
+        return 0 if self.capability is None else self.capability[0]
+
+    def fa(self, **kw: object) -> int | None:
+        """The FlashAttention version vLLM resolves for these arguments."""
+        return fa_version(
+            vendor=self.vendor,
+            capability=self.capability,
+            forced=self.flash_attn_version,
+            batch_invariant=self.batch_invariant,
+            **kw,  # type: ignore[arg-type]
+        )
+
+    def fa_ok(self, version: int) -> bool:
+        """``is_fa_version_supported``."""
+        cap = self.capability or (0, 0)
+        return fa_supported(self.vendor, cap[0] if self.capability else None, cap[1], version)
+
+    def trtllm(self, prefill: bool) -> bool:
+        """``supports_trtllm_attention(is_prefill)``."""
+        if self.batch_invariant or not self.cubins or self.capability is None:
+            return False
+        if self.capability == (9, 0) or self.major == 12:
+            return not prefill
+        return self.major == 10
+
+
+_FP = ("float16", "bfloat16")
+_FP32 = ("float16", "bfloat16", "float32")
+_ALL_TYPES = ("decoder", "encoder", "encoder_only", "encoder_decoder")
+
+
+@dataclass(frozen=True, slots=True)
+class Traits:
+    """What ``validate_configuration`` checks for one backend."""
+
+    dtypes: tuple[str, ...] = _FP
+    kv_dtypes: tuple[str, ...] = ("auto", "float16", "bfloat16")
+    head_sizes: Callable[[int, Machine], bool] = lambda h, m: True
+    capability: Callable[[Machine], bool] = lambda m: True
+    mla: bool = False
+    sparse: bool = False
+    sink: Callable[[Machine], bool] = lambda m: False
+    sliding_window: bool = False
+    non_causal: bool = False
+    mm_prefix: Callable[[Machine], bool] = lambda m: False
+    batch_invariant: bool = False
+    attn_types: tuple[str, ...] = ("decoder",)
+    kv_check: Callable[[str, Machine], bool] = lambda kv, m: True
+    combination: Callable[[Request, Machine], str | None] = lambda r, m: None
+
+
+def _fa_kv(kv: str, m: Machine, **kw: object) -> bool:
+    """``flash_attn_supports_kv_cache_dtype``."""
+    if kv == "fp8_e5m2":
+        return False
+    if m.vendor == "xpu":
+        return True
+    version = m.fa(**kw)
+    head = kw.get("head_size")
+    sm90_ok = version == 3 or (version == 4 and head in (None, 512))
+    return (sm90_ok and m.major == 9) or (version == 4 and m.major == 10)
+
+
+def _fa_combination(r: Request, m: Machine) -> str | None:
+    if r.has_sink and m.capability is not None and m.capability < (9, 0):
+        return "sink not supported on compute capability < 9.0"
+    quantized = is_quantized(r.kv_cache_dtype)
+    if r.use_mm_prefix and quantized and m.capability == (9, 0):
+        return "SM90 FP8 KV with mm_prefix requires Triton"
+    if quantized and not _fa_kv(
+        r.kv_cache_dtype,
+        m,
+        head_size=r.head_size,
+        head_size_v=r.head_size,
+        has_sinks=r.has_sink,
+        supports_fa4_hd256=True,
+    ):
+        return "FP8 KV cache requires FA3 on SM90, FA4 with head_size=512 on SM90, or FA4 on SM100"
+    if r.use_mm_prefix and m.fa(head_size=r.head_size, has_sinks=r.has_sink, supports_fa4_hd256=True) != 4:
+        return "mm_prefix (PrefixLM bidirectional attention) requires FlashAttention v4"
+    return None
+
+
+def _fi_sink(m: Machine) -> bool:
+    if m.use_trtllm_attention is False:
+        return False
+    if m.capability == (9, 0) or m.major == 12:
+        return m.trtllm(prefill=False)
+    if m.major != 10:
+        return False
+    return m.trtllm(prefill=False) and m.trtllm(prefill=True)
+
+
+def _fi_kv(kv: str, m: Machine) -> bool:
+    if kv.startswith("nvfp4"):
+        return m.major == 10 and m.trtllm(prefill=True) and m.trtllm(prefill=False)
+    return True
+
+
+def _fi_combination(r: Request, m: Machine) -> str | None:
+    if r.kv_cache_dtype.startswith("nvfp4") and m.major in (8, 9, 12):
+        if r.head_size == 64:
+            return "fa2 prefill misreads an NVFP4 KV cache at head_size 64"
+        if r.has_sink:
+            return "the sink prefill wrapper cannot read an NVFP4 KV cache"
+    return None
+
+
+TRAITS: dict[str, Traits] = {
+    "FLASH_ATTN": Traits(
+        kv_dtypes=("auto", "float16", "bfloat16", "fp8", "fp8_e4m3"),
+        head_sizes=lambda h, m: h % 8 == 0
+        and (h <= 256 or (m.vendor == "xpu" and h <= 512) or (m.fa_ok(4) and h <= 512)),
+        capability=lambda m: m.capability is not None and m.capability >= (8, 0),
+        sink=lambda m: m.vendor == "xpu" or m.fa() in (3, 4),
+        sliding_window=True,
+        non_causal=True,
+        mm_prefix=lambda m: m.fa_ok(4),
+        batch_invariant=True,
+        attn_types=_ALL_TYPES,
+        kv_check=lambda kv, m: not is_quantized(kv) or _fa_kv(kv, m),
+        combination=_fa_combination,
+    ),
+    "FLASHINFER": Traits(
+        kv_dtypes=(
+            "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "nvfp4_4over6",
+        ),
+        head_sizes=lambda h, m: h in (64, 128, 256, 512),
+        capability=lambda m: m.capability is not None and (8, 0) <= m.capability <= (12, 1),
+        sink=_fi_sink,
+        sliding_window=True,
+        non_causal=True,
+        kv_check=_fi_kv,
+        combination=_fi_combination,
+    ),
+    "TRITON_ATTN": Traits(
+        dtypes=_FP32,
+        kv_dtypes=(
+            "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2",
+            "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head",
+        ),
+        head_sizes=lambda h, m: h >= 32,
+        sink=lambda m: True,
+        sliding_window=True,
+        non_causal=True,
+        mm_prefix=lambda m: True,
+        batch_invariant=True,
+        attn_types=_ALL_TYPES,
+    ),
+    "FLEX_ATTENTION": Traits(
+        dtypes=_FP32,
+        sliding_window=True,
+        non_causal=True,
+        mm_prefix=lambda m: True,
+        batch_invariant=True,
+        attn_types=("decoder", "encoder_only"),
+    ),
+    "TURBOQUANT": Traits(
+        kv_dtypes=("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"),
+    ),
+    "TRITON_FLASHINFER": Traits(
+        head_sizes=lambda h, m: h in (256, 512),
+        capability=lambda m: m.major == 10,
+        sliding_window=True,
+        mm_prefix=lambda m: True,
+    ),
+    "TRITON_FLASH_ATTN": Traits(
+        head_sizes=lambda h, m: h == 256 or (h == 512 and m.fa_ok(4)),
+        capability=lambda m: m.major == 9,
+        sliding_window=True,
+        mm_prefix=lambda m: True,
+    ),
+    "FLASHINFER_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
+    "CUTLASS_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
+    "TOKENSPEED_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
+    "FLASH_ATTN_MLA": Traits(mla=True, capability=lambda m: m.major == 9),
+    "FLASHMLA": Traits(mla=True, capability=lambda m: m.major in (9, 10)),
+    "TRITON_MLA": Traits(mla=True),
+    "B12X": Traits(capability=lambda m: m.capability in ((12, 0), (12, 1))),
+    "HPC_ATTN": Traits(capability=lambda m: m.capability == (9, 0)),
+}
+
+
+#: Backends whose ``supports_block_size`` accepts exact sizes only (backend.py overrides).
+EXACT_BLOCK_SIZES: dict[str, tuple[int, ...]] = {"CPU_MLA": (16,), "B12X": (64, 128)}
+
+#: ``get_preferred_block_size`` overrides, by backend name: default -> preferred.
+PREFERRED_BLOCK_SIZE: dict[str, Callable[[int], int]] = {
+    "B12X": lambda d: d if d in (64, 128) else 128,
+    "DEEPSEEK_SPARSE_SWA": lambda d: 256,
+    "ROCM_AITER_UNIFIED_ATTN": lambda d: 64,
+    "ULTRAQUANT": lambda d: 64,
+}
+
+
+def supports_block_size(name: str, block_size: int | None, m: Machine) -> bool:
+    """``supports_block_size``: the manager block is a multiple of a declared size."""
+    if block_size is None:
+        return True
+    if name in EXACT_BLOCK_SIZES:
+        return block_size in EXACT_BLOCK_SIZES[name]
+    sizes = m.block_sizes_nospec(name)
+    if not sizes:
+        return True
+    return any(
+        block_size % (s.multiple_of if isinstance(s, MultipleOf) else s) == 0 for s in sizes
+    )
+
+
+def invalid_reasons(name: str, r: Request, m: Machine) -> list[str]:
+    """vLLM's ``validate_configuration`` reasons for backend ``name`` (empty: valid)."""
+    t = TRAITS.get(name)
+    if t is None:
+        return []
+    reasons = []
+    if not t.head_sizes(r.head_size, m):
+        reasons.append("head_size not supported")
+    if r.dtype not in t.dtypes:
+        reasons.append("dtype not supported")
+    if (t.kv_dtypes and r.kv_cache_dtype not in t.kv_dtypes) or not t.kv_check(r.kv_cache_dtype, m):
+        reasons.append("kv_cache_dtype not supported")
+    if not supports_block_size(name, r.block_size, m):
+        reasons.append("block_size not supported")
+    if r.use_mm_prefix and not t.mm_prefix(m):
+        reasons.append("partial multimodal token full attention not supported")
+    if r.use_mla != t.mla:
+        reasons.append("MLA not supported" if r.use_mla else "non-MLA not supported")
+    if r.has_sink and not t.sink(m):
+        reasons.append("attention sinks not supported")
+    if r.use_sparse != t.sparse:
+        reasons.append("sparse not supported" if r.use_sparse else "non-sparse not supported")
+    if m.capability is not None and not t.capability(m):
+        reasons.append("compute capability not supported")
+    if r.attn_type not in t.attn_types:
+        reasons.append(f"attention type {r.attn_type} not supported")
+    if r.has_sliding_window and not t.sliding_window:
+        reasons.append("sliding window not supported")
+    if r.use_non_causal and not t.non_causal:
+        reasons.append("non-causal attention not supported")
+    if m.batch_invariant and not t.batch_invariant:
+        reasons.append("batch invariance not supported")
+    if (why := t.combination(r, m)) is not None:
+        reasons.append(why)
+    return reasons
+
+
+def priorities(r: Request, m: Machine) -> list[str]:
+    """``_get_backend_priorities`` for CUDA (non-MLA and MLA)."""
+    if r.use_mla:
+        if m.major == 10:
+            if is_quantized(r.kv_cache_dtype):
+                sparse = ["FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]
+            elif r.num_heads is not None and r.num_heads <= 16:
+                sparse = ["FLASH_ATTN_MLA_SPARSE_FA4", "FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]
+            else:
+                sparse = ["FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE"]
+            return [
+                "FLASHINFER_MLA", "TOKENSPEED_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA",
+                "FLASHMLA", "TRITON_MLA", *sparse,
+            ]
+        if m.major == 12:
+            return ["TRITON_MLA", "FLASHINFER_MLA_SPARSE_SM120"]
+        tail = ["FLASH_ATTN_MLA_SPARSE", "FLASHMLA_SPARSE"]
+        if r.head_size == 512:
+            tail.insert(0, "FLASHINFER_MLA_SPARSE_SM90")
+        else:
+            tail.append("FLASHINFER_MLA_SPARSE_SM90")
+        return ["FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA", *tail]
+    if m.major == 10 and not r.use_non_causal:
+        head = ["TRITON_FLASHINFER"] if r.use_mm_prefix else []
+        return [*head, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT"]
+    head = ["TRITON_FLASH_ATTN"] if m.major == 9 and r.use_mm_prefix else []
+    return [*head, "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT"]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The outcome of backend selection for one layer."""
+
+    backend: str | None
+    reason: str
+    error: str | None = None
+    rejected: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+def select(requested: str | None, r: Request, m: Machine, source: str) -> Selection:
+    """The backend vLLM picks for a layer, or why it refuses to start."""
+    if requested is not None:
+        reasons = invalid_reasons(requested, r, m)
+        if reasons:
+            return Selection(
+                None,
+                source,
+                error=f"{requested} cannot run here: {', '.join(reasons)}",
+                rejected=((requested, tuple(reasons)),),
+            )
+        return Selection(requested, source)
+    if m.vendor != "cuda":
+        return Selection(
+            None,
+            "automatic",
+            error=(
+                f"kvconfig derives vLLM's automatic backend choice on CUDA only; "
+                f"set --attention-backend for {m.vendor}"
+            ),
+        )
+    rejected = []
+    for name in priorities(r, m):
+        reasons = invalid_reasons(name, r, m)
+        if not reasons:
+            return Selection(
+                name, f"{source}: first valid in vLLM's priority order", rejected=tuple(rejected)
+            )
+        rejected.append((name, tuple(reasons)))
+    return Selection(
+        None,
+        source,
+        error="no valid attention backend: "
+        + "; ".join(f"{n} ({', '.join(why)})" for n, why in rejected),
+        rejected=tuple(rejected),
+    )

@@ -1,0 +1,69 @@
+"""kvconfig's Python API: load a deployment, resolve its plan, both as typed schema objects.
+
+>>> dep = load_deployment("examples/qwen3-8b-eagle3-gh200-triton-128.yaml", platform="gh200")
+>>> plan = resolve(dep)
+>>> plan.verdict
+'reject'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kvconfig._hf import UnsupportedArchitecture
+from kvconfig._load import document, is_native, validate_native
+from kvconfig._platforms import parse_platform
+from kvconfig._resolve import PlanResult, resolve_setup
+from kvconfig._setup import Setup
+from kvconfig.errors import InputError
+
+if TYPE_CHECKING:
+    from schemas.deployment import Deployment
+    from schemas.plan import Plan
+
+
+def load_deployment(
+    target: str | Path | Sequence[str],
+    *,
+    platform: str | None = None,
+    env: Mapping[str, str] | None = None,
+    vllm_version: str | None = None,
+    hooks: str | None = None,
+) -> Deployment:
+    """A deployment from a vLLM serve YAML, a native kvconfig file, or a ``vllm serve`` argv.
+
+    Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a model
+    kvconfig cannot derive (describe it in a native file instead).
+    """
+    from schemas.deployment import Deployment
+
+    arg: str | Sequence[str] = str(target) if isinstance(target, Path) else target
+    data, doc = document(arg, env=env, vllm_version=vllm_version, hooks=hooks)
+    if doc is not None and is_native(doc):
+        data = validate_native(data, doc)
+    if platform is not None:
+        data["platform"] = parse_platform(platform).name
+    return Deployment.model_validate(data)
+
+
+def resolve(deployment: Deployment, *, platform: str | None = None) -> Plan:
+    """The plan of a deployment (``platform`` overrides the deployment's)."""
+    from schemas.plan import Plan
+
+    return Plan.model_validate(plan_result(deployment, platform=platform).to_json())
+
+
+def plan_result(deployment: Deployment, *, platform: str | None = None) -> PlanResult:
+    """The resolver's own result object (used by the hooks and the CLI)."""
+    plat = parse_platform(platform) if platform is not None else None
+    setup = Setup.from_dict(deployment.model_dump(mode="json", by_alias=True), plat)
+    if setup.platform is None:
+        raise InputError(
+            "no platform given", source=setup.source, key="platform", hint="pass platform='h200'"
+        )
+    return resolve_setup(setup)
+
+
+__all__ = ["UnsupportedArchitecture", "load_deployment", "plan_result", "resolve"]

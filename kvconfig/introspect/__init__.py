@@ -1,0 +1,1 @@
+"""Reading facts out of an installed vLLM (never imported by ``kvconfig lint``)."""

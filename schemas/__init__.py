@@ -1,0 +1,58 @@
+"""kvconfig's vocabulary: what a backend, a deployment, a group and a plan are.
+
+Names load on first use, so ``import schemas.sizes`` stays free of pydantic.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from schemas.catalog import BackendEntry, Catalog, Conditions, SizeRule
+    from schemas.deployment import (
+        AttentionSettings,
+        CustomBackend,
+        Deployment,
+        GroupSettings,
+        LayerSet,
+    )
+    from schemas.plan import (
+        BackendVote,
+        Components,
+        Finding,
+        GroupPlan,
+        LayersByRole,
+        Plan,
+        PlatformInfo,
+    )
+    from schemas.sizes import KernelSize, MultipleOf
+
+_WHERE = {
+    "BackendEntry": "catalog",
+    "Catalog": "catalog",
+    "Conditions": "catalog",
+    "SizeRule": "catalog",
+    "AttentionSettings": "deployment",
+    "CustomBackend": "deployment",
+    "Deployment": "deployment",
+    "GroupSettings": "deployment",
+    "LayerSet": "deployment",
+    "BackendVote": "plan",
+    "Components": "plan",
+    "Finding": "plan",
+    "GroupPlan": "plan",
+    "LayersByRole": "plan",
+    "Plan": "plan",
+    "PlatformInfo": "plan",
+    "KernelSize": "sizes",
+    "MultipleOf": "sizes",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"schemas.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'schemas' has no attribute {name!r}")

@@ -1,0 +1,195 @@
+"""A deployment: which layers a vLLM engine serves, on which platform, with which settings.
+
+This is also the native kvconfig file format, for layouts kvconfig cannot derive
+from a Hugging Face ``config.json``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from schemas._base import Strict
+from schemas._base import KernelSizeField as KernelSize
+
+Role = Literal["target", "draft"]
+"""Whether a layer belongs to the served (target) model or to the speculator's drafter."""
+
+LayerKind = Literal[
+    "full_attention",
+    "sliding_window",
+    "chunked_local",
+    "mla_attention",
+    "sliding_window_mla",
+    "sparse_mla",
+    "indexer",
+    "mamba",
+    "encoder_only_attention",
+    "cross_attention",
+]
+"""The KV-cache spec kind of a layer, as vLLM groups it."""
+
+Runner = Literal["v1", "v2"]
+"""vLLM's model runner: V1 (``VLLM_USE_V2_MODEL_RUNNER=0``) or V2 (0.33.0's default)."""
+
+HooksMode = Literal["none", "enforce"]
+"""``enforce``: the kvconfig vLLM hooks are installed and hand the runner's plan to the speculator."""
+
+SpeculativeMethod = Literal[
+    "eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark", "ngram", "suffix"
+]
+"""vLLM's ``speculative-config.method`` values kvconfig plans for."""
+
+PositiveInt = Annotated[int, Field(ge=1, strict=True)]
+
+
+class AttentionSettings(Strict):
+    """vLLM's ``--attention-config`` fields that change the plan."""
+
+    backend: str | None = None
+    """``--attention-backend`` / ``attention-config.backend``: the backend every layer asks for."""
+    backend_per_kind: dict[LayerKind, str] = Field(default_factory=dict)
+    """``attention-config.backend_per_kind``: a backend per spec kind, overriding ``backend``."""
+    use_trtllm_attention: bool | None = None
+    """``attention-config.use_trtllm_attention``: ``false`` turns FlashInfer's TRTLLM kernels off."""
+    flash_attn_version: Literal[2, 3, 4] | None = None
+    """``attention-config.flash_attn_version``: forces a FlashAttention version."""
+
+
+class CustomBackend(Strict):
+    """A backend kvconfig's catalog does not know (out of tree), with its declared sizes."""
+
+    sizes: list[KernelSize] = Field(min_length=1)
+    """What its ``get_supported_kernel_block_sizes`` returns."""
+    kind: Literal["attention", "mla", "sparse_mla", "indexer", "state"] = "attention"
+    """The kind of layer it serves."""
+
+
+class LayerSet(Strict):
+    """``count`` layers with the same geometry, role and backend."""
+
+    name: str = "layers.{i}"
+    """Layer names; ``{i}`` is replaced by 0..count-1 (plus ``first_index``)."""
+    count: PositiveInt = 1
+    """How many such layers."""
+    first_index: Annotated[int, Field(ge=0, strict=True)] = 0
+    """The index of the first layer in ``name``."""
+    role: Role = "target"
+    """Target (served model) or draft (speculator) layers."""
+    kind: LayerKind = "full_attention"
+    """The layer's KV-cache spec kind."""
+    backend: str | None = None
+    """The backend the layer asks for (vLLM name, or a class path); null: vLLM's automatic choice."""
+    num_heads: PositiveInt = 32
+    """Query heads of the whole model (before tensor parallelism)."""
+    num_kv_heads: PositiveInt = 8
+    """KV heads of the whole model (before tensor parallelism)."""
+    head_size: PositiveInt = 128
+    """Head size (for MLA: the latent size plus the rope size, e.g. 576)."""
+    head_size_v: PositiveInt | None = None
+    """Value head size when it differs from ``head_size``."""
+    dtype: Literal["float16", "bfloat16", "float32"] = "bfloat16"
+    """Activation dtype."""
+    kv_cache_dtype: str | None = None
+    """This layer's ``--kv-cache-dtype`` if it differs from the deployment's."""
+    sliding_window: PositiveInt | None = None
+    """Sliding window in tokens, for ``sliding_window`` layers."""
+    has_sink: bool = False
+    """Attention sinks (GPT-OSS)."""
+    non_causal: bool = False
+    """Non-causal attention (DFlash drafters)."""
+    tokens_per_state: PositiveInt = 1
+    """Tokens folded into one cache state (compressed caches); 1 otherwise."""
+    group: Annotated[int, Field(ge=0, strict=True)] | None = None
+    """Explicit KV-cache group id; when any layer has one, all must, and kvconfig does not regroup."""
+
+    def names(self) -> list[str]:
+        """The expanded layer names."""
+        if "{i}" not in self.name:
+            return [self.name] if self.count == 1 else [f"{self.name}.{i}" for i in range(self.count)]
+        return [self.name.replace("{i}", str(self.first_index + i)) for i in range(self.count)]
+
+
+class GroupSettings(Strict):
+    """Settings of one explicitly numbered KV-cache group."""
+
+    id: Annotated[int, Field(ge=0, strict=True)]
+    """The group id the layers refer to."""
+    block_size: PositiveInt | None = None
+    """The manager block size B of this group, when it differs from the deployment's."""
+    packed: bool = False
+    """Its KV-cache tensors are block-outermost with several layers (never split)."""
+
+
+class Deployment(Strict):
+    """Everything the plan depends on. Also the native kvconfig file."""
+
+    schema_: str | None = Field(default=None, alias="$schema")
+    """Editor hint: the JSON Schema of this file."""
+    kvconfig: Literal[1] = 1
+    """Format version of this file."""
+    source: str = ""
+    """Where the deployment was read from (filled in by the loader)."""
+    vllm_version: str = "0.33.0"
+    """The vLLM release to plan for."""
+    platform: str | None = None
+    """The device: a GPU name (``H200``), ``smXY`` or ``X.Y``; ``--platform`` overrides it."""
+    runner: Runner = "v2"
+    """Model runner (``VLLM_USE_V2_MODEL_RUNNER``)."""
+    hooks: HooksMode = "none"
+    """Whether the kvconfig vLLM hooks are installed."""
+    block_size: PositiveInt | None = None
+    """``--block-size`` (manager block size B); null: vLLM's default for the backends."""
+    kv_cache_dtype: str = "auto"
+    """``--kv-cache-dtype``."""
+    tensor_parallel_size: PositiveInt = 1
+    """``--tensor-parallel-size``; heads per rank are what backends see."""
+    attention: AttentionSettings = Field(default_factory=AttentionSettings)
+    """``--attention-backend`` and ``--attention-config``."""
+    speculative_method: SpeculativeMethod | None = None
+    """``speculative-config.method``; null without a speculator."""
+    draft_attention_backend: str | None = None
+    """``speculative-config.attention_backend``."""
+    kv_cache_layout: str | None = None
+    """``VLLM_KV_CACHE_LAYOUT`` when set."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables that change the outcome (``VLLM_BATCH_INVARIANT``, ...)."""
+    trtllm_cubins: bool = True
+    """FlashInfer's TRTLLM cubins are available (``flashinfer-cubin`` installed or NVIDIA's
+    artifactory reachable at start-up)."""
+    backends: dict[str, CustomBackend] = Field(default_factory=dict)
+    """Out-of-tree backends referenced by name in ``layers``."""
+    groups: list[GroupSettings] = Field(default_factory=list)
+    """Per-group settings for explicitly grouped layers."""
+    layers: list[LayerSet] = Field(min_length=1)
+    """The model's attention layers, target and draft."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Deployment:
+        explicit = [s.group is not None for s in self.layers]
+        if any(explicit) and not all(explicit):
+            raise ValueError("either every layer set has a 'group' or none has")
+        if self.speculative_method not in (None, "ngram", "suffix") and not any(
+            s.role == "draft" for s in self.layers
+        ):
+            raise ValueError(
+                f"speculative method {self.speculative_method!r} has no draft layers; "
+                "add layers with role: draft"
+            )
+        if any(s.role == "draft" for s in self.layers) and self.speculative_method is None:
+            raise ValueError("draft layers need a speculative_method (eagle, eagle3, mtp, ...)")
+        if any(s.role == "draft" for s in self.layers) and not any(
+            s.role == "target" for s in self.layers
+        ):
+            raise ValueError("draft layers without target layers")
+        names: set[str] = set()
+        for s in self.layers:
+            for n in s.names():
+                if n in names:
+                    raise ValueError(f"layer {n!r} appears twice")
+                names.add(n)
+        ids = [g.id for g in self.groups]
+        if len(ids) != len(set(ids)):
+            raise ValueError("a group id appears twice in 'groups'")
+        return self

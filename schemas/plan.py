@@ -1,0 +1,125 @@
+"""The authoritative kernel block-size plan of one deployment on one platform."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from schemas._base import Strict
+from schemas.deployment import HooksMode, LayerKind, Runner
+from schemas._base import KernelSizeField as KernelSize
+
+Severity = Literal["error", "warning", "info"]
+"""``error`` rejects the deployment; ``warning`` and ``info`` do not."""
+
+
+class PlatformInfo(Strict):
+    """The platform the plan was computed for."""
+
+    name: str
+    """The platform's name."""
+    vendor: str
+    """cuda, rocm, xpu, cpu."""
+    capability: str | None
+    """``"9.0"``-style compute capability, or null."""
+
+
+class BackendVote(Strict):
+    """One attention group of a KV-cache group: a backend and the layers it serves."""
+
+    name: str
+    """The backend's vLLM name."""
+    class_path: str = Field(alias="class")
+    """The backend class (``module.QualName``)."""
+    sizes: list[KernelSize]
+    """The kernel block sizes it declares for these layers."""
+    role: Literal["target", "draft", "mixed"]
+    """Whose layers these are."""
+    layers: list[str]
+    """The layers of this attention group."""
+    kernel_block_size: int | None = None
+    """The size this attention group narrows the group's k to (``create_metadata_builders``)."""
+
+
+class Components(Strict):
+    """The kernel block size each vLLM component computes on its own for a group."""
+
+    runner: int | None
+    """The model runner's vote over all layers (target and draft); it allocates the KV cache."""
+    speculator: int | None
+    """The speculator's value (null without one, or when it never sees the group)."""
+
+
+class LayersByRole(Strict):
+    """A group's layer names, by role."""
+
+    target: list[str] = Field(default_factory=list)
+    """Target-model layers."""
+    draft: list[str] = Field(default_factory=list)
+    """Drafter layers."""
+
+
+class GroupPlan(Strict):
+    """One KV-cache group: its block size B, its kernel block size k, and who votes what."""
+
+    id: int
+    """KV-cache group id, as vLLM numbers it."""
+    kind: LayerKind
+    """The group's spec kind."""
+    block_size: int
+    """Manager block size B (tokens per KV-cache block)."""
+    block_size_reason: str = ""
+    """Why B is what it is (user's --block-size, vLLM's default, hybrid alignment, ...)."""
+    kernel_block_size: int | None
+    """The authoritative kernel block size k; null when no common size exists."""
+    split: int | None
+    """Kernel pages per block, B/k; null when k is null."""
+    packed: bool = False
+    """Block-outermost packed tensors: never split group-wide."""
+    layers: LayersByRole
+    """The group's layers."""
+    backends: list[BackendVote]
+    """The attention groups that vote, in vLLM's order."""
+    components: Components
+    """What the runner and the speculator compute on their own."""
+
+
+class Finding(Strict):
+    """One problem or note, with a stable code (see docs/findings.md)."""
+
+    code: str
+    """Stable code, e.g. ``KV101``."""
+    name: str
+    """Stable slug of the code, e.g. ``component-mismatch``."""
+    severity: Severity
+    """error, warning or info."""
+    group: int | None
+    """The KV-cache group concerned, if any."""
+    message: str
+    """One paragraph: what happens, and the consequence."""
+    fixes: list[str] = Field(default_factory=list)
+    """Ways to fix it, most direct first."""
+
+
+class Plan(Strict):
+    """The result of planning one deployment on one platform."""
+
+    verdict: Literal["ok", "reject"]
+    """``reject`` when any finding is an error."""
+    vllm_version: str
+    """The vLLM release planned for."""
+    platform: PlatformInfo
+    """The platform planned for."""
+    source: str
+    """The deployment's file (or ``<command>``)."""
+    runner: Runner
+    """Model runner V1 or V2."""
+    hooks: HooksMode
+    """Whether the kvconfig hooks are assumed installed."""
+    speculative_method: str | None
+    """The speculator, if any."""
+    groups: list[GroupPlan]
+    """KV-cache groups in vLLM's order."""
+    findings: list[Finding]
+    """Everything worth saying, errors first."""
