@@ -60,6 +60,7 @@ def fa_version(
     quantized_kv: bool = False,
     softcap_model: bool = False,
     dcp: bool = False,
+    kv_cache_block_size: int | None = None,
 ) -> int | None:
     """The FlashAttention version vLLM uses, or None when none is available."""
     if vendor == "xpu":
@@ -92,6 +93,8 @@ def fa_version(
         if not supports_fa4_hd256:
             version = 2
         elif has_sinks or requires_softcap or softcap_model or quantized_kv or dcp:
+            version = 2
+        elif kv_cache_block_size is not None and kv_cache_block_size % 128:
             version = 2
     if (
         version == 4

@@ -273,6 +273,7 @@ def _machine(s: Setup, nospec: object = None) -> Machine:
         use_trtllm_attention=s.attention.use_trtllm_attention,
         cubins=s.trtllm_cubins,
         flash_attn_version=s.attention.flash_attn_version,
+        quantized_cache=is_quantized(s.kv_cache_dtype),
     )
 
 

@@ -9,7 +9,7 @@ of the platform's priority list wins.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvconfig._facts import fa_supported, fa_version, is_quantized
 from schemas.sizes import KernelSize, MultipleOf
@@ -43,6 +43,7 @@ class Machine:
     use_trtllm_attention: bool | None = None
     cubins: bool = True
     flash_attn_version: int | None = None
+    quantized_cache: bool = False
     block_sizes_nospec: Callable[[str], tuple[KernelSize, ...]] = field(
         default=lambda name: (MultipleOf(1),)
     )
@@ -59,6 +60,7 @@ class Machine:
             capability=self.capability,
             forced=self.flash_attn_version,
             batch_invariant=self.batch_invariant,
+            quantized_kv=self.quantized_cache,
             **kw,  # type: ignore[arg-type]
         )
 
@@ -126,9 +128,15 @@ def _fa_combination(r: Request, m: Machine) -> str | None:
         head_size_v=r.head_size,
         has_sinks=r.has_sink,
         supports_fa4_hd256=True,
+        kv_cache_block_size=r.block_size,
     ):
         return "FP8 KV cache requires FA3 on SM90, FA4 with head_size=512 on SM90, or FA4 on SM100"
-    if r.use_mm_prefix and m.fa(head_size=r.head_size, has_sinks=r.has_sink, supports_fa4_hd256=True) != 4:
+    if r.use_mm_prefix and m.fa(
+        head_size=r.head_size,
+        has_sinks=r.has_sink,
+        kv_cache_block_size=r.block_size,
+        supports_fa4_hd256=True,
+    ) != 4:
         return "mm_prefix (PrefixLM bidirectional attention) requires FlashAttention v4"
     return None
 
@@ -145,6 +153,9 @@ def _fi_sink(m: Machine) -> bool:
 
 def _fi_kv(kv: str, m: Machine) -> bool:
     if kv.startswith("nvfp4"):
+        if m.major in (8, 9, 12):
+            # SM80/90/120 read NVFP4 through FA2; only plain "nvfp4" has a writer there.
+            return kv == "nvfp4"
         return m.major == 10 and m.trtllm(prefill=True) and m.trtllm(prefill=False)
     return True
 
@@ -155,6 +166,65 @@ def _fi_combination(r: Request, m: Machine) -> str | None:
             return "fa2 prefill misreads an NVFP4 KV cache at head_size 64"
         if r.has_sink:
             return "the sink prefill wrapper cannot read an NVFP4 KV cache"
+    return None
+
+
+def _b12x_combination(r: Request, m: Machine) -> str | None:
+    """``B12xPagedAttentionBackend.supports_combination`` (the kernel probe needs a GPU)."""
+    if r.dtype != "bfloat16":
+        return "b12x currently requires bfloat16 queries"
+    if r.kv_cache_dtype == "float16":
+        return "b12x does not support float16 KV cache"
+    if is_quantized(r.kv_cache_dtype) and r.kv_cache_dtype not in ("fp8", "fp8_e4m3"):
+        return "b12x currently supports only fp8/fp8_e4m3 quantized KV cache dtypes"
+    return None
+
+
+def _composite(
+    general: Traits,
+    causal: Traits,
+    *,
+    head_sizes: tuple[int, ...],
+    device_major: int | None,
+    names: tuple[str, str],
+) -> Traits:
+    """``create_composite_attention_backend``: both members must accept (composite.py)."""
+
+    def combination(r: Request, m: Machine) -> str | None:
+        for variant, (member, name) in enumerate(zip((general, causal), names)):
+            why = member.combination(replace(r, use_mm_prefix=r.use_mm_prefix and variant == 0), m)
+            if why:
+                return f"{name}: {why}"
+        return None
+
+    return Traits(
+        dtypes=tuple(d for d in general.dtypes if d in causal.dtypes),
+        kv_dtypes=(),
+        kv_check=lambda kv, m: all(
+            (not t.kv_dtypes or kv in t.kv_dtypes) and t.kv_check(kv, m) for t in (general, causal)
+        ),
+        head_sizes=lambda h, m: h in head_sizes and general.head_sizes(h, m) and causal.head_sizes(h, m),
+        capability=lambda m: (device_major is None or m.major == device_major)
+        and general.capability(m)
+        and causal.capability(m),
+        sliding_window=general.sliding_window and causal.sliding_window,
+        mm_prefix=general.mm_prefix,
+        combination=combination,
+    )
+
+
+def _fa_route_combination(r: Request, m: Machine) -> str | None:
+    """``triton_flash_attn._FABackend.supports_combination``."""
+    why = _fa_combination(r, m)
+    if why is not None or m.vendor == "xpu":
+        return why
+    if m.fa(
+        head_size=r.head_size,
+        has_sinks=r.has_sink,
+        kv_cache_block_size=r.block_size,
+        supports_fa4_hd256=True,
+    ) not in (3, 4):
+        return "causal route requires FlashAttention v3 or v4"
     return None
 
 
@@ -210,27 +280,45 @@ TRAITS: dict[str, Traits] = {
     "TURBOQUANT": Traits(
         kv_dtypes=("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"),
     ),
-    "TRITON_FLASHINFER": Traits(
-        head_sizes=lambda h, m: h in (256, 512),
-        capability=lambda m: m.major == 10,
-        sliding_window=True,
-        mm_prefix=lambda m: True,
-    ),
-    "TRITON_FLASH_ATTN": Traits(
-        head_sizes=lambda h, m: h == 256 or (h == 512 and m.fa_ok(4)),
-        capability=lambda m: m.major == 9,
-        sliding_window=True,
-        mm_prefix=lambda m: True,
-    ),
     "FLASHINFER_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
     "CUTLASS_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
     "TOKENSPEED_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
     "FLASH_ATTN_MLA": Traits(mla=True, capability=lambda m: m.major == 9),
     "FLASHMLA": Traits(mla=True, capability=lambda m: m.major in (9, 10)),
     "TRITON_MLA": Traits(mla=True),
-    "B12X": Traits(capability=lambda m: m.capability in ((12, 0), (12, 1))),
-    "HPC_ATTN": Traits(capability=lambda m: m.capability == (9, 0)),
+    "B12X": Traits(
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "bfloat16", "fp8", "fp8_e4m3"),
+        head_sizes=lambda h, m: h in (64, 128, 192, 256),
+        capability=lambda m: m.capability in ((12, 0), (12, 1)),
+        sink=lambda m: True,
+        sliding_window=True,
+        combination=_b12x_combination,
+    ),
+    "HPC_ATTN": Traits(
+        kv_dtypes=("auto", "bfloat16", "fp8_e4m3"),
+        head_sizes=lambda h, m: h == 128,
+        capability=lambda m: m.capability == (9, 0),
+    ),
 }
+TRAITS["TRITON_FLASHINFER"] = _composite(
+    TRAITS["TRITON_ATTN"],
+    TRAITS["FLASHINFER"],
+    head_sizes=(256, 512),
+    device_major=10,
+    names=("TRITON_ATTN", "FLASHINFER"),
+)
+TRAITS["TRITON_FLASH_ATTN"] = _composite(
+    TRAITS["TRITON_ATTN"],
+    replace(
+        TRAITS["FLASH_ATTN"],
+        capability=lambda m: m.vendor == "xpu" or (m.major == 9 and m.capability is not None),
+        combination=_fa_route_combination,
+    ),
+    head_sizes=(256, 512),
+    device_major=None,
+    names=("TRITON_ATTN", "FLASH_ATTN"),
+)
 
 
 #: Backends whose ``supports_block_size`` accepts exact sizes only (backend.py overrides).

@@ -50,7 +50,7 @@ def token_at_kernel_page(page: int, offset: int, k: int, block_size: int, stride
 
 
 def read_through_table(
-    row: list[int], page_size: int, length: int, k: int, block_size: int, stride: int
+    row: list[int], page_size: int, length: int, *, k: int, block_size: int, stride: int
 ) -> list[int]:
     """Which flat slot a paged kernel reads for each of ``length`` token positions."""
     return [
@@ -76,7 +76,9 @@ def test_expanded_table_reads_every_token_where_it_was_written(block_size: int) 
                 assert len(kernel_row) == len(row) * f
                 length = len(row) * block_size
                 want = written_slots(row, block_size, length)
-                got = read_through_table(kernel_row, k, length, k, block_size, stride=f)
+                got = read_through_table(
+                    kernel_row, k, length, k=k, block_size=block_size, stride=f
+                )
                 assert got == want, (block_size, k, row)
 
 
@@ -91,7 +93,9 @@ def test_packed_stride_expansion(block_size: int) -> None:
                 for row, kernel_row in zip(table, expanded, strict=True):
                     length = len(row) * block_size
                     want = written_slots(row, block_size, length)
-                    got = read_through_table(kernel_row, k, length, k, block_size, stride)
+                    got = read_through_table(
+                        kernel_row, k, length, k=k, block_size=block_size, stride=stride
+                    )
                     assert got == want, (block_size, k, stride, row)
                     # Never a page in the gap between packed blocks.
                     assert all(page % stride < f for page in kernel_row)
@@ -118,7 +122,9 @@ def test_unexpanded_table_reads_wrong_tokens_once_split() -> None:
             # The kernel indexes column p // k; vLLM's table buffer is zero past the real blocks.
             padded = row + [NULL] * (length // k - len(row))
             want = written_slots(row, block_size, length)
-            got = read_through_table(padded, k, length, k, block_size, block_size // k)
+            got = read_through_table(
+                padded, k, length, k=k, block_size=block_size, stride=block_size // k
+            )
             wrong = sum(g != w for g, w in zip(got, want, strict=True))
             assert wrong > 0, (block_size, k, row)
             # Block ids are never 0 here, so even the first page is misread.

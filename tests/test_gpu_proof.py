@@ -18,6 +18,8 @@ pytest.importorskip("triton")
 if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
+pytestmark = pytest.mark.gpu
+
 RUN_PY = Path(__file__).resolve().parents[1] / "bench" / "gpu_proof" / "run.py"
 
 

@@ -279,13 +279,14 @@ def run_flashinfer(
             out = wrapper.run(q, (k_pages, v_pages))
             result[label] = asdict(compare(out, ref))
         return result
-    except Exception as exc:  # noqa: BLE001 - any import or JIT failure just skips FlashInfer
+    except Exception as exc:  # any import or JIT failure only skips FlashInfer
         state["unavailable"] = f"{type(exc).__name__}: {exc}"[:400]
         return {"skipped": state["unavailable"]}
 
 
 def run_case(
     lens: list[int],
+    *,
     label: str,
     q_len: int,
     rng: random.Random,
@@ -319,7 +320,7 @@ def run_case(
     errors: list[Errors] = []
     for table in (table_a, table_b):
         out = torch.full_like(q, float("nan"))  # poison: every element must be written
-        paged_attention(q, k_pages, v_pages, table, seq_lens, q_len, out)
+        paged_attention(q, k_pages, v_pages, table, seq_lens, q_len=q_len, out=out)
         errors.append(compare(out, ref))
     fi: dict[str, Any] = {}
     if fi_state is not None and q_len == 1:
@@ -343,6 +344,7 @@ def correctness(
     seq_lens: Sequence[int],
     batches: Sequence[int],
     device: torch.device,
+    *,
     seed: int = 0,
     mixed: bool = True,
     flashinfer: bool = True,
@@ -361,7 +363,17 @@ def correctness(
         for q_len in Q_LENS:
             if min(lens) < q_len:
                 continue
-            results.append(run_case(lens, label, q_len, rng, device, fi_state, dtype))
+            results.append(
+                run_case(
+                    lens,
+                    label=label,
+                    q_len=q_len,
+                    rng=rng,
+                    device=device,
+                    fi_state=fi_state,
+                    dtype=dtype,
+                )
+            )
     return results
 
 
@@ -398,8 +410,10 @@ def timing(shapes: Sequence[tuple[int, int]], device: torch.device, rounds: int)
         ka, va = cache.pages(KERNEL_BLOCK_SIZE)
         ku, vu = cache.pages(BLOCK_SIZE)
 
-        split = functools.partial(paged_attention, q, ka, va, table_a, seq_lens, 1, out_a)
-        unsplit = functools.partial(paged_attention, q, ku, vu, table_u, seq_lens, 1, out_u)
+        split = functools.partial(paged_attention, q, ka, va, table_a, seq_lens, q_len=1, out=out_a)
+        unsplit = functools.partial(
+            paged_attention, q, ku, vu, table_u, seq_lens, q_len=1, out=out_u
+        )
         split()
         unsplit()
         torch.cuda.synchronize()
@@ -584,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     info["dtype"] = args.dtype
     lens, batches = (SMALL_SEQ_LENS, SMALL_BATCHES) if args.small else (FULL_SEQ_LENS, FULL_BATCHES)
     cases = correctness(
-        lens, batches, device, args.seed, flashinfer=not args.no_flashinfer, dtype=dtype
+        lens, batches, device, seed=args.seed, flashinfer=not args.no_flashinfer, dtype=dtype
     )
     times: list[Timing] = []
     if not args.no_timing and device.type == "cuda":

@@ -17,7 +17,7 @@ import triton.language as tl  # type: ignore[import-untyped, unused-ignore]
 
 
 @triton.jit  # type: ignore[untyped-decorator, unused-ignore]
-def _paged_attention_kernel(  # type: ignore[no-untyped-def]
+def _paged_attention_kernel(  # type: ignore[no-untyped-def]  # noqa: PLR0917
     q_ptr,
     k_ptr,
     v_ptr,
@@ -95,6 +95,7 @@ def paged_attention(
     v_cache: torch.Tensor,
     block_table: torch.Tensor,
     seq_lens: torch.Tensor,
+    *,
     q_len: int,
     out: torch.Tensor,
     block_n: int = 64,

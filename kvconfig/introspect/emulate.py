@@ -229,9 +229,25 @@ def load(path: str) -> Any:
                 obj: Any = importlib.import_module(".".join(parts[:cut]))
             except ModuleNotFoundError:
                 continue
+            _complete_cuda_imports()
             for attr in parts[cut:]:
                 obj = getattr(obj, attr)
             return obj
         raise ModuleNotFoundError(path)
     finally:
         _INSTALLED["active"] = active
+
+
+def _complete_cuda_imports() -> None:
+    """Bind the names ``flash_attn.py`` imports only when FlashAttention kernels load.
+
+    On a CUDA host ``flash_attn_supports_sinks`` is imported from ``fa_utils`` at module
+    import; under the neutral platform it is skipped, so ``supports_sink()`` would fail.
+    The function itself is platform-agnostic and reads the (emulated) FA version.
+    """
+    module = sys.modules.get("vllm.v1.attention.backends.flash_attn")
+    if module is None or hasattr(module, "flash_attn_supports_sinks"):
+        return
+    from vllm.v1.attention.backends import fa_utils
+
+    module.flash_attn_supports_sinks = fa_utils.flash_attn_supports_sinks  # type: ignore[attr-defined]
