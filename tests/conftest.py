@@ -1,0 +1,32 @@
+"""Shared fixtures.
+
+vLLM's platform can only be emulated if the emulator is installed before anything
+resolves ``vllm.platforms.current_platform``, so it is installed here, once, when vLLM
+is importable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
+if HAS_VLLM:
+    from kvconfig.introspect import emulate
+
+    emulate.install()
+
+
+@pytest.fixture
+def emulated_sm90() -> Iterator[Any]:
+    """vLLM sees an SM90 (Hopper) CUDA GPU and a Qwen3-8B-shaped target (32 q, 8 kv heads)."""
+    if not HAS_VLLM:
+        pytest.skip("needs vllm")
+    from kvconfig.introspect.emulate import Emulation, emulated
+
+    with emulated(Emulation(capability=(9, 0), num_heads=32, num_kv_heads=8)) as config:
+        yield config
