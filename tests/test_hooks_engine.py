@@ -23,12 +23,12 @@ import pytest
 
 pytest.importorskip("vllm")
 
-import torch  # noqa: E402
+import torch
 
-import hooks  # noqa: E402
-from hooks import _enforce, _observe  # noqa: E402
-from kvconfig.errors import KernelBlockSizeMismatch  # noqa: E402
-from kvconfig.introspect.emulate import load  # noqa: E402
+import hooks
+from hooks import _enforce, _observe
+from kvconfig.errors import KernelBlockSizeMismatch
+from kvconfig.introspect.emulate import load
 
 FLASHINFER = "vllm.v1.attention.backends.flashinfer.FlashInferBackend"
 TRITON = "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend"
@@ -395,9 +395,7 @@ def test_warn_session_exports_a_rejected_plan(
 
 
 @pytest.mark.parametrize("name", ["enforce", "strict"])
-def test_a_speculator_that_skips_the_hook_is_refused(
-    engine: Engine, mode: Any, name: str
-) -> None:
+def test_a_speculator_that_skips_the_hook_is_refused(engine: Engine, mode: Any, name: str) -> None:
     from vllm.v1.worker.gpu.spec_decode.eagle.speculator import EagleSpeculator
     from vllm.v1.worker.gpu.spec_decode.speculator import DraftModelSpeculator
 
@@ -440,9 +438,11 @@ def test_strict_refuses_when_kvconfig_and_vllm_disagree(
     mode("strict")
     groups, _ = engine.runner_backend()
     runner = engine.runner()
-    with pytest.raises(KernelBlockSizeMismatch) as info:
-        with _enforce.kv_cache_session(runner, "v2"):
-            runner.attn_groups, runner.kernel_block_sizes = groups, [64]
+    with (
+        pytest.raises(KernelBlockSizeMismatch) as info,
+        _enforce.kv_cache_session(runner, "v2"),
+    ):
+        runner.attn_groups, runner.kernel_block_sizes = groups, [64]
     assert info.value.reason == "catalog"
     assert (info.value.expected, info.value.found) == (64, 32)
 
@@ -469,6 +469,40 @@ def test_unknown_backend_uses_its_own_sizes(
     assert any("OutOfTree is unknown to kvconfig" in w and "[32]" in w for w in warnings)
     line = next(r.getMessage() for r in kvlog.records if "group 0" in r.getMessage())
     assert "runner=32" in line and "kvconfig=32" in line
+
+
+def sized(base: type, sizes: list[int]) -> type:
+    """An out-of-tree backend declaring exact ``sizes``."""
+
+    class Sized(base):  # type: ignore[misc, valid-type]
+        @staticmethod
+        def get_supported_kernel_block_sizes(kv_cache_spec: Any = None) -> list[Any]:
+            return list(sizes)
+
+    return Sized
+
+
+@pytest.mark.parametrize("name", ["strict", "enforce"])
+def test_speculator_between_runner_and_block_size(engine: Engine, mode: Any, name: str) -> None:
+    """Runner 32, speculator alone 64, B=128: vLLM 0.33.0 would stop later with a
+    misleading "packed blocks" error; strict stops first, enforce fixes it."""
+    fi, triton = load(FLASHINFER), load(TRITON)
+    context = engine.config.compilation_config.static_forward_context
+    for layer in TARGET:
+        context[layer] = make_layer(sized(fi, [16, 32]), 128)
+    context[DRAFT] = make_layer(sized(triton, [32, 64]), 128, draft=True)
+    mode(name)
+    groups, sizes = engine.runner_backend()
+    assert sizes == [32]
+    sp = engine.speculator()
+    if name == "enforce":
+        engine.set_attn(sp, groups)
+        assert draft_group(sp).kernel_block_size == 32
+        return
+    with pytest.raises(KernelBlockSizeMismatch) as info:
+        engine.set_attn(sp, groups)
+    assert (info.value.expected, info.value.found) == (32, 64)
+    assert "misleading error about packed blocks" in str(info.value)
 
 
 def test_model_runner_v1_drafter_gets_the_runner_plan(engine: Engine, mode: Any) -> None:
