@@ -427,9 +427,10 @@ def finish(session: Session, *, profiling: bool = False) -> RuntimeReport:
     problems: list[KernelBlockSizeMismatch] = []
     if session.kind == "v2" and sp is not None and record is None:
         problems.append(_unverified(session, sp, sp_groups, sizes, label))
-    problems += mismatches(config, sizes, runner.attn_groups, "model runner")
-    if sp is not None:
-        problems += mismatches(config, sizes, sp_groups, label, context=runner.attn_groups)
+    if record is None:  # the set_attn hook has checked both already
+        problems += mismatches(config, sizes, runner.attn_groups, "model runner")
+        if sp is not None:
+            problems += mismatches(config, sizes, sp_groups, label, context=runner.attn_groups)
     d = deployment(session, sizes, sp_groups, draft_names, record)
     report = runtime_report(d, _catalog(d.vllm_version))
     log_plan(d, report, profiling=profiling)

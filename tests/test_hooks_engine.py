@@ -165,6 +165,7 @@ def build(config: Any, block_size: int, monkeypatch: pytest.MonkeyPatch) -> Engi
         max_num_seqs=4, disable_hybrid_kv_cache_manager=False
     )
     config.model_config.max_model_len = 1024
+    config.speculative_config = types.SimpleNamespace(method="eagle3")
     config.attention_config.hisparse_config = None
     specs = attn_utils.get_kv_cache_spec(config)
     groups = get_kv_cache_groups(config, specs)
@@ -219,6 +220,35 @@ def draft_group(sp: Any) -> Any:
 
 def effective(group: Any) -> int:
     return group.kernel_block_size or group.kv_cache_spec.block_size
+
+
+def test_every_speculator_subclass_passes_through_the_hook() -> None:
+    """A subclass that overrides set_attn must call super(): the class-level wrapper on
+    DraftModelSpeculator then runs for it too."""
+    import pkgutil
+
+    import vllm.v1.worker.gpu.spec_decode as spec_decode
+    from vllm.v1.worker.gpu.spec_decode.speculator import DraftModelSpeculator
+
+    for info in pkgutil.walk_packages(spec_decode.__path__, spec_decode.__name__ + "."):
+        try:
+            load(info.name)
+        except Exception:  # a module that needs a GPU to import; its classes are not seen
+            continue
+
+    def subclasses(cls: type) -> list[type]:
+        return [s for c in cls.__subclasses__() for s in (c, *subclasses(c))]
+
+    found = {c.__name__: "set_attn" in c.__dict__ for c in subclasses(DraftModelSpeculator)}
+    assert {"EagleSpeculator", "MTPSpeculator", "DFlashSpeculator"} <= set(found)
+    assert {name for name, overrides in found.items() if overrides} == {
+        "DFlashSpeculator",
+        "StandaloneARSpeculator",
+    }
+    for cls in subclasses(DraftModelSpeculator):
+        if "set_attn" in cls.__dict__:
+            names = cls.__dict__["set_attn"].__code__.co_names
+            assert "super" in names and "set_attn" in names, cls
 
 
 def test_seed_groups_as_vllm_does(engine: Engine) -> None:
@@ -372,6 +402,7 @@ def test_session_logs_one_line_per_group_and_exports_the_plan(
     doc = json.loads(path.read_text())
     plan = Plan.model_validate(doc)
     assert plan.verdict == "ok" and plan.hooks == "enforce" and plan.runner == "v2"
+    assert plan.speculative_method == "eagle3"
     (group,) = plan.groups
     assert (group.block_size, group.kernel_block_size, group.split) == (128, 64, 2)
     assert (group.components.runner, group.components.speculator) == (64, 64)
@@ -381,13 +412,19 @@ def test_session_logs_one_line_per_group_and_exports_the_plan(
 
 
 def test_warn_session_exports_a_rejected_plan(
-    engine: Engine, mode: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    engine: Engine,
+    mode: Any,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    kvlog: pytest.LogCaptureFixture,
 ) -> None:
     from schemas.plan import Plan
 
     monkeypatch.setenv("KVCONFIG_PLAN_EXPORT", str(tmp_path / "plan.json"))
     mode("warn")
     engine.initialize_kv_cache(engine.runner(), engine.speculator())
+    errors = [r for r in kvlog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1  # checked once, by the set_attn hook
     plan = Plan.model_validate_json((tmp_path / "plan.json").read_text())
     assert plan.verdict == "reject"
     assert (plan.groups[0].components.runner, plan.groups[0].components.speculator) == (64, 128)
