@@ -212,8 +212,11 @@ def runtime_report(d: RuntimeDeployment, catalog: CatalogData | None) -> Runtime
     looked: dict[tuple[int, str], CatalogSizes] = {}
     for g in d.groups:
         sizes = [catalog_sizes(catalog, v) for v in g.voters]
+        consulted = g.dispatch == VOTES and not g.packed
         for v, s in zip(g.voters, sizes, strict=True):
             looked[(g.id, v.class_path)] = s
+            if not consulted:
+                continue  # B is kept whatever the backends declare
             if s.entry is None:
                 notes.append(f"group {g.id}: {s.note}")
             elif tuple(s.sizes) != tuple(v.declared):

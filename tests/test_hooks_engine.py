@@ -227,7 +227,7 @@ def test_every_speculator_subclass_passes_through_the_hook() -> None:
     DraftModelSpeculator then runs for it too."""
     import pkgutil
 
-    import vllm.v1.worker.gpu.spec_decode as spec_decode
+    from vllm.v1.worker.gpu import spec_decode
     from vllm.v1.worker.gpu.spec_decode.speculator import DraftModelSpeculator
 
     for info in pkgutil.walk_packages(spec_decode.__path__, spec_decode.__name__ + "."):

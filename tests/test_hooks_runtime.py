@@ -167,6 +167,16 @@ def test_group_dispatch_follows_prepare_kernel_block_sizes(
     assert runtime_report(deployment(g), CATALOG).own == {0: expected}
 
 
+def test_groups_that_keep_b_do_not_consult_the_catalog() -> None:
+    """Mamba backends (GDN, Mamba2, ...) are not in the catalog and need not be."""
+    mamba = voter(
+        "vllm.v1.attention.backends.gdn_attn.GDNAttentionBackend", "GDN_ATTN", (MultipleOf(1),)
+    )
+    g = replace(seed(512, 512, None), kind="mamba", dispatch=KEEPS_B, voters=(mamba,))
+    report = runtime_report(deployment(g), CATALOG)
+    assert report.own == {0: 512} and report.notes == () and report.disagreements == ()
+
+
 def test_no_common_size_is_no_value() -> None:
     g = replace(
         seed(256, None, None),
