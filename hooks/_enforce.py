@@ -77,7 +77,7 @@ def real_prepare(kv_cache_config: Any, attn_groups: Any) -> list[int]:
     return list(utils.prepare_kernel_block_sizes(kv_cache_config, attn_groups))
 
 
-def _flat(groups: Iterable[Any]) -> list[Any]:
+def flat(groups: Iterable[Any]) -> list[Any]:
     """Attention groups given per KV-cache group (lists) or flat (a V1 drafter's)."""
     out: list[Any] = []
     for g in groups:
@@ -123,6 +123,13 @@ def backend_text(group: Any) -> str:
     return f"{group.backend.get_name()} [{sizes}]"
 
 
+def describe(kv_cache_config: Any, gid: int, groups: Iterable[Any]) -> tuple[list[str], list[str]]:
+    """A KV-cache group's layers, and its backends with their sizes, for a message."""
+    layers = list(kv_cache_config.kv_cache_groups[gid].layer_names)
+    backends = dict.fromkeys(backend_text(g) for g in groups if g.kv_cache_group_id == gid)
+    return layers, list(backends)
+
+
 def mismatches(
     kv_cache_config: Any,
     sizes: Sequence[int],
@@ -131,21 +138,20 @@ def mismatches(
     context: Sequence[Any] = (),
 ) -> list[KernelBlockSizeMismatch]:
     """Every attention group in ``groups`` whose kernel block size is not the plan's."""
-    checked = _flat(groups)
-    everyone = [*_flat(context), *checked]
+    checked = flat(groups)
+    everyone = [*flat(context), *checked]
     found = []
     for g in checked:
         want, have = expected_k(g, sizes), actual_k(g)
         if want == have:
             continue
         gid = g.kv_cache_group_id
+        layers, backends = describe(kv_cache_config, gid, everyone)
         found.append(
             KernelBlockSizeMismatch(
                 group=gid,
-                layers=list(kv_cache_config.kv_cache_groups[gid].layer_names),
-                backends=list(
-                    dict.fromkeys(backend_text(x) for x in everyone if x.kv_cache_group_id == gid)
-                ),
+                layers=layers,
+                backends=backends,
                 block_size=int(g.kv_cache_spec.block_size),
                 expected=want,
                 found=have,

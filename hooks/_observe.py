@@ -20,10 +20,10 @@ from typing import Any
 from hooks._enforce import (
     Session,
     SpeculatorRecord,
-    _flat,
     actual_k,
-    backend_text,
     declared,
+    describe,
+    flat,
     mismatches,
     real_prepare,
     settle,
@@ -296,7 +296,7 @@ def _speculator(session: Session) -> tuple[Any, list[Any], set[str], str]:
             return None, [], set(), ""
         return (
             sp,
-            _flat(getattr(sp, "attn_groups", None) or []),
+            flat(getattr(sp, "attn_groups", None) or []),
             set(getattr(sp, "draft_attn_layer_names", set())),
             f"speculator {type(sp).__name__}",
         )
@@ -305,7 +305,7 @@ def _speculator(session: Session) -> tuple[Any, list[Any], set[str], str]:
     if dr is None or groups is None:
         return None, [], set(), ""
     names = set(getattr(dr, "_draft_attn_layer_names", set()) or set())
-    return dr, _flat(groups), names, f"Model Runner V1 drafter {type(dr).__name__}"
+    return dr, flat(groups), names, f"Model Runner V1 drafter {type(dr).__name__}"
 
 
 def _held_sizes(session: Session) -> list[int]:
@@ -325,13 +325,11 @@ def _unverified(
     gid = groups[0].kv_cache_group_id if groups else 0
     mine = [g for g in groups if g.kv_cache_group_id == gid]
     B = int(config.kv_cache_groups[gid].kv_cache_spec.block_size)
-    everyone = [*_flat(session.runner.attn_groups), *mine]
+    layers, backends = describe(config, gid, [*flat(session.runner.attn_groups), *mine])
     return KernelBlockSizeMismatch(
         group=gid,
-        layers=list(config.kv_cache_groups[gid].layer_names),
-        backends=list(
-            dict.fromkeys(backend_text(g) for g in everyone if g.kv_cache_group_id == gid)
-        ),
+        layers=layers,
+        backends=backends,
         block_size=B,
         expected=int(sizes[gid]) if gid < len(sizes) else B,
         found=actual_k(mine[0]) if mine else None,
@@ -455,11 +453,13 @@ def finish(session: Session, *, profiling: bool = False) -> RuntimeReport:
 def _catalog_error(
     session: Session, g: RuntimeGroup, report: RuntimeReport
 ) -> KernelBlockSizeMismatch:
-    config = session.runner.kv_cache_config
+    layers, backends = describe(
+        session.runner.kv_cache_config, g.id, flat(session.runner.attn_groups)
+    )
     return KernelBlockSizeMismatch(
         group=g.id,
-        layers=list(config.kv_cache_groups[g.id].layer_names),
-        backends=[f"{v.name} {format_sizes(v.declared)}" for v in g.voters],
+        layers=layers,
+        backends=backends,
         block_size=g.block_size,
         expected=g.runner if g.runner is not None else g.block_size,
         found=report.own[g.id],

@@ -15,7 +15,7 @@ into the plain records below; this module never imports vLLM. From them it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kvconfig import _findings as F
 from kvconfig._catalog import CatalogData, Entry, SizeContext
@@ -108,7 +108,6 @@ class RuntimeReport:
     """Groups where kvconfig's catalog and vLLM's runner chose different sizes."""
     notes: tuple[str, ...] = ()
     """Backends not in the catalog, or whose declared sizes differ from it."""
-    catalog: dict[tuple[int, str], CatalogSizes] = field(default_factory=dict)
 
 
 def catalog_sizes(catalog: CatalogData | None, voter: RuntimeVoter) -> CatalogSizes:
@@ -209,12 +208,10 @@ def runtime_report(d: RuntimeDeployment, catalog: CatalogData | None) -> Runtime
     own: dict[int, int | None] = {}
     disagreements: list[str] = []
     notes: list[str] = []
-    looked: dict[tuple[int, str], CatalogSizes] = {}
     for g in d.groups:
         sizes = [catalog_sizes(catalog, v) for v in g.voters]
         consulted = g.dispatch == VOTES and not g.packed
         for v, s in zip(g.voters, sizes, strict=True):
-            looked[(g.id, v.class_path)] = s
             if not consulted:
                 continue  # B is kept whatever the backends declare
             if s.entry is None:
@@ -242,4 +239,4 @@ def runtime_report(d: RuntimeDeployment, catalog: CatalogData | None) -> Runtime
         speculative_method=d.speculative_method,
     )
     plan = PlanResult(setup, tuple(_group(g) for g in d.groups), tuple(_findings(d)))
-    return RuntimeReport(plan, own, tuple(disagreements), tuple(notes), looked)
+    return RuntimeReport(plan, own, tuple(disagreements), tuple(notes))
