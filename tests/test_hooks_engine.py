@@ -399,6 +399,7 @@ def test_session_logs_one_line_per_group_and_exports_the_plan(
     assert "runner=64 speculator=64 (alone it would use 128) kvconfig=64" in line
     path = tmp_path / "plan-3.json"
     assert hooks.status().last_export == str(path)
+    assert path.stat().st_mode & 0o777 == 0o644
     doc = json.loads(path.read_text())
     plan = Plan.model_validate(doc)
     assert plan.verdict == "ok" and plan.hooks == "enforce" and plan.runner == "v2"
