@@ -79,9 +79,19 @@ class NoCommonKernelBlockSize(KVConfigError):
 
 
 class KernelBlockSizeMismatch(KVConfigError):
-    """Two vLLM components disagree on a KV-cache group's kernel block size.
+    """A KV-cache group's kernel block size is not the one the KV cache was allocated with.
 
-    Raised by the kvconfig hooks before the engine serves a request.
+    Raised by the kvconfig vLLM hooks at start-up, before the engine serves a request.
+    ``reason`` says what was found:
+
+    * ``mismatch``: a component (the speculator, a V1 drafter) uses ``found``-token
+      kernel pages where the model runner split the cache into ``expected``-token pages;
+    * ``unverified``: a speculator was set up without passing through the hook, so
+      nothing guarantees it uses the runner's pages;
+    * ``catalog``: kvconfig's own vote (its backend catalog) gives ``found`` where
+      vLLM's model runner chose ``expected`` (``KVCONFIG_MODE=strict`` only).
+
+    The fields survive pickling (vLLM workers are separate processes).
     """
 
     def __init__(
@@ -92,8 +102,11 @@ class KernelBlockSizeMismatch(KVConfigError):
         backends: Sequence[str],
         block_size: int,
         expected: int,
-        found: int,
+        found: int | None,
         component: str = "speculator",
+        component_layers: Sequence[str] = (),
+        reason: str = "mismatch",
+        mode: str = "enforce",
         detail: str = "",
     ) -> None:
         self.group = group
@@ -103,24 +116,76 @@ class KernelBlockSizeMismatch(KVConfigError):
         self.expected = expected
         self.found = found
         self.component = component
+        self.component_layers = list(component_layers)
+        self.reason = reason
+        self.mode = mode
         self.detail = detail
         super().__init__(self.render())
 
+    @staticmethod
+    def _shown(names: Sequence[str]) -> str:
+        head = ", ".join(names[:3])
+        return head + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+    def _consequence(self) -> str:
+        if self.found == self.block_size:
+            return (
+                "Its attention would read the wrong KV pages: draft tokens after the first "
+                "would be rejected (acceptance collapses) while the output stays correct."
+            )
+        if self.found is not None and self.found > self.expected:
+            return (
+                "vLLM would then stop while binding the KV cache with a misleading error "
+                "about packed blocks that cannot be split."
+            )
+        return "Its attention would read KV pages of the wrong size."
+
+    def _fixes(self) -> str:
+        fixes = []
+        if self.mode != "enforce":
+            fixes.append("run with KVCONFIG_MODE=enforce (the default)")
+        fixes.append(f"set --block-size {self.expected}")
+        fixes.append(
+            "give the drafter the target's attention backend (speculative-config attention_backend)"
+        )
+        return "Fix: " + ", or ".join(fixes) + "."
+
     def render(self) -> str:
-        """The operator-facing message."""
-        shown = ", ".join(self.layers[:4]) + (
-            f" and {len(self.layers) - 4} more" if len(self.layers) > 4 else ""
+        """The operator-facing message: one paragraph."""
+        where = (
+            f"kvconfig: KV-cache group {self.group} ({self._shown(self.layers)}; "
+            f"backends {', '.join(self.backends)})"
         )
-        text = (
-            f"kvconfig: KV-cache group {self.group} ({shown}; backends "
-            f"{', '.join(self.backends)}) has {self.block_size}-token blocks that the model "
-            f"runner split into {self.expected}-token kernel pages, but the {self.component} "
-            f"uses {self.found}-token pages. Its attention would read the wrong KV pages: "
-            "draft tokens after the first would be rejected (acceptance collapses) while the "
-            "output stays correct. Fix: run with KVCONFIG_MODE=enforce (the default), or set "
-            f"--block-size {self.expected}, or give the drafter a backend that accepts "
-            f"{self.expected}-token pages."
-        )
+        who = self.component
+        if self.component_layers:
+            who = f"{who} (layers {self._shown(self.component_layers)})"
+        if self.reason == "catalog":
+            text = (
+                f"{where} has {self.block_size}-token blocks. vLLM's model runner split them "
+                f"into {self.expected}-token kernel pages, but kvconfig's backend catalog votes "
+                f"{'no common size' if self.found is None else f'{self.found}-token pages'}: "
+                "vLLM's rules differ from the ones kvconfig was built for, so its plan cannot "
+                "be vouched for and KVCONFIG_MODE=strict refuses to start. Fix: use a kvconfig "
+                "release whose catalog matches this vLLM, or run with KVCONFIG_MODE=enforce "
+                "(logs the difference and starts)."
+            )
+        elif self.reason == "unverified":
+            text = (
+                f"{where} has {self.block_size}-token blocks that the model runner split into "
+                f"{self.expected}-token kernel pages, but the {who} was set up without passing "
+                "through kvconfig's hook on DraftModelSpeculator.set_attn (its class overrides "
+                "set_attn without calling it), so nothing guarantees it reads those pages; it "
+                f"uses {self.found}-token pages. kvconfig refuses to start rather than risk "
+                "silently wrong draft attention. Fix: run that speculator through "
+                "DraftModelSpeculator.set_attn, or set --block-size "
+                f"{self.expected}, or run with KVCONFIG_MODE=warn to start anyway."
+            )
+        else:
+            text = (
+                f"{where} has {self.block_size}-token blocks that the model runner split into "
+                f"{self.expected}-token kernel pages, but the {who} uses "
+                f"{self.found}-token pages. {self._consequence()} {self._fixes()}"
+            )
         if self.detail:
             text = f"{text} {self.detail}"
         return text

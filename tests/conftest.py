@@ -1,23 +1,26 @@
 """Shared test set-up.
 
-When vLLM is installed, kvconfig's emulated GPU platform is installed before anything
-resolves ``vllm.platforms.current_platform`` (it can only be installed first).
+vLLM's platform can only be emulated if the emulator is installed before anything
+resolves ``vllm.platforms.current_platform``, so it is installed here, once, when vLLM
+is importable.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
-HAVE_VLLM = importlib.util.find_spec("vllm") is not None
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
-if HAVE_VLLM:
+if HAS_VLLM:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     from kvconfig.introspect import emulate
 
@@ -28,3 +31,14 @@ if HAVE_VLLM:
 def examples() -> Path:
     """The bundled examples folder."""
     return EXAMPLES
+
+
+@pytest.fixture
+def emulated_sm90() -> Iterator[Any]:
+    """vLLM sees an SM90 (Hopper) CUDA GPU and a Qwen3-8B-shaped target (32 q, 8 kv heads)."""
+    if not HAS_VLLM:
+        pytest.skip("needs vllm")
+    from kvconfig.introspect.emulate import Emulation, emulated
+
+    with emulated(Emulation(capability=(9, 0), num_heads=32, num_kv_heads=8)) as config:
+        yield config
