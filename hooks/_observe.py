@@ -403,7 +403,6 @@ def export(report: RuntimeReport) -> str | None:
     path = template.replace("{rank}", str(rank()))
     try:
         atomic_write(Path(path), json.dumps(report.plan.to_json(), indent=2) + "\n")
-        Path(path).chmod(0o644)  # readable by the KV manager or connector that reads it
     except OSError as err:
         logger.error(
             "kvconfig: cannot write the plan to %s (%s=%s): %s", path, EXPORT_ENV, template, err

@@ -235,7 +235,7 @@ def runtime_report(d: RuntimeDeployment, catalog: CatalogData | None) -> Runtime
         layers=(),
         vllm_version=d.vllm_version,
         runner=d.runner,
-        hooks="enforce" if d.mode == "enforce" else "none",
+        hooks=d.mode if d.mode in ("enforce", "strict", "warn") else "none",
         speculative_method=d.speculative_method,
     )
     plan = PlanResult(setup, tuple(_group(g) for g in d.groups), tuple(_findings(d)))

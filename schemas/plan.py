@@ -7,11 +7,14 @@ from typing import Literal
 from pydantic import Field
 
 from schemas._base import Strict
-from schemas.deployment import HooksMode, LayerKind, Runner
+from schemas.deployment import LayerKind, Runner
 from schemas._base import KernelSizeField as KernelSize
 
 Severity = Literal["error", "warning", "info"]
 """``error`` rejects the deployment; ``warning`` and ``info`` do not."""
+
+PlanHooks = Literal["none", "enforce", "strict", "warn"]
+"""The kvconfig hooks' mode: ``none`` (not installed), or the mode of a running engine's hooks."""
 
 
 class PlatformInfo(Strict):
@@ -115,8 +118,8 @@ class Plan(Strict):
     """The deployment's file (or ``<command>``)."""
     runner: Runner
     """Model runner V1 or V2."""
-    hooks: HooksMode
-    """Whether the kvconfig hooks are assumed installed."""
+    hooks: PlanHooks
+    """The kvconfig hooks: ``enforce`` when assumed installed (lint) or active (engine)."""
     speculative_method: str | None
     """The speculator, if any."""
     groups: list[GroupPlan]
