@@ -48,6 +48,16 @@ CODES: dict[str, tuple[str, str, str]] = {
         "error",
         "the backends share no KV-cache block size vLLM could default to: vLLM fails at start",
     ),
+    "KV204": (
+        "aligned-block-size-unsupported",
+        "error",
+        "hybrid alignment moved B to a size an attention backend rejects: vLLM fails at start",
+    ),
+    "KV205": (
+        "grouping-fails",
+        "error",
+        "vLLM cannot group these layers' KV-cache specs: it fails at start",
+    ),
     "KV301": (
         "backend-unsupported",
         "error",
@@ -259,11 +269,54 @@ def backend_refused(layer: LayerSet, sel: Selection, setup: Setup) -> Found:
     )
 
 
-def architecture(arch: str, source: str) -> Found:
-    """KV401: a model kvconfig cannot derive."""
+def architecture(arch: str, source: str, snippet: str = "") -> Found:
+    """KV401: a model kvconfig cannot derive, with a native-file sketch from its config."""
+    fixes = [
+        "describe the layers in a native kvconfig file (docs/native-format.md), then lint that"
+    ]
+    if snippet:
+        fixes.append(
+            "start from this sketch of what its config.json says (check names and kinds "
+            "against vLLM's model code; add the drafter's layers with role: draft):\n"
+            + snippet
+        )
     return Found(
         "KV401",
         None,
         f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r}.",
-        ("describe the layers in a native kvconfig file (docs/native-format.md), then lint that",),
+        tuple(fixes),
+    )
+
+
+def block_size_adjusted(block_size: int, reason: str) -> Found:
+    """KV501: vLLM changes B itself (hybrid alignment)."""
+    return Found(
+        "KV501",
+        None,
+        f"vLLM uses {block_size}-token KV-cache blocks: {reason}.",
+    )
+
+
+def aligned_rejected(block_size: int, names: Sequence[str]) -> Found:
+    """KV204: the aligned B is rejected by a backend (``_check_aligned_block_size``)."""
+    return Found(
+        "KV204",
+        None,
+        f"vLLM fails at start-up: Aligned KV cache block size {block_size} is not supported "
+        f"by attention backend(s): {', '.join(names)}.",
+        ("choose attention backends that accept the aligned block size",),
+    )
+
+
+def grouping_fails(reason: str, setup: Setup) -> Found:
+    """KV205: ``get_kv_cache_groups`` raises for these specs."""
+    fixes = []
+    if setup.disable_hybrid_kv_cache_manager:
+        fixes.append("drop --disable-hybrid-kv-cache-manager (Mamba hybrids need it)")
+    fixes.append("check the layers' kinds and sizes")
+    return Found(
+        "KV205",
+        None,
+        f"vLLM fails at start-up while grouping the KV cache: {reason}",
+        tuple(fixes),
     )
