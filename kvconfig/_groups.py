@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from kvconfig._catalog import Entry
 from kvconfig._facts import kv_quant
-from kvconfig._grouping import GroupingError, SpecGroup, bytes_per_block, group_specs
+from kvconfig._grouping import SpecGroup, bytes_per_block, group_specs
 from kvconfig._select import Selection
 from kvconfig._setup import LayerSet, Setup
 from kvconfig._specs import (
@@ -186,7 +186,7 @@ def block_outermost(setup: Setup) -> bool:
 
 
 def make_groups(setup: Setup, layers: Sequence[LayerInfo], plan: BlockPlan) -> list[Group]:
-    """The KV-cache groups of a deployment."""
+    """The KV-cache groups of a deployment; raises GroupingError where vLLM fails."""
     members = [(info, name) for info in layers for name in info.layer.names()]
     if any(info.layer.group is not None for info in layers):
         return _explicit(setup, members, plan.block_size, plan.reason)
@@ -197,17 +197,9 @@ def make_groups(setup: Setup, layers: Sequence[LayerInfo], plan: BlockPlan) -> l
         if info.layer.kind != "encoder_only_attention"
     }
     outer = block_outermost(setup)
-    try:
-        spec_groups = group_specs(
-            specs, disable_hybrid=setup.disable_hybrid_kv_cache_manager, block_outermost=outer
-        )
-    except GroupingError as err:
-        raise InputError(
-            f"vLLM cannot group these layers: {err}",
-            source=setup.source,
-            key="layers",
-            hint="vLLM fails at start-up for this model and these settings",
-        ) from None
+    spec_groups = group_specs(
+        specs, disable_hybrid=setup.disable_hybrid_kv_cache_manager, block_outermost=outer
+    )
     packed_bytes = bytes_per_block(spec_groups) if outer and spec_groups else 0
     groups = []
     for gid, sg in enumerate(spec_groups):

@@ -107,6 +107,11 @@ def install() -> None:
         def is_cpu(self) -> bool:
             return _INSTALLED.get("vendor") == "cpu" and _INSTALLED.get("active", False)
 
+        @classmethod
+        def get_cuda_runtime_major(cls) -> int:
+            """The CUDA runtime of vLLM 0.33.0's wheels (torch cu130)."""
+            return int(_INSTALLED.get("cuda_runtime", 13))
+
     if getattr(platforms, "_current_platform", None) is not None:
         raise RuntimeError("vLLM's current_platform was resolved before kvconfig's emulation")
     platforms._current_platform = EmulatedPlatform()
