@@ -61,13 +61,28 @@ def _attention_fields(spec: Spec) -> tuple[object, ...]:
 
 def merges(specs: list[Spec]) -> bool:
     """``type(specs[0]).merge(specs)`` succeeds."""
+    try:
+        return uniform(specs)
+    except GroupingError:
+        return False
+
+
+def uniform(specs: list[Spec]) -> bool:
+    """``is_kv_cache_spec_uniform``: whether the specs merge into one.
+
+    ``FullAttentionSpec.merge`` picks the window before it compares the other fields, so
+    full-attention specs with two different windows raise (GroupingError) rather than
+    answer False.
+    """
     first = specs[0]
     if first.cls == "full":
         if any(s.cls != "full" for s in specs):
             return False
-        if len({_attention_fields(s) for s in specs}) != 1:
-            return False
-        return len({s.window for s in specs if s.window is not None}) <= 1
+        if len({s.window for s in specs if s.window is not None}) > 1:
+            raise GroupingError(
+                "All attention layers in the same KV cache group must have the same window size."
+            )
+        return len({_attention_fields(s) for s in specs}) == 1
     return all(s == first for s in specs)
 
 
@@ -91,7 +106,7 @@ def is_uniform_type(specs: list[Spec]) -> bool:
 def promote_local(specs: dict[str, Spec]) -> dict[str, Spec]:
     """``_promote_local_kv_cache_specs``: sliding windows become full attention."""
     values = list(specs.values())
-    if merges(values) or is_uniform_type(values):
+    if uniform(values) or is_uniform_type(values):
         return specs
     has_full = any(s.cls in ("full", "mla") for s in values)
     has_window = any(s.cls == "sliding_window" for s in values)
@@ -108,7 +123,7 @@ def promote_local(specs: dict[str, Spec]) -> dict[str, Spec]:
                 padded = max(spec.padded, spec.unpadded(block))
             out[name] = replace(spec, cls="full", block_size=block, padded=padded)
     promoted = list(out.values())
-    if not (merges(promoted) or is_uniform_type(promoted)):
+    if not (uniform(promoted) or is_uniform_type(promoted)):
         raise GroupingError("Failed to promote local KV cache specs to one unified type.")
     return out
 
@@ -269,7 +284,7 @@ def group_specs(
     if disable_hybrid:
         specs = promote_local(specs)
     values = list(specs.values())
-    if merges(values):
+    if uniform(values):
         return [SpecGroup(tuple(specs), dict(specs))]
     if is_uniform_type(values):
         return [SpecGroup(tuple(specs), dict(specs), uniform_type=True)]
