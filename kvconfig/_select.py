@@ -250,8 +250,15 @@ def _fi_mla_sparse_sm120(r: Request, m: Machine) -> str | None:
     return None
 
 
-#: ``validate_configuration`` of the CUDA MLA backends (``v1/attention/backends/mla/*``).
-#: TOKENSPEED_MLA also needs the ``tokenspeed_mla`` package, which a vLLM install lacks.
+def _tokenspeed(r: Request, m: Machine) -> str | None:
+    dims = tuple(_fact(m, k, 0) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+    if dims != (128, 64, 128):
+        return f"tokenspeed_mla requires DeepSeek R1 MLA dimensions (128, 64, 128), got {dims}"
+    return None
+
+
+#: ``validate_configuration`` of the CUDA MLA backends (``v1/attention/backends/mla/*``);
+#: vLLM's Linux wheel depends on ``tokenspeed-mla``, so TOKENSPEED_MLA's import check passes.
 MLA_TRAITS: dict[str, Traits] = {
     "FLASHINFER_MLA": Traits(
         kv_dtypes=_MLA_KV, head_sizes=lambda h, m: h in _MLA_HEADS,
@@ -259,8 +266,7 @@ MLA_TRAITS: dict[str, Traits] = {
     ),
     "TOKENSPEED_MLA": Traits(
         kv_dtypes=("fp8", "fp8_e4m3"), head_sizes=lambda h, m: h in _MLA_HEADS,
-        capability=lambda m: m.major == 10, mla=True,
-        combination=lambda r, m: "tokenspeed_mla package is not installed",
+        capability=lambda m: m.major == 10, mla=True, non_causal=True, combination=_tokenspeed,
     ),
     "CUTLASS_MLA": Traits(
         kv_dtypes=_MLA_KV, head_sizes=lambda h, m: h in _MLA_HEADS,
