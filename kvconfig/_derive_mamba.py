@@ -74,8 +74,13 @@ def _qwen_next(
             )
         types = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n)]
     heads, kv, head = attention_geometry(cfg, src)
-    attention = {"kind": "full_attention", "num_heads": heads, "num_kv_heads": kv,
-                 "head_size": head, "dtype": ctx.dtype}
+    attention = {
+        "kind": "full_attention",
+        "num_heads": heads,
+        "num_kv_heads": kv,
+        "head_size": head,
+        "dtype": ctx.dtype,
+    }
     recurrent = {
         "kind": "mamba",
         "mamba_type": "gdn_attention",
@@ -129,8 +134,13 @@ def _mtp(model: Model, ctx: Context, key: str) -> list[dict[str, Any]]:
             f"expected a positive integer, got {k!r}", source=src, key=key, hint="fix config.json"
         )
     heads, kv, head = attention_geometry(cfg, src)
-    item = {"kind": "full_attention", "num_heads": heads, "num_kv_heads": kv,
-            "head_size": head, "dtype": ctx.dtype}
+    item = {
+        "kind": "full_attention",
+        "num_heads": heads,
+        "num_kv_heads": kv,
+        "head_size": head,
+        "dtype": ctx.dtype,
+    }
     return ordered([("mtp.layers.{i}.self_attn.attn", i, item) for i in range(k)])
 
 
@@ -170,11 +180,22 @@ def nemotron_h(model: Model, ctx: Context) -> list[dict[str, Any]]:
         conv_dim * (kernel - 1 + ctx.num_speculative_tokens) * conv_b
         + divide(m_heads, tp, src, "mamba_num_heads") * m_dim * state * ssm_b
     )
-    mamba = {"kind": "mamba", "mamba_type": "mamba2", "num_heads": m_heads,
-             "num_kv_heads": 1, "head_size": m_dim, "dtype": ctx.dtype,
-             "state_bytes": state_bytes}
-    attention: dict[str, Any] = {"kind": "full_attention", "num_heads": heads,
-                                 "num_kv_heads": kv, "head_size": head, "dtype": ctx.dtype}
+    mamba = {
+        "kind": "mamba",
+        "mamba_type": "mamba2",
+        "num_heads": m_heads,
+        "num_kv_heads": 1,
+        "head_size": m_dim,
+        "dtype": ctx.dtype,
+        "state_bytes": state_bytes,
+    }
+    attention: dict[str, Any] = {
+        "kind": "full_attention",
+        "num_heads": heads,
+        "num_kv_heads": kv,
+        "head_size": head,
+        "dtype": ctx.dtype,
+    }
     window = cfg.get("sliding_window")
     if isinstance(window, int) and not isinstance(window, bool) and window > 0:
         attention = {**attention, "kind": "sliding_window", "sliding_window": window}
@@ -215,10 +236,22 @@ def jamba(model: Model, ctx: Context) -> list[dict[str, Any]]:
         inner * (pos_int(cfg, "mamba_d_conv", src, 4) - 1) * conv_b
         + inner * pos_int(cfg, "mamba_d_state", src, 16) * ssm_b
     )
-    mamba = {"kind": "mamba", "mamba_type": "mamba1", "num_heads": 1, "num_kv_heads": 1,
-             "head_size": 1, "dtype": ctx.dtype, "state_bytes": state_bytes}
-    attention = {"kind": "full_attention", "num_heads": heads, "num_kv_heads": kv,
-                 "head_size": head, "dtype": ctx.dtype}
+    mamba = {
+        "kind": "mamba",
+        "mamba_type": "mamba1",
+        "num_heads": 1,
+        "num_kv_heads": 1,
+        "head_size": 1,
+        "dtype": ctx.dtype,
+        "state_bytes": state_bytes,
+    }
+    attention = {
+        "kind": "full_attention",
+        "num_heads": heads,
+        "num_kv_heads": kv,
+        "head_size": head,
+        "dtype": ctx.dtype,
+    }
     entries = [
         ("model.layers.{i}.attn", i, attention)
         if i % period == offset

@@ -131,7 +131,9 @@ def _plural(n: int, word: str) -> str:
 def _who(voters: Sequence[Voter]) -> str:
     parts = []
     for v in voters:
-        parts.append(f"{_plural(len(v.layers), v.role + ' layer')} on {v.name} {format_sizes(v.sizes)}")
+        parts.append(
+            f"{_plural(len(v.layers), v.role + ' layer')} on {v.name} {format_sizes(v.sizes)}"
+        )
     return "; ".join(parts)
 
 
@@ -146,6 +148,7 @@ def component_mismatch(
     speculator: int,
     voters: Sequence[Voter],
     ctx: _Ctx,
+    *,
     block_fixes: Sequence[int] = (),
     backend_fixes: Sequence[str] = (),
 ) -> Found:
@@ -176,7 +179,8 @@ def component_mismatch(
     if block_fixes:
         shown = ", ".join(str(b) for b in block_fixes[:6])
         fixes.append(
-            f"--block-size {block_fixes[0]}: runner and speculator agree (they also agree at {shown})"
+            f"--block-size {block_fixes[0]}: runner and speculator agree "
+            f"(they also agree at {shown})"
             if len(block_fixes) > 1
             else f"--block-size {block_fixes[0]}: runner and speculator agree"
         )
@@ -212,7 +216,7 @@ def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Decl
         "KV201",
         g.id,
         f"KV-cache group {g.id}: vLLM fails at start-up, before serving: {err}",
-        fixes + ("give the layers backends that share a kernel block size",),
+        (*fixes, "give the layers backends that share a kernel block size"),
     )
 
 
@@ -221,7 +225,8 @@ def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: in
     return Found(
         "KV202",
         g.id,
-        f"KV-cache group {g.id}: the speculator's vote over its draft layers fails at start-up: {err}",
+        f"KV-cache group {g.id}: the speculator's vote over its draft layers fails at "
+        f"start-up: {err}",
         (
             f"--block-size {runner}",
             "install the kvconfig vLLM hooks (KVCONFIG_MODE=enforce)",
@@ -231,9 +236,7 @@ def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: in
 
 def no_block_size(names: Sequence[str], ctx: _Ctx) -> Found:
     """KV203: no default B suits every backend."""
-    sizes = "; ".join(
-        f"{n}: {format_sizes(ctx.machine.block_sizes_nospec(n))}" for n in names
-    )
+    sizes = "; ".join(f"{n}: {format_sizes(ctx.machine.block_sizes_nospec(n))}" for n in names)
     return Found(
         "KV203",
         None,
@@ -250,14 +253,22 @@ def backend_refused(layer: LayerSet, sel: Selection, setup: Setup) -> Found:
     )
     p = setup.platform
     plat = p.label() if p is not None else "this platform"
-    if sel.rejected and len(sel.rejected) == 1 and sel.backend is None and sel.reason != "automatic":
+    if (
+        sel.rejected
+        and len(sel.rejected) == 1
+        and sel.backend is None
+        and sel.reason != "automatic"
+    ):
         name, why = sel.rejected[0]
         return Found(
             "KV301",
             None,
             f"{name}, requested by {sel.reason} for {where}, cannot run on {plat}: "
             f"{', '.join(why)}. vLLM refuses to start.",
-            ("choose another backend (see 'kvconfig catalog --platform ...') or remove the request",),
+            (
+                "choose another backend (see 'kvconfig catalog --platform ...') "
+                "or remove the request",
+            ),
         )
     if not sel.rejected:
         return Found("KV303", None, f"{where}: {sel.error}.", ("set --attention-backend",))
@@ -277,8 +288,7 @@ def architecture(arch: str, source: str, snippet: str = "") -> Found:
     if snippet:
         fixes.append(
             "start from this sketch of what its config.json says (check names and kinds "
-            "against vLLM's model code; add the drafter's layers with role: draft):\n"
-            + snippet
+            "against vLLM's model code; add the drafter's layers with role: draft):\n" + snippet
         )
     return Found(
         "KV401",

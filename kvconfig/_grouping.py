@@ -55,8 +55,16 @@ class SpecGroup:
 
 def _attention_fields(spec: Spec) -> tuple[object, ...]:
     """What ``FullAttentionSpec.merge`` requires equal (everything but the window)."""
-    return (spec.cls, spec.block_size, spec.heads, spec.content, spec.tokens_per_state,
-            spec.padded, spec.alignment, spec.fields)
+    return (
+        spec.cls,
+        spec.block_size,
+        spec.heads,
+        spec.content,
+        spec.tokens_per_state,
+        spec.padded,
+        spec.alignment,
+        spec.fields,
+    )
 
 
 def merges(specs: list[Spec]) -> bool:
@@ -98,8 +106,9 @@ def is_uniform_type(specs: list[Spec]) -> bool:
     if first.cls == "sliding_window":
         return all(s.cls == "sliding_window" and s.window == first.window for s in specs)
     if first.cls == "mamba":
-        return all(s.cls == "mamba" and s.page == first.page and s.fields == first.fields
-                   for s in specs)
+        return all(
+            s.cls == "mamba" and s.page == first.page and s.fields == first.fields for s in specs
+        )
     return False
 
 
@@ -207,9 +216,7 @@ def _packed_groups(specs: dict[str, Spec]) -> list[SpecGroup] | None:
         (most_per_page(b) for b, by_page, bal in info if bal and len(by_page) > 1), default=0
     )
     repeats = (
-        _approximate_gcd([most_per_page(b) for b, _, bal in info if bal], floor)
-        if floor
-        else None
+        _approximate_gcd([most_per_page(b) for b, _, bal in info if bal], floor) if floor else None
     )
 
     def groups_for(bucket: dict[str, Spec], balanced: bool) -> int:

@@ -144,7 +144,15 @@ def layer_spec(info: LayerInfo, setup: Setup, plan: BlockPlan) -> Spec:
         sparse = l.kind == "sparse_mla"
         topk = setup.model_facts.get("index_topk") if sparse else None
         fields: tuple[object, ...] = (
-            l.head_size, 0, dtype, kv_quant(kv), 1, kv, topk, "sparse", sparse,
+            l.head_size,
+            0,
+            dtype,
+            kv_quant(kv),
+            1,
+            kv,
+            topk,
+            "sparse",
+            sparse,
         )
         spec = Spec("mla", B, 1, content, l.tokens_per_state, fields=fields)
     elif l.kind == "indexer":
@@ -161,8 +169,9 @@ def layer_spec(info: LayerInfo, setup: Setup, plan: BlockPlan) -> Spec:
         if l.kind == "sliding_window":
             per_token = heads * content
             block = largest_kernel_block_within(info.sizes, per_token, per_token * B, B)
-            spec = Spec("sliding_window", block, heads, content, window=l.sliding_window,
-                        fields=fields)
+            spec = Spec(
+                "sliding_window", block, heads, content, window=l.sliding_window, fields=fields
+            )
         else:
             spec = Spec("full", B, heads, content, l.tokens_per_state, fields=fields)
     return customize(spec, name, info.sizes, major, kv_quant(kv) != "none")

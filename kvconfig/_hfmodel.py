@@ -160,8 +160,7 @@ def ordered(entries: list[tuple[str, int, dict[str, Any]]]) -> list[dict[str, An
             last is not None
             and last["name"] == name
             and last["first_index"] + last["count"] == index
-            and {k: v for k, v in last.items() if k not in ("name", "first_index", "count")}
-            == item
+            and {k: v for k, v in last.items() if k not in ("name", "first_index", "count")} == item
         ):
             last["count"] += 1
             continue

@@ -112,7 +112,9 @@ class GroupResult:
                 {
                     "name": v.name,
                     "class": v.class_path,
-                    "sizes": [s if isinstance(s, int) else {"multiple_of": s.multiple_of} for s in v.sizes],
+                    "sizes": [
+                        s if isinstance(s, int) else {"multiple_of": s.multiple_of} for s in v.sizes
+                    ],
                     "role": v.role,
                     "layers": list(v.layers),
                     "kernel_block_size": v.narrowed,
@@ -566,7 +568,9 @@ def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
     drafts = [i for i, _ in g.members if i.layer.role == "draft"]
     targets = [i.backend_name for i, _ in g.members if i.layer.role == "target"]
     found = []
-    for name in dict.fromkeys([*targets, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"]):
+    for name in dict.fromkeys(
+        [*targets, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"]
+    ):
         if name is None or name in s.backends or name in (d.backend_name for d in drafts):
             continue
         swapped = []
@@ -582,7 +586,11 @@ def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
             if sel.backend is None or entry is None:
                 break
             sizes = entry.sizes(_size_context(ctx, info.layer, kv_dtype))
-            swapped.append(replace(info, backend_name=name, entry=entry, class_path=entry.class_path, sizes=sizes))
+            swapped.append(
+                replace(
+                    info, backend_name=name, entry=entry, class_path=entry.class_path, sizes=sizes
+                )
+            )
         else:
             alt = replace(
                 g,

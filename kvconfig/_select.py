@@ -130,7 +130,10 @@ def _fa_combination(r: Request, m: Machine) -> str | None:
         supports_fa4_hd256=True,
     ):
         return "FP8 KV cache requires FA3 on SM90, FA4 with head_size=512 on SM90, or FA4 on SM100"
-    if r.use_mm_prefix and m.fa(head_size=r.head_size, has_sinks=r.has_sink, supports_fa4_hd256=True) != 4:
+    if (
+        r.use_mm_prefix
+        and m.fa(head_size=r.head_size, has_sinks=r.has_sink, supports_fa4_hd256=True) != 4
+    ):
         return "mm_prefix (PrefixLM bidirectional attention) requires FlashAttention v4"
     return None
 
@@ -261,52 +264,93 @@ def _tokenspeed(r: Request, m: Machine) -> str | None:
 #: vLLM's Linux wheel depends on ``tokenspeed-mla``, so TOKENSPEED_MLA's import check passes.
 MLA_TRAITS: dict[str, Traits] = {
     "FLASHINFER_MLA": Traits(
-        kv_dtypes=_MLA_KV, head_sizes=lambda h, m: h in _MLA_HEADS,
-        capability=lambda m: m.major == 10, mla=True, non_causal=True, combination=_fi_mla,
+        kv_dtypes=_MLA_KV,
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major == 10,
+        mla=True,
+        non_causal=True,
+        combination=_fi_mla,
     ),
     "TOKENSPEED_MLA": Traits(
-        kv_dtypes=("fp8", "fp8_e4m3"), head_sizes=lambda h, m: h in _MLA_HEADS,
-        capability=lambda m: m.major == 10, mla=True, non_causal=True, combination=_tokenspeed,
+        kv_dtypes=("fp8", "fp8_e4m3"),
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major == 10,
+        mla=True,
+        non_causal=True,
+        combination=_tokenspeed,
     ),
     "CUTLASS_MLA": Traits(
-        kv_dtypes=_MLA_KV, head_sizes=lambda h, m: h in _MLA_HEADS,
-        capability=lambda m: m.major == 10, mla=True,
+        kv_dtypes=_MLA_KV,
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major == 10,
+        mla=True,
     ),
     "FLASH_ATTN_MLA": Traits(
-        kv_dtypes=("auto", "float16", "bfloat16"), head_sizes=lambda h, m: h in _MLA_HEADS,
-        capability=lambda m: m.major == 9, mla=True, batch_invariant=True, combination=_fa_mla,
+        kv_dtypes=("auto", "float16", "bfloat16"),
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major == 9,
+        mla=True,
+        batch_invariant=True,
+        combination=_fa_mla,
     ),
     "FLASHMLA": Traits(
-        kv_dtypes=_MLA_KV, head_sizes=lambda h, m: h in _MLA_HEADS,
-        capability=lambda m: m.major in (9, 10), mla=True, combination=_flashmla,
+        kv_dtypes=_MLA_KV,
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major in (9, 10),
+        mla=True,
+        combination=_flashmla,
     ),
     "TRITON_MLA": Traits(kv_dtypes=_MLA_KV, mla=True, non_causal=True, batch_invariant=True),
     "FLASHMLA_SPARSE": Traits(
-        dtypes=("bfloat16",), kv_dtypes=("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla"),
-        head_sizes=lambda h, m: h in (576, 512), capability=lambda m: m.major in (9, 10),
-        mla=True, sparse=True, combination=_flashmla_sparse,
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla"),
+        head_sizes=lambda h, m: h in (576, 512),
+        capability=lambda m: m.major in (9, 10),
+        mla=True,
+        sparse=True,
+        combination=_flashmla_sparse,
     ),
     "FLASHINFER_MLA_SPARSE": Traits(
-        kv_dtypes=_MLA_KV, head_sizes=lambda h, m: h in (512, 576),
-        capability=lambda m: m.major == 10, mla=True, sparse=True, combination=_fi_mla_sparse,
+        kv_dtypes=_MLA_KV,
+        head_sizes=lambda h, m: h in (512, 576),
+        capability=lambda m: m.major == 10,
+        mla=True,
+        sparse=True,
+        combination=_fi_mla_sparse,
     ),
     "FLASH_ATTN_MLA_SPARSE": Traits(
-        kv_dtypes=("auto", "float16", "bfloat16"), capability=lambda m: m.major == 9,
-        mla=True, sparse=True, combination=_fa_mla_sparse,
+        kv_dtypes=("auto", "float16", "bfloat16"),
+        capability=lambda m: m.major == 9,
+        mla=True,
+        sparse=True,
+        combination=_fa_mla_sparse,
     ),
     "FLASH_ATTN_MLA_SPARSE_FA4": Traits(
-        dtypes=("bfloat16",), kv_dtypes=("auto", "bfloat16"), head_sizes=lambda h, m: h == 576,
-        capability=lambda m: m.major == 10, mla=True, sparse=True, combination=_fa4_mla_sparse,
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "bfloat16"),
+        head_sizes=lambda h, m: h == 576,
+        capability=lambda m: m.major == 10,
+        mla=True,
+        sparse=True,
+        combination=_fa4_mla_sparse,
     ),
     "FLASHINFER_MLA_SPARSE_SM90": Traits(
-        dtypes=("bfloat16",), kv_dtypes=("auto", "bfloat16", "fp8", "fp8_e4m3"),
-        head_sizes=lambda h, m: h in (512, 576), capability=lambda m: m.major == 9,
-        mla=True, sparse=True, combination=_fi_mla_sparse_sm90,
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "bfloat16", "fp8", "fp8_e4m3"),
+        head_sizes=lambda h, m: h in (512, 576),
+        capability=lambda m: m.major == 9,
+        mla=True,
+        sparse=True,
+        combination=_fi_mla_sparse_sm90,
     ),
     "FLASHINFER_MLA_SPARSE_SM120": Traits(
-        dtypes=("bfloat16",), kv_dtypes=("auto", "fp8", "fp8_e4m3", "fp8_ds_mla"),
-        head_sizes=lambda h, m: h in (512, 576), capability=lambda m: m.major == 12,
-        mla=True, sparse=True, combination=_fi_mla_sparse_sm120,
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "fp8", "fp8_e4m3", "fp8_ds_mla"),
+        head_sizes=lambda h, m: h in (512, 576),
+        capability=lambda m: m.major == 12,
+        mla=True,
+        sparse=True,
+        combination=_fi_mla_sparse_sm120,
     ),
 }
 
@@ -314,8 +358,10 @@ MLA_TRAITS: dict[str, Traits] = {
 TRAITS: dict[str, Traits] = {
     "FLASH_ATTN": Traits(
         kv_dtypes=("auto", "float16", "bfloat16", "fp8", "fp8_e4m3"),
-        head_sizes=lambda h, m: h % 8 == 0
-        and (h <= 256 or (m.vendor == "xpu" and h <= 512) or (m.fa_ok(4) and h <= 512)),
+        head_sizes=lambda h, m: (
+            h % 8 == 0
+            and (h <= 256 or (m.vendor == "xpu" and h <= 512) or (m.fa_ok(4) and h <= 512))
+        ),
         capability=lambda m: m.capability is not None and m.capability >= (8, 0),
         sink=lambda m: m.vendor == "xpu" or m.fa() in (3, 4),
         sliding_window=True,
@@ -328,7 +374,14 @@ TRAITS: dict[str, Traits] = {
     ),
     "FLASHINFER": Traits(
         kv_dtypes=(
-            "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "nvfp4_4over6",
+            "auto",
+            "float16",
+            "bfloat16",
+            "fp8",
+            "fp8_e4m3",
+            "fp8_e5m2",
+            "nvfp4",
+            "nvfp4_4over6",
         ),
         head_sizes=lambda h, m: h in (64, 128, 256, 512),
         capability=lambda m: m.capability is not None and (8, 0) <= m.capability <= (12, 1),
@@ -341,8 +394,15 @@ TRAITS: dict[str, Traits] = {
     "TRITON_ATTN": Traits(
         dtypes=_FP32,
         kv_dtypes=(
-            "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2",
-            "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head",
+            "auto",
+            "float16",
+            "bfloat16",
+            "fp8",
+            "fp8_e4m3",
+            "fp8_e5m2",
+            "int4_per_token_head",
+            "int8_per_token_head",
+            "fp8_per_token_head",
         ),
         head_sizes=lambda h, m: h >= 32,
         sink=lambda m: True,
@@ -361,7 +421,12 @@ TRAITS: dict[str, Traits] = {
         attn_types=("decoder", "encoder_only"),
     ),
     "TURBOQUANT": Traits(
-        kv_dtypes=("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"),
+        kv_dtypes=(
+            "turboquant_k8v4",
+            "turboquant_4bit_nc",
+            "turboquant_k3v4_nc",
+            "turboquant_3bit_nc",
+        ),
     ),
     "TRITON_FLASHINFER": Traits(
         head_sizes=lambda h, m: h in (256, 512),
@@ -408,9 +473,7 @@ def supports_block_size(
         sizes = m.block_sizes_nospec(name)
     if not sizes:
         return True
-    return any(
-        block_size % (s.multiple_of if isinstance(s, MultipleOf) else s) == 0 for s in sizes
-    )
+    return any(block_size % (s.multiple_of if isinstance(s, MultipleOf) else s) == 0 for s in sizes)
 
 
 def invalid_reasons(name: str, r: Request, m: Machine) -> list[str]:
@@ -461,8 +524,13 @@ def priorities(r: Request, m: Machine) -> list[str]:
             else:
                 sparse = ["FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE"]
             return [
-                "FLASHINFER_MLA", "TOKENSPEED_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA",
-                "FLASHMLA", "TRITON_MLA", *sparse,
+                "FLASHINFER_MLA",
+                "TOKENSPEED_MLA",
+                "CUTLASS_MLA",
+                "FLASH_ATTN_MLA",
+                "FLASHMLA",
+                "TRITON_MLA",
+                *sparse,
             ]
         if m.major == 12:
             return ["TRITON_MLA", "FLASHINFER_MLA_SPARSE_SM120"]

@@ -356,7 +356,9 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
                 "not a valid speculative-config key in vLLM",
                 "use draft_tensor_parallel_size",
             )
-        method, draft_layers = _drafter(opts, spec, dtype, n_target, known_archs, target, context)
+        method, draft_layers = _drafter(
+            opts, spec, dtype, n_target, known_archs, target=target, context=context
+        )
         draft_kv = spec.get("kv_cache_dtype")
         if draft_kv is not None and draft_kv not in f["kv_cache_dtypes"]:
             raise opts.err("speculative-config.kv_cache_dtype", f"unknown KV-cache dtype {draft_kv!r}")
@@ -425,6 +427,7 @@ def _drafter(
     dtype: str,
     first_index: int,
     known: frozenset[str],
+    *,
     target: _hf.Model,
     context: _hf.Context,
 ) -> tuple[str, list[dict[str, Any]]]:

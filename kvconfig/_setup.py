@@ -120,7 +120,9 @@ class Setup:
             draft_attention_backend=doc.get("draft_attention_backend"),
             num_speculative_tokens=int(doc.get("num_speculative_tokens") or 0),
             prefix_caching=bool(doc.get("prefix_caching", True)),
-            disable_hybrid_kv_cache_manager=bool(doc.get("disable_hybrid_kv_cache_manager", False)),
+            disable_hybrid_kv_cache_manager=bool(
+                doc.get("disable_hybrid_kv_cache_manager", False)
+            ),
             max_model_len=doc.get("max_model_len"),
             model_facts=dict(doc.get("model_facts") or {}),
             kv_cache_layout=doc.get("kv_cache_layout"),

@@ -76,17 +76,40 @@ def native_snippet(model: Model, *, draft: bool = False) -> str:
     first = 0
     for label, count in _types(cfg, n).items():
         if label in ("sliding_attention", "local_attention") and window:
-            _layer(lines, "model.layers.{i}.self_attn.attn   # check vLLM's module names",
-                   count, "sliding_window", first, role=role if draft else None,
-                   num_heads=heads, num_kv_heads=kv, head_size=head, sliding_window=window)
+            _layer(
+                lines,
+                "model.layers.{i}.self_attn.attn   # check vLLM's module names",
+                count,
+                "sliding_window",
+                first,
+                role=role if draft else None,
+                num_heads=heads,
+                num_kv_heads=kv,
+                head_size=head,
+                sliding_window=window,
+            )
         elif label in ("full_attention", "attention", "global_attention"):
-            _layer(lines, "model.layers.{i}.self_attn.attn   # check vLLM's module names",
-                   count, "full_attention", first, role=role if draft else None,
-                   num_heads=heads, num_kv_heads=kv, head_size=head)
+            _layer(
+                lines,
+                "model.layers.{i}.self_attn.attn   # check vLLM's module names",
+                count,
+                "full_attention",
+                first,
+                role=role if draft else None,
+                num_heads=heads,
+                num_kv_heads=kv,
+                head_size=head,
+            )
         else:
-            _layer(lines, f"model.layers.{{i}}.{label}   # check vLLM's module names", count,
-                   "mamba", first, role=role if draft else None,
-                   mamba_type="mamba2   # or mamba1, gdn_attention, linear_attention",
-                   state_bytes="0   # bytes of one request's state on one rank")
+            _layer(
+                lines,
+                f"model.layers.{{i}}.{label}   # check vLLM's module names",
+                count,
+                "mamba",
+                first,
+                role=role if draft else None,
+                mamba_type="mamba2   # or mamba1, gdn_attention, linear_attention",
+                state_bytes="0   # bytes of one request's state on one rank",
+            )
         first += count
     return "\n".join(lines)

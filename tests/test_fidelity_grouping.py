@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("vllm")
 
-from kvconfig._grouping import GroupingError, group_specs  # noqa: E402
-from kvconfig._specs import Spec  # noqa: E402
+from kvconfig._grouping import GroupingError, group_specs
+from kvconfig._specs import Spec
 
 pytestmark = pytest.mark.vllm
 
@@ -42,8 +42,15 @@ def _ours(d: Desc) -> Spec:
         return Spec("mla", block, 1, head * size, alignment=alignment, fields=fields)
     fields = (head, head, dtype, "none", None)
     spec_cls = "sliding_window" if cls == "sw" else "full"
-    return Spec(spec_cls, block, heads, 2 * head * size, alignment=alignment,
-                window=window if cls == "sw" else None, fields=fields)
+    return Spec(
+        spec_cls,
+        block,
+        heads,
+        2 * head * size,
+        alignment=alignment,
+        window=window if cls == "sw" else None,
+        fields=fields,
+    )
 
 
 def _theirs(d: Desc) -> Any:
@@ -62,15 +69,31 @@ def _theirs(d: Desc) -> Any:
     if cls == "mamba":
         return MambaSpec(shapes=((state,),), dtypes=(torch.uint8,), block_size=block)
     if cls == "mla":
-        return MLAAttentionSpec(block_size=block, num_kv_heads=1, head_size=head,
-                                dtype=torch_dtype, max_tp_shards=1, cache_dtype_str="auto",
-                                block_stride_alignment=alignment)
+        return MLAAttentionSpec(
+            block_size=block,
+            num_kv_heads=1,
+            head_size=head,
+            dtype=torch_dtype,
+            max_tp_shards=1,
+            cache_dtype_str="auto",
+            block_stride_alignment=alignment,
+        )
     if cls == "sw":
-        return SlidingWindowSpec(block_size=block, num_kv_heads=heads, head_size=head,
-                                 dtype=torch_dtype, sliding_window=window,
-                                 block_stride_alignment=alignment)
-    return FullAttentionSpec(block_size=block, num_kv_heads=heads, head_size=head,
-                             dtype=torch_dtype, block_stride_alignment=alignment)
+        return SlidingWindowSpec(
+            block_size=block,
+            num_kv_heads=heads,
+            head_size=head,
+            dtype=torch_dtype,
+            sliding_window=window,
+            block_stride_alignment=alignment,
+        )
+    return FullAttentionSpec(
+        block_size=block,
+        num_kv_heads=heads,
+        head_size=head,
+        dtype=torch_dtype,
+        block_stride_alignment=alignment,
+    )
 
 
 def _config(disable_hybrid: bool, layout: str) -> Any:
@@ -91,31 +114,64 @@ def _vllm_groups(descs: list[Desc], disable_hybrid: bool, layout: str) -> Any:
     specs = {f"layers.{i}": _theirs(d) for i, d in enumerate(descs)}
     groups = get_kv_cache_groups(_config(disable_hybrid, layout), specs)
     return [
-        (tuple(g.layer_names), get_kv_cache_spec_kind(g.kv_cache_spec).value,
-         g.kv_cache_spec.block_size)
+        (
+            tuple(g.layer_names),
+            get_kv_cache_spec_kind(g.kv_cache_spec).value,
+            g.kv_cache_spec.block_size,
+        )
         for g in groups
     ]
 
 
 def _kvconfig_groups(descs: list[Desc], disable_hybrid: bool, layout: str) -> Any:
     specs = {f"layers.{i}": _ours(d) for i, d in enumerate(descs)}
-    groups = group_specs(specs, disable_hybrid=disable_hybrid,
-                         block_outermost=layout.startswith("B"))
+    groups = group_specs(
+        specs, disable_hybrid=disable_hybrid, block_outermost=layout.startswith("B")
+    )
     return [(g.layers, g.kind, g.block_size) for g in groups]
 
 
 _desc = st.one_of(
-    st.tuples(st.just("full"), st.sampled_from([16, 32, 64]), st.sampled_from([1, 2, 8]),
-              st.sampled_from([64, 128]), st.sampled_from(["bfloat16", "uint8"]), st.none(),
-              st.sampled_from([None, 64, 128]), st.just(0)),
-    st.tuples(st.just("sw"), st.sampled_from([16, 32, 64]), st.sampled_from([1, 2, 8]),
-              st.sampled_from([64, 128]), st.sampled_from(["bfloat16", "uint8"]),
-              st.sampled_from([128, 1024]), st.sampled_from([None, 64]), st.just(0)),
-    st.tuples(st.just("mla"), st.sampled_from([16, 64]), st.just(1), st.sampled_from([576, 132]),
-              st.sampled_from(["bfloat16", "uint8"]), st.none(), st.sampled_from([None, 64]),
-              st.just(0)),
-    st.tuples(st.just("mamba"), st.sampled_from([16, 64]), st.just(1), st.just(1),
-              st.just("uint8"), st.none(), st.none(), st.sampled_from([4096, 65536, 131072])),
+    st.tuples(
+        st.just("full"),
+        st.sampled_from([16, 32, 64]),
+        st.sampled_from([1, 2, 8]),
+        st.sampled_from([64, 128]),
+        st.sampled_from(["bfloat16", "uint8"]),
+        st.none(),
+        st.sampled_from([None, 64, 128]),
+        st.just(0),
+    ),
+    st.tuples(
+        st.just("sw"),
+        st.sampled_from([16, 32, 64]),
+        st.sampled_from([1, 2, 8]),
+        st.sampled_from([64, 128]),
+        st.sampled_from(["bfloat16", "uint8"]),
+        st.sampled_from([128, 1024]),
+        st.sampled_from([None, 64]),
+        st.just(0),
+    ),
+    st.tuples(
+        st.just("mla"),
+        st.sampled_from([16, 64]),
+        st.just(1),
+        st.sampled_from([576, 132]),
+        st.sampled_from(["bfloat16", "uint8"]),
+        st.none(),
+        st.sampled_from([None, 64]),
+        st.just(0),
+    ),
+    st.tuples(
+        st.just("mamba"),
+        st.sampled_from([16, 64]),
+        st.just(1),
+        st.just(1),
+        st.just("uint8"),
+        st.none(),
+        st.none(),
+        st.sampled_from([4096, 65536, 131072]),
+    ),
 )
 
 

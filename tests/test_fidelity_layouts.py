@@ -19,12 +19,12 @@ from layout_cases import CASES, EXAMPLES, MODELS, Case
 
 pytest.importorskip("vllm")
 
-from vllm_harness import VllmOutcome, model_json_of, run_vllm  # noqa: E402
+from vllm_harness import VllmOutcome, model_json_of, run_vllm
 
-from kvconfig._load import load_setup  # noqa: E402
-from kvconfig._platforms import parse_platform  # noqa: E402
-from kvconfig._resolve import PlanResult, resolve_setup  # noqa: E402
-from kvconfig._setup import Setup  # noqa: E402
+from kvconfig._load import load_setup
+from kvconfig._platforms import parse_platform
+from kvconfig._resolve import PlanResult, resolve_setup
+from kvconfig._setup import Setup
 
 pytestmark = pytest.mark.vllm
 
@@ -80,47 +80,103 @@ def _serve(tmp_path: Path, text: str) -> Path:
 #: (id, platform, model, serve YAML) per family, beyond the examples.
 FAMILY_CASES = [
     ("gemma2-fa", "h100", "gemma-2-9b-it", "model: ./models/gemma-2-9b-it\n"),
-    ("gemma2-fi-256", "h100", "gemma-2-9b-it",
-     "model: ./models/gemma-2-9b-it\nblock-size: 256\nattention-backend: FLASHINFER\n"),
-    ("gemma3-triton-sw", "h100", "gemma-3-27b-it",
-     "model: ./models/gemma-3-27b-it\nblock-size: 128\nattention-config:\n"
-     "  backend_per_kind:\n    sliding_window: TRITON_ATTN\n    full_attention: FLASHINFER\n"),
-    ("gemma3-no-hma", "h100", "gemma-3-27b-it",
-     "model: ./models/gemma-3-27b-it\nblock-size: 128\nattention-backend: FLASHINFER\n"
-     "disable-hybrid-kv-cache-manager: true\n"),
-    ("gpt-oss-eagle3-b200", "b200", "gpt-oss-120b",
-     "model: ./models/gpt-oss-120b\nblock-size: 256\nspeculative-config:\n"
-     "  model: ./models/gpt-oss-120b-eagle3\n  method: eagle3\n  num_speculative_tokens: 3\n"),
-    ("gpt-oss-eagle3-fa-h200", "h200", "gpt-oss-120b",
-     "model: ./models/gpt-oss-120b\nspeculative-config:\n"
-     "  model: ./models/gpt-oss-120b-eagle3\n  method: eagle3\n  num_speculative_tokens: 3\n"),
-    ("deepseek-v3-mtp-b200", "b200", "deepseek-v3",
-     "model: ./models/deepseek-v3\ntensor-parallel-size: 8\nblock-size: 128\n"
-     "speculative-config:\n  method: mtp\n  num_speculative_tokens: 1\n"),
-    ("kimi-k2-eagle3-b200-default", "b200", "kimi-k2-instruct",
-     "model: ./models/kimi-k2-instruct\ntensor-parallel-size: 8\nspeculative-config:\n"
-     "  model: ./models/kimi-k2-eagle3\n  method: eagle3\n  num_speculative_tokens: 3\n"),
-    ("deepseek-v32-mtp-b200-fp8", "b200", "deepseek-v3.2-exp",
-     "model: ./models/deepseek-v3.2-exp\ntensor-parallel-size: 8\nkv-cache-dtype: fp8\n"
-     "block-size: 128\nspeculative-config:\n  method: mtp\n  num_speculative_tokens: 1\n"),
-    ("minimax-m3-h200-128", "h200", "minimax-m3-nvfp4",
-     "model: ./models/minimax-m3-nvfp4\ntensor-parallel-size: 4\nblock-size: 256\n"
-     "speculative-config:\n  model: ./models/minimax-m3-eagle3-gqa\n  method: eagle3\n"
-     "  num_speculative_tokens: 3\n"),
-    ("qwen3-next-fa-h200", "h200", "qwen3-next-80b-a3b-instruct",
-     "model: ./models/qwen3-next-80b-a3b-instruct\ntensor-parallel-size: 4\n"),
-    ("qwen3-next-no-prefix-b200", "b200", "qwen3-next-80b-a3b-instruct",
-     "model: ./models/qwen3-next-80b-a3b-instruct\nno-enable-prefix-caching: true\n"
-     "max-model-len: 32768\nspeculative-config:\n  method: mtp\n  num_speculative_tokens: 3\n"),
-    ("qwen3.5-mtp-b200", "b200", "qwen3.5-9b",
-     "model: ./models/qwen3.5-9b\nspeculative-config:\n  method: mtp\n"
-     "  num_speculative_tokens: 2\n"),
-    ("qwen3-next-fp8-a100", "a100", "qwen3-next-80b-a3b-instruct",
-     "model: ./models/qwen3-next-80b-a3b-instruct\nkv-cache-dtype: fp8\n"
-     "attention-backend: TRITON_ATTN\nblock-size: 64\n"),
-    ("nemotron-h-tp2-fi", "h100", "nemotron-h-8b-base-8k",
-     "model: ./models/nemotron-h-8b-base-8k\ntensor-parallel-size: 2\n"
-     "attention-backend: FLASHINFER\n"),
+    (
+        "gemma2-fi-256",
+        "h100",
+        "gemma-2-9b-it",
+        "model: ./models/gemma-2-9b-it\nblock-size: 256\nattention-backend: FLASHINFER\n",
+    ),
+    (
+        "gemma3-triton-sw",
+        "h100",
+        "gemma-3-27b-it",
+        "model: ./models/gemma-3-27b-it\nblock-size: 128\nattention-config:\n"
+        "  backend_per_kind:\n    sliding_window: TRITON_ATTN\n    full_attention: FLASHINFER\n",
+    ),
+    (
+        "gemma3-no-hma",
+        "h100",
+        "gemma-3-27b-it",
+        "model: ./models/gemma-3-27b-it\nblock-size: 128\nattention-backend: FLASHINFER\n"
+        "disable-hybrid-kv-cache-manager: true\n",
+    ),
+    (
+        "gpt-oss-eagle3-b200",
+        "b200",
+        "gpt-oss-120b",
+        "model: ./models/gpt-oss-120b\nblock-size: 256\nspeculative-config:\n"
+        "  model: ./models/gpt-oss-120b-eagle3\n  method: eagle3\n  num_speculative_tokens: 3\n",
+    ),
+    (
+        "gpt-oss-eagle3-fa-h200",
+        "h200",
+        "gpt-oss-120b",
+        "model: ./models/gpt-oss-120b\nspeculative-config:\n"
+        "  model: ./models/gpt-oss-120b-eagle3\n  method: eagle3\n  num_speculative_tokens: 3\n",
+    ),
+    (
+        "deepseek-v3-mtp-b200",
+        "b200",
+        "deepseek-v3",
+        "model: ./models/deepseek-v3\ntensor-parallel-size: 8\nblock-size: 128\n"
+        "speculative-config:\n  method: mtp\n  num_speculative_tokens: 1\n",
+    ),
+    (
+        "kimi-k2-eagle3-b200-default",
+        "b200",
+        "kimi-k2-instruct",
+        "model: ./models/kimi-k2-instruct\ntensor-parallel-size: 8\nspeculative-config:\n"
+        "  model: ./models/kimi-k2-eagle3\n  method: eagle3\n  num_speculative_tokens: 3\n",
+    ),
+    (
+        "deepseek-v32-mtp-b200-fp8",
+        "b200",
+        "deepseek-v3.2-exp",
+        "model: ./models/deepseek-v3.2-exp\ntensor-parallel-size: 8\nkv-cache-dtype: fp8\n"
+        "block-size: 128\nspeculative-config:\n  method: mtp\n  num_speculative_tokens: 1\n",
+    ),
+    (
+        "minimax-m3-h200-128",
+        "h200",
+        "minimax-m3-nvfp4",
+        "model: ./models/minimax-m3-nvfp4\ntensor-parallel-size: 4\nblock-size: 256\n"
+        "speculative-config:\n  model: ./models/minimax-m3-eagle3-gqa\n  method: eagle3\n"
+        "  num_speculative_tokens: 3\n",
+    ),
+    (
+        "qwen3-next-fa-h200",
+        "h200",
+        "qwen3-next-80b-a3b-instruct",
+        "model: ./models/qwen3-next-80b-a3b-instruct\ntensor-parallel-size: 4\n",
+    ),
+    (
+        "qwen3-next-no-prefix-b200",
+        "b200",
+        "qwen3-next-80b-a3b-instruct",
+        "model: ./models/qwen3-next-80b-a3b-instruct\nno-enable-prefix-caching: true\n"
+        "max-model-len: 32768\nspeculative-config:\n  method: mtp\n  num_speculative_tokens: 3\n",
+    ),
+    (
+        "qwen3.5-mtp-b200",
+        "b200",
+        "qwen3.5-9b",
+        "model: ./models/qwen3.5-9b\nspeculative-config:\n  method: mtp\n"
+        "  num_speculative_tokens: 2\n",
+    ),
+    (
+        "qwen3-next-fp8-a100",
+        "a100",
+        "qwen3-next-80b-a3b-instruct",
+        "model: ./models/qwen3-next-80b-a3b-instruct\nkv-cache-dtype: fp8\n"
+        "attention-backend: TRITON_ATTN\nblock-size: 64\n",
+    ),
+    (
+        "nemotron-h-tp2-fi",
+        "h100",
+        "nemotron-h-8b-base-8k",
+        "model: ./models/nemotron-h-8b-base-8k\ntensor-parallel-size: 2\n"
+        "attention-backend: FLASHINFER\n",
+    ),
     ("jamba-a100", "a100", "jamba-v0.1", "model: ./models/jamba-v0.1\n"),
 ]
 
@@ -142,8 +198,11 @@ def test_family_matches_vllm(tmp_path: Path, platform: str, model: str, text: st
 def test_mamba_state_matches_vllm_calculators(tmp_path: Path) -> None:
     """kvconfig's Mamba state bytes equal the page vLLM's calculators give (unpadded)."""
     cases = [
-        ("qwen3-next-80b-a3b-instruct", "tensor-parallel-size: 2\nspeculative-config:\n"
-         "  method: mtp\n  num_speculative_tokens: 2\n"),
+        (
+            "qwen3-next-80b-a3b-instruct",
+            "tensor-parallel-size: 2\nspeculative-config:\n"
+            "  method: mtp\n  num_speculative_tokens: 2\n",
+        ),
         ("qwen3.5-9b", ""),
         ("nemotron-h-8b-base-8k", "tensor-parallel-size: 4\n"),
         ("jamba-v0.1", ""),
@@ -170,9 +229,9 @@ def _per_token(plan: PlanResult) -> int:
 def _vllm_state(setup: Setup, plan: PlanResult, model: str) -> int:
     """The unpadded MambaSpec page vLLM's own model class computes for this deployment."""
     from vllm.v1.kv_cache_interface import MambaSpec
+    from vllm_harness import _emulation, _model_class, _vllm_config
 
     from kvconfig.introspect import emulate
-    from vllm_harness import _emulation, _model_class, _vllm_config
 
     emu = _emulation(setup, plan)
     with emulate.emulated(emu) as base:

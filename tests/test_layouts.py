@@ -170,8 +170,10 @@ def _state(name: str, **ctx: Any) -> int:
 def test_gated_delta_net_state_size() -> None:
     # conv (2*16*128 + 32*128)/tp x (4-1+spec) bf16, recurrent 32/tp x 128 x 128 bf16
     assert _state("qwen3-next-80b-a3b-instruct") == 8192 * 3 * 2 + 32 * 128 * 128 * 2
-    assert _state("qwen3-next-80b-a3b-instruct", tensor_parallel_size=2,
-                  num_speculative_tokens=2) == 4096 * 5 * 2 + 16 * 128 * 128 * 2
+    assert (
+        _state("qwen3-next-80b-a3b-instruct", tensor_parallel_size=2, num_speculative_tokens=2)
+        == 4096 * 5 * 2 + 16 * 128 * 128 * 2
+    )
     # Qwen3.5 keeps its recurrent state in float32 (config mamba_ssm_dtype)
     assert _state("qwen3.5-9b") == 8192 * 3 * 2 + 32 * 128 * 128 * 4
 
@@ -254,12 +256,16 @@ def test_tensor_parallelism_changes_the_hybrid_block(tmp_path: Path) -> None:
     blocks = {
         tp: plan_of(
             serve_file(tmp_path, f"q{tp}.yaml", base + f"tensor-parallel-size: {tp}\n"), "a100"
-        ).groups[-1].block_size
+        )
+        .groups[-1]
+        .block_size
         for tp in (1, 4)
     }
     # A100: no checkpoint grid, 16-token alignment; TP4 halves the state, one KV head per rank
-    assert blocks == {1: 16 * -(-(8192 * 3 * 2 + 32 * 128 * 128 * 2) // (16 * 2048)),
-                      4: 16 * -(-(2048 * 3 * 2 + 8 * 128 * 128 * 2) // (16 * 1024))}
+    assert blocks == {
+        1: 16 * -(-(8192 * 3 * 2 + 32 * 128 * 128 * 2) // (16 * 2048)),
+        4: 16 * -(-(2048 * 3 * 2 + 8 * 128 * 128 * 2) // (16 * 1024)),
+    }
 
 
 def test_without_prefix_caching_mamba_blocks_hold_a_request(tmp_path: Path) -> None:
@@ -273,15 +279,27 @@ def test_without_prefix_caching_mamba_blocks_hold_a_request(tmp_path: Path) -> N
 def test_unsupported_architecture_shows_a_native_sketch(tmp_path: Path, capsys: Any) -> None:
     folder = tmp_path / "glm"
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({
-        "architectures": ["Glm4MoeForCausalLM"], "num_hidden_layers": 46,
-        "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128,
-    }))
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["Glm4MoeForCausalLM"],
+                "num_hidden_layers": 46,
+                "num_attention_heads": 96,
+                "num_key_value_heads": 8,
+                "head_dim": 128,
+            }
+        )
+    )
     path = tmp_path / "glm.yaml"
     path.write_text("model: ./glm\n")
     assert main(["lint", "--platform", "h200", str(path)]) == 1
     out = capsys.readouterr().out
     assert "KV401" in out and "'Glm4MoeForCausalLM'" in out
-    for line in ("kvconfig: 1", "count: 46", "kind: full_attention", "num_kv_heads: 8",
-                 "head_size: 128"):
+    for line in (
+        "kvconfig: 1",
+        "count: 46",
+        "kind: full_attention",
+        "num_kv_heads: 8",
+        "head_size: 128",
+    ):
         assert line in out

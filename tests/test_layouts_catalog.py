@@ -17,24 +17,27 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig._catalog import SizeContext, load_catalog  # noqa: E402
-from kvconfig._facts import kv_quant  # noqa: E402
-from kvconfig._specs import Spec, customize  # noqa: E402
-from kvconfig.introspect import emulate  # noqa: E402
-from kvconfig.introspect.emulate import Emulation  # noqa: E402
-from schemas.sizes import MultipleOf  # noqa: E402
+from kvconfig._catalog import SizeContext, load_catalog
+from kvconfig._facts import kv_quant
+from kvconfig._specs import Spec, customize
+from kvconfig.introspect import emulate
+from kvconfig.introspect.emulate import Emulation
+from schemas.sizes import MultipleOf
 
 pytestmark = pytest.mark.vllm
 
 KINDS = ("mla", "sparse_mla", "indexer", "state")
 MINIMAX = "vllm.models.minimax_m3."
 ENTRIES = [
-    e
-    for e in load_catalog("0.33.0").entries
-    if e.kind in KINDS or e.class_path.startswith(MINIMAX)
+    e for e in load_catalog("0.33.0").entries if e.kind in KINDS or e.class_path.startswith(MINIMAX)
 ]
-PLATFORMS = [("cuda", (9, 0)), ("cuda", (10, 0)), ("cuda", (10, 3)), ("cuda", (12, 0)),
-             ("rocm", (9, 4))]
+PLATFORMS = [
+    ("cuda", (9, 0)),
+    ("cuda", (10, 0)),
+    ("cuda", (10, 3)),
+    ("cuda", (12, 0)),
+    ("rocm", (9, 4)),
+]
 
 
 def _spec(kind: str, kv: str) -> Any:
@@ -47,10 +50,21 @@ def _spec(kind: str, kv: str) -> Any:
 
     dtype = torch.uint8 if kv != "auto" else torch.bfloat16
     if kind in ("mla", "sparse_mla", "indexer"):
-        return MLAAttentionSpec(block_size=64, num_kv_heads=1, head_size=576, dtype=dtype,
-                                kv_quant_mode=get_kv_quant_mode(kv), cache_dtype_str=kv)
-    return FullAttentionSpec(block_size=64, num_kv_heads=4, head_size=128, dtype=dtype,
-                             kv_quant_mode=get_kv_quant_mode(kv))
+        return MLAAttentionSpec(
+            block_size=64,
+            num_kv_heads=1,
+            head_size=576,
+            dtype=dtype,
+            kv_quant_mode=get_kv_quant_mode(kv),
+            cache_dtype_str=kv,
+        )
+    return FullAttentionSpec(
+        block_size=64,
+        num_kv_heads=4,
+        head_size=128,
+        dtype=dtype,
+        kv_quant_mode=get_kv_quant_mode(kv),
+    )
 
 
 def _ours(sizes: Any) -> list[Any]:
@@ -68,12 +82,27 @@ def test_catalog_sizes_are_the_real_classes(entry: Any) -> None:
     for vendor, capability in PLATFORMS:
         for kv in ("auto", "fp8"):
             spec = _spec(entry.kind, kv)
-            with emulate.emulated(Emulation(vendor=vendor, capability=capability, use_mla=True,
-                                            num_heads=128, num_kv_heads=1, head_size=576)):
+            with emulate.emulated(
+                Emulation(
+                    vendor=vendor,
+                    capability=capability,
+                    use_mla=True,
+                    num_heads=128,
+                    num_kv_heads=1,
+                    head_size=576,
+                )
+            ):
                 real = _ours(cls.get_supported_kernel_block_sizes(spec))
-            ctx = SizeContext(vendor=vendor, capability_major=capability[0],
-                              kv_quant=kv_quant(kv), head_size=576, head_size_v=576,
-                              gqa=True, trtllm=False, fa_version=None)
+            ctx = SizeContext(
+                vendor=vendor,
+                capability_major=capability[0],
+                kv_quant=kv_quant(kv),
+                head_size=576,
+                head_size_v=576,
+                gqa=True,
+                trtllm=False,
+                fa_version=None,
+            )
             assert list(entry.sizes(ctx)) == real, (vendor, capability, kv)
 
 
@@ -88,8 +117,12 @@ ALIGNED = [
     ("FLASHMLA", "mla", "fp8", (9, 0)),
     ("TRITON_MLA", "mla", "auto", (9, 0)),
     ("vllm.v1.attention.backends.mla.indexer.DeepseekV32IndexerBackend", "mla", "auto", (9, 0)),
-    ("vllm.models.minimax_m3.nvidia.sparse_attention_msa.MiniMaxM3SparseMSABackend", "full",
-     "auto", (10, 0)),
+    (
+        "vllm.models.minimax_m3.nvidia.sparse_attention_msa.MiniMaxM3SparseMSABackend",
+        "full",
+        "auto",
+        (10, 0),
+    ),
     ("vllm.models.minimax_m3.common.indexer.MiniMaxM3IndexerBackend", "mla", "auto", (10, 0)),
     ("FLASHINFER", "full", "auto", (9, 0)),
     ("FLASH_ATTN", "full", "auto", (9, 0)),
@@ -111,21 +144,34 @@ def test_customize_alignment_is_vllms(
     dtype = torch.bfloat16 if kv == "auto" else torch.uint8
     content = {"fp8_ds_mla": 656}.get(kv)
     if kind == "mla":
-        real = MLAAttentionSpec(block_size=256, num_kv_heads=1, head_size=576, dtype=dtype,
-                                kv_quant_mode=get_kv_quant_mode(kv), cache_dtype_str=kv,
-                                state_content_bytes=content)
+        real = MLAAttentionSpec(
+            block_size=256,
+            num_kv_heads=1,
+            head_size=576,
+            dtype=dtype,
+            kv_quant_mode=get_kv_quant_mode(kv),
+            cache_dtype_str=kv,
+            state_content_bytes=content,
+        )
         ours = Spec("mla", 256, 1, content or 576 * dtype.itemsize)
     else:
-        real = FullAttentionSpec(block_size=256, num_kv_heads=4, head_size=128, dtype=dtype,
-                                 kv_quant_mode=get_kv_quant_mode(kv))
+        real = FullAttentionSpec(
+            block_size=256,
+            num_kv_heads=4,
+            head_size=128,
+            dtype=dtype,
+            kv_quant_mode=get_kv_quant_mode(kv),
+        )
         ours = Spec("full", 256, 4, 2 * 128 * dtype.itemsize)
     with emulate.emulated(Emulation(capability=capability, num_heads=32, num_kv_heads=4)):
         theirs = customize_attention_spec(cls, real).block_stride_alignment
         sizes = tuple(_ours(cls.get_supported_kernel_block_sizes(real)))
     got = customize(ours, entry.name, sizes, capability[0], kv_quant(kv) != "none").alignment
     want = (
-        None if theirs is None
-        else ("multiple_of", theirs.base) if isinstance(theirs, VMultipleOf)
+        None
+        if theirs is None
+        else ("multiple_of", theirs.base)
+        if isinstance(theirs, VMultipleOf)
         else ("bytes", theirs)
     )
     assert got == want

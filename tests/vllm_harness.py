@@ -77,7 +77,7 @@ def _ns(**kw: Any) -> types.SimpleNamespace:
 
 def _hf(config: dict[str, Any]) -> Any:
     """A config.json as an attribute bag (what vLLM's hf_config offers its readers)."""
-    return json.loads(json.dumps(config), object_hook=lambda d: _Attrs(d))
+    return json.loads(json.dumps(config), object_hook=_Attrs)
 
 
 class _Attrs(dict):  # type: ignore[type-arg]
@@ -263,7 +263,7 @@ def _model_class(cfg: Any) -> Any:
 
 def _mamba_layer(kind: str, model_cls: Any, cfg: Any, draft: bool) -> Any:
     """A real mixer subclass whose state comes from the model class's own calculators."""
-    import torch.nn as nn
+    from torch import nn
 
     real = emulate.load(_MIXERS[kind])
     checkpoint = None
@@ -296,8 +296,9 @@ def _mamba_layer(kind: str, model_cls: Any, cfg: Any, draft: bool) -> Any:
     return Mixer()
 
 
-def _vllm_config(setup: Setup, plan: PlanResult, model_json: dict[str, Any] | None,
-                 emu: Emulation, base: Any) -> Any:
+def _vllm_config(
+    setup: Setup, plan: PlanResult, model_json: dict[str, Any] | None, emu: Emulation, base: Any
+) -> Any:
     from vllm.config import CacheConfig
 
     cfg = base
@@ -377,8 +378,11 @@ def run_vllm(setup: Setup, plan: PlanResult, model_json: dict[str, Any] | None) 
             mamba_block_size=cfg.cache_config.mamba_block_size,
             mamba_page_size_padded=cfg.cache_config.mamba_page_size_padded,
             groups=[
-                (tuple(g.layer_names), get_kv_cache_spec_kind(g.kv_cache_spec).value,
-                 g.kv_cache_spec.block_size)
+                (
+                    tuple(g.layer_names),
+                    get_kv_cache_spec_kind(g.kv_cache_spec).value,
+                    g.kv_cache_spec.block_size,
+                )
                 for g in groups
             ],
             runner=list(runner),
