@@ -29,8 +29,10 @@ from kvconfig._setup import Setup
 pytestmark = pytest.mark.vllm
 
 
-def _both(path: Path, platform: str, model: str) -> tuple[Setup, PlanResult, VllmOutcome]:
-    setup = load_setup(str(path), parse_platform(platform))
+def _both(
+    path: Path, platform: str, model: str, env: dict[str, str] | None = None
+) -> tuple[Setup, PlanResult, VllmOutcome]:
+    setup = load_setup(str(path), parse_platform(platform), env=env)
     plan = resolve_setup(setup)
     assert plan.groups, [f.message for f in plan.findings]
     return setup, plan, run_vllm(setup, plan, model_json_of(MODELS / model))
@@ -193,6 +195,22 @@ def test_family_matches_vllm(tmp_path: Path, platform: str, model: str, text: st
     assert {g.block_size for g in attention} <= {vllm.block_size} | {
         b for _, k, b in vllm.groups if k != "mamba"
     }
+
+
+@pytest.mark.parametrize("layout", ["BLHNC", "LBHNC"])
+def test_block_outermost_layouts_are_never_split(tmp_path: Path, layout: str) -> None:
+    """``VLLM_KV_CACHE_LAYOUT=BLHNC`` packs layers into each block: k stays B."""
+    text = "model: ./models/gemma-3-27b-it\nblock-size: 128\nattention-backend: FLASHINFER\n"
+    env = {"VLLM_KV_CACHE_LAYOUT": layout}
+    _, plan, vllm = _both(_serve(tmp_path, text), "h100", "gemma-3-27b-it", env)
+    _assert_same(plan, vllm)
+    packed = layout.startswith("B")
+    assert all(g.packed == packed for g in plan.groups)
+    blocks = [b for _, _, b in vllm.groups]
+    if packed:  # mixed pages pack per block (sliding windows keep 64-token blocks): no split
+        assert vllm.runner == blocks and 64 in blocks
+    else:
+        assert set(vllm.runner) == {64} and set(blocks) == {128}
 
 
 def test_mamba_state_matches_vllm_calculators(tmp_path: Path) -> None:

@@ -268,6 +268,19 @@ def test_tensor_parallelism_changes_the_hybrid_block(tmp_path: Path) -> None:
     }
 
 
+def test_qwen3_next_without_prefix_caching(tmp_path: Path) -> None:
+    """16-token alignment only: 1,097,728-byte states, 2,048-byte tokens: 544-token blocks,
+    which FlashInfer reads in 32-token pages (544 is no multiple of 64)."""
+    text = (
+        "model: ./models/qwen3-next-80b-a3b-instruct\nattention-backend: FLASHINFER\n"
+        "no-enable-prefix-caching: true\n"
+    )
+    plan = plan_of(serve_file(tmp_path, "q.yaml", text), "h200")
+    attention = plan.groups[-1]
+    assert (attention.block_size, attention.kernel_block_size) == (544, 32)
+    assert {g.block_size for g in plan.groups if g.kind == "mamba"} == {262144}
+
+
 def test_without_prefix_caching_mamba_blocks_hold_a_request(tmp_path: Path) -> None:
     text = "model: ./models/nemotron-h-8b-base-8k\nno-enable-prefix-caching: true\n"
     plan = plan_of(serve_file(tmp_path, "n.yaml", text), "h100")

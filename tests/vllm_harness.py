@@ -309,7 +309,8 @@ def _vllm_config(
     )
     if setup.block_size is None:
         cache.user_specified_block_size = False
-    cache.kv_cache_layout = "LBNHC"
+    layout = (setup.kv_cache_layout or "LBNHC").upper()
+    cache.kv_cache_layout = {"NHD": "LBNHC", "HND": "LBHNC"}.get(layout, layout)
     cfg.cache_config = cache
     cfg.model_config = _model_config(setup, model_json, emu)
     cfg.scheduler_config = _ns(
