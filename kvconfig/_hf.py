@@ -35,10 +35,17 @@ class UnsupportedArchitecture(Exception):
     """
 
     def __init__(self, architecture: str, source: str, snippet: str = "") -> None:
-        super().__init__(architecture)
+        message = (
+            f"{source}: kvconfig cannot derive the KV-cache layers of {architecture!r}; "
+            "describe them in a native kvconfig file (docs/native-format.md)"
+        )
+        super().__init__(message + (", starting from:\n" + snippet if snippet else ""))
         self.architecture = architecture
         self.source = source
         self.snippet = snippet
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.architecture, self.source, self.snippet))
 
 
 def model_dtype(cfg: Mapping[str, Any], override: str | None) -> str:

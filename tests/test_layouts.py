@@ -316,3 +316,35 @@ def test_unsupported_architecture_shows_a_native_sketch(tmp_path: Path, capsys: 
         "head_size: 128",
     ):
         assert line in out
+
+
+def test_unsupported_architecture_error_carries_the_sketch() -> None:
+    cfg = {
+        "architectures": ["Glm4MoeForCausalLM"],
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+    }
+    with pytest.raises(_hf.UnsupportedArchitecture) as info:
+        _hf.derive(_hf.Model("glm/config.json", cfg), "bfloat16")
+    err = info.value
+    assert err.architecture == "Glm4MoeForCausalLM"
+    assert "kind: mla_attention" in err.snippet and "head_size: 576" in err.snippet
+    assert str(err).startswith("glm/config.json: kvconfig cannot derive")
+    assert err.snippet in str(err)
+
+
+def test_unsupported_architecture_pickles() -> None:
+    import pickle
+
+    err = _hf.UnsupportedArchitecture("X", "x/config.json", "kvconfig: 1")
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.architecture, back.source, back.snippet, str(back)) == (
+        "X",
+        "x/config.json",
+        "kvconfig: 1",
+        str(err),
+    )
