@@ -48,6 +48,16 @@ CODES: dict[str, tuple[str, str, str]] = {
         "error",
         "the backends share no KV-cache block size vLLM could default to: vLLM fails at start",
     ),
+    "KV204": (
+        "aligned-block-size-unsupported",
+        "error",
+        "hybrid alignment moved B to a size an attention backend rejects: vLLM fails at start",
+    ),
+    "KV205": (
+        "grouping-fails",
+        "error",
+        "vLLM cannot group these layers' KV-cache specs: it fails at start",
+    ),
     "KV301": (
         "backend-unsupported",
         "error",
@@ -121,7 +131,9 @@ def _plural(n: int, word: str) -> str:
 def _who(voters: Sequence[Voter]) -> str:
     parts = []
     for v in voters:
-        parts.append(f"{_plural(len(v.layers), v.role + ' layer')} on {v.name} {format_sizes(v.sizes)}")
+        parts.append(
+            f"{_plural(len(v.layers), v.role + ' layer')} on {v.name} {format_sizes(v.sizes)}"
+        )
     return "; ".join(parts)
 
 
@@ -136,6 +148,7 @@ def component_mismatch(
     speculator: int,
     voters: Sequence[Voter],
     ctx: _Ctx,
+    *,
     block_fixes: Sequence[int] = (),
     backend_fixes: Sequence[str] = (),
 ) -> Found:
@@ -166,7 +179,8 @@ def component_mismatch(
     if block_fixes:
         shown = ", ".join(str(b) for b in block_fixes[:6])
         fixes.append(
-            f"--block-size {block_fixes[0]}: runner and speculator agree (they also agree at {shown})"
+            f"--block-size {block_fixes[0]}: runner and speculator agree "
+            f"(they also agree at {shown})"
             if len(block_fixes) > 1
             else f"--block-size {block_fixes[0]}: runner and speculator agree"
         )
@@ -202,7 +216,7 @@ def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Decl
         "KV201",
         g.id,
         f"KV-cache group {g.id}: vLLM fails at start-up, before serving: {err}",
-        fixes + ("give the layers backends that share a kernel block size",),
+        (*fixes, "give the layers backends that share a kernel block size"),
     )
 
 
@@ -211,7 +225,8 @@ def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: in
     return Found(
         "KV202",
         g.id,
-        f"KV-cache group {g.id}: the speculator's vote over its draft layers fails at start-up: {err}",
+        f"KV-cache group {g.id}: the speculator's vote over its draft layers fails at "
+        f"start-up: {err}",
         (
             f"--block-size {runner}",
             "install the kvconfig vLLM hooks (KVCONFIG_MODE=enforce)",
@@ -221,9 +236,7 @@ def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: in
 
 def no_block_size(names: Sequence[str], ctx: _Ctx) -> Found:
     """KV203: no default B suits every backend."""
-    sizes = "; ".join(
-        f"{n}: {format_sizes(ctx.machine.block_sizes_nospec(n))}" for n in names
-    )
+    sizes = "; ".join(f"{n}: {format_sizes(ctx.machine.block_sizes_nospec(n))}" for n in names)
     return Found(
         "KV203",
         None,
@@ -240,14 +253,22 @@ def backend_refused(layer: LayerSet, sel: Selection, setup: Setup) -> Found:
     )
     p = setup.platform
     plat = p.label() if p is not None else "this platform"
-    if sel.rejected and len(sel.rejected) == 1 and sel.backend is None and sel.reason != "automatic":
+    if (
+        sel.rejected
+        and len(sel.rejected) == 1
+        and sel.backend is None
+        and sel.reason != "automatic"
+    ):
         name, why = sel.rejected[0]
         return Found(
             "KV301",
             None,
             f"{name}, requested by {sel.reason} for {where}, cannot run on {plat}: "
             f"{', '.join(why)}. vLLM refuses to start.",
-            ("choose another backend (see 'kvconfig catalog --platform ...') or remove the request",),
+            (
+                "choose another backend (see 'kvconfig catalog --platform ...') "
+                "or remove the request",
+            ),
         )
     if not sel.rejected:
         return Found("KV303", None, f"{where}: {sel.error}.", ("set --attention-backend",))
@@ -259,11 +280,53 @@ def backend_refused(layer: LayerSet, sel: Selection, setup: Setup) -> Found:
     )
 
 
-def architecture(arch: str, source: str) -> Found:
-    """KV401: a model kvconfig cannot derive."""
+def architecture(arch: str, source: str, snippet: str = "") -> Found:
+    """KV401: a model kvconfig cannot derive, with a native-file sketch from its config."""
+    fixes = [
+        "describe the layers in a native kvconfig file (docs/native-format.md), then lint that"
+    ]
+    if snippet:
+        fixes.append(
+            "start from this sketch of what its config.json says (check names and kinds "
+            "against vLLM's model code; add the drafter's layers with role: draft):\n" + snippet
+        )
     return Found(
         "KV401",
         None,
         f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r}.",
-        ("describe the layers in a native kvconfig file (docs/native-format.md), then lint that",),
+        tuple(fixes),
+    )
+
+
+def block_size_adjusted(block_size: int, reason: str) -> Found:
+    """KV501: vLLM changes B itself (hybrid alignment)."""
+    return Found(
+        "KV501",
+        None,
+        f"vLLM uses {block_size}-token KV-cache blocks: {reason}.",
+    )
+
+
+def aligned_rejected(block_size: int, names: Sequence[str]) -> Found:
+    """KV204: the aligned B is rejected by a backend (``_check_aligned_block_size``)."""
+    return Found(
+        "KV204",
+        None,
+        f"vLLM fails at start-up: Aligned KV cache block size {block_size} is not supported "
+        f"by attention backend(s): {', '.join(names)}.",
+        ("choose attention backends that accept the aligned block size",),
+    )
+
+
+def grouping_fails(reason: str, setup: Setup) -> Found:
+    """KV205: ``get_kv_cache_groups`` raises for these specs."""
+    fixes = []
+    if setup.disable_hybrid_kv_cache_manager:
+        fixes.append("drop --disable-hybrid-kv-cache-manager (Mamba hybrids need it)")
+    fixes.append("check the layers' kinds and sizes")
+    return Found(
+        "KV205",
+        None,
+        f"vLLM fails at start-up while grouping the KV cache: {reason}",
+        tuple(fixes),
     )

@@ -1,9 +1,12 @@
 """KV-cache layers of a model, derived offline from its Hugging Face ``config.json``.
 
 Each architecture maps to a *deriver* that returns layer sets in the shape of
-``schemas.deployment.LayerSet`` (without ``role``). Layer names follow vLLM's
-module names (``model.layers.{i}.self_attn.attn``); draft layers continue the
-target's numbering, as vLLM's EAGLE drafters do.
+``schemas.deployment.LayerSet`` (without ``role``), in the order vLLM registers the
+layers. Layer names follow vLLM's module names (``model.layers.{i}.self_attn.attn``);
+draft layers continue the target's numbering, as vLLM's EAGLE drafters do. Families
+beyond dense attention live in ``_derive_window`` (sliding window), ``_derive_mla``
+(MLA, sparse MLA and indexers), ``_derive_minimax`` and ``_derive_mamba`` (hybrids);
+docs/layouts.md says how each is derived and grouped.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kvconfig import _derive_mamba, _derive_minimax, _derive_mla, _derive_window
+from kvconfig._hfmodel import Context, Model, attention_geometry, pos_int, runs
+from kvconfig._snippet import native_snippet
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 
@@ -23,55 +28,24 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 class UnsupportedArchitecture(Exception):
-    """vLLM knows the architecture but kvconfig cannot derive its layers."""
+    """vLLM knows the architecture but kvconfig cannot derive its layers.
 
-    def __init__(self, architecture: str, source: str) -> None:
-        super().__init__(architecture)
+    ``snippet`` is a native-file sketch of the layers, filled from what the
+    ``config.json`` says (finding KV401 shows it).
+    """
+
+    def __init__(self, architecture: str, source: str, snippet: str = "") -> None:
+        message = (
+            f"{source}: kvconfig cannot derive the KV-cache layers of {architecture!r}; "
+            "describe them in a native kvconfig file (docs/native-format.md)"
+        )
+        super().__init__(message + (", starting from:\n" + snippet if snippet else ""))
         self.architecture = architecture
         self.source = source
+        self.snippet = snippet
 
-
-@dataclass(frozen=True, slots=True)
-class Model:
-    """A model's config as kvconfig reads it."""
-
-    path: str
-    config: Mapping[str, Any]
-
-    @property
-    def architecture(self) -> str:
-        """The first architecture listed (what vLLM instantiates)."""
-        archs = self.config.get("architectures") or []
-        if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
-            raise InputError(
-                "'architectures' must be a non-empty list of names",
-                source=self.path,
-                key="architectures",
-                hint="a Hugging Face config.json lists the model class, e.g. [\"LlamaForCausalLM\"]",
-            )
-        return archs[0]
-
-    @property
-    def text(self) -> Mapping[str, Any]:
-        """The text model's config (``text_config`` of multimodal models)."""
-        inner = self.config.get("text_config")
-        return inner if isinstance(inner, Mapping) else self.config
-
-
-def _int(cfg: Mapping[str, Any], key: str, source: str, default: int | None = None) -> int:
-    value = cfg.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        if value is None:
-            raise InputError(
-                f"missing {key!r}", source=source, key=key, hint="a positive integer is required"
-            )
-        raise InputError(
-            f"expected a positive integer, got {value!r}",
-            source=source,
-            key=key,
-            hint="fix the config.json value",
-        )
-    return value
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.architecture, self.source, self.snippet))
 
 
 def model_dtype(cfg: Mapping[str, Any], override: str | None) -> str:
@@ -98,32 +72,11 @@ def _sliding(cfg: Mapping[str, Any]) -> tuple[list[str] | None, int | None]:
     return None, window
 
 
-def dense(model: Model, dtype: str, first: int = 0) -> list[dict[str, Any]]:
+def dense(model: Model, ctx: Context) -> list[dict[str, Any]]:
     """Decoder-only dense attention (Llama, Mistral, Qwen2/3 and their MoE variants)."""
     cfg, src = model.text, model.path
-    n = _int(cfg, "num_hidden_layers", src)
-    heads = _int(cfg, "num_attention_heads", src)
-    kv = _int(cfg, "num_key_value_heads", src, heads)
-    hidden = cfg.get("hidden_size")
-    head = cfg.get("head_dim")
-    if head is None:
-        if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < heads:
-            raise InputError(
-                "cannot tell the head size",
-                source=src,
-                key="head_dim",
-                hint="set head_dim, or hidden_size divisible by num_attention_heads",
-            )
-        head = hidden // heads
-    else:
-        head = _int(cfg, "head_dim", src)
-    if kv > heads or heads % kv:
-        raise InputError(
-            f"num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv})",
-            source=src,
-            key="num_key_value_heads",
-            hint="fix the config.json value",
-        )
+    n = pos_int(cfg, "num_hidden_layers", src)
+    heads, kv, head = attention_geometry(cfg, src)
     types, window = _sliding(cfg)
     if types is not None and len(types) != n:
         raise InputError(
@@ -132,62 +85,50 @@ def dense(model: Model, dtype: str, first: int = 0) -> list[dict[str, Any]]:
             key="layer_types",
             hint="one entry per hidden layer",
         )
-    base = {
-        "num_heads": heads,
-        "num_kv_heads": kv,
-        "head_size": head,
-        "dtype": dtype,
-    }
-    if types is None:
-        kind = "sliding_window" if window else "full_attention"
-        extra = {"sliding_window": window} if window else {}
-        return [
-            {
-                **base,
-                **extra,
-                "name": "model.layers.{i}.self_attn.attn",
-                "first_index": first,
-                "count": n,
-                "kind": kind,
-            }
-        ]
-    sets: list[dict[str, Any]] = []
-    for i, t in enumerate(types):
-        sw = t == "sliding_attention" and window
-        kind = "sliding_window" if sw else "full_attention"
-        extra = {"sliding_window": window} if sw else {}
-        item = {**base, **extra, "kind": kind}
-        if sets and sets[-1]["_key"] == (kind, window if sw else None):
-            sets[-1]["count"] += 1
-            continue
-        sets.append(
-            {
-                **item,
-                "_key": (kind, window if sw else None),
-                "name": "model.layers.{i}.self_attn.attn",
-                "first_index": first + i,
-                "count": 1,
-            }
+    base = {"num_heads": heads, "num_kv_heads": kv, "head_size": head, "dtype": ctx.dtype}
+    per_layer: list[dict[str, Any] | None] = []
+    for i in range(n):
+        sw = window is not None and (types is None or types[i] == "sliding_attention")
+        per_layer.append(
+            {**base, "kind": "sliding_window", "sliding_window": window}
+            if sw
+            else {**base, "kind": "full_attention"}
         )
-    for s in sets:
-        del s["_key"]
-    return sets
+    return runs("model.layers.{i}.self_attn.attn", per_layer, ctx.first_index)
 
 
-Deriver = Callable[[Model, str, int], list[dict[str, Any]]]
+Deriver = Callable[[Model, Context], list[dict[str, Any]]]
 
 #: Architectures kvconfig derives, and how.
 DERIVERS: dict[str, Deriver] = {
-    name: dense
-    for name in (
-        "LlamaForCausalLM",
-        "MistralForCausalLM",
-        "Qwen2ForCausalLM",
-        "Qwen3ForCausalLM",
-        "Qwen2MoeForCausalLM",
-        "Qwen3MoeForCausalLM",
-        "MixtralForCausalLM",
-    )
+    **{
+        name: dense
+        for name in (
+            "LlamaForCausalLM",
+            "MistralForCausalLM",
+            "Qwen2ForCausalLM",
+            "Qwen3ForCausalLM",
+            "Qwen2MoeForCausalLM",
+            "Qwen3MoeForCausalLM",
+            "MixtralForCausalLM",
+        )
+    },
+    "Gemma2ForCausalLM": _derive_window.gemma2,
+    "Gemma3ForCausalLM": _derive_window.gemma3,
+    "Gemma3ForConditionalGeneration": _derive_window.gemma3_mm,
+    "GptOssForCausalLM": _derive_window.gpt_oss,
+    "DeepseekV2ForCausalLM": _derive_mla.deepseek,
+    "DeepseekV3ForCausalLM": _derive_mla.deepseek,
+    "DeepseekV32ForCausalLM": _derive_mla.deepseek,
+    "MiniMaxM3SparseForCausalLM": _derive_minimax.minimax_m3,
+    "MiniMaxM3SparseForConditionalGeneration": _derive_minimax.minimax_m3_mm,
+    "Qwen3NextForCausalLM": _derive_mamba.qwen3_next,
+    "Qwen3_5ForCausalLM": _derive_mamba.qwen3_5,
+    "Qwen3_5MoeForCausalLM": _derive_mamba.qwen3_5,
+    "Qwen3_5ForConditionalGeneration": _derive_mamba.qwen3_5_mm,
+    "Qwen3_5MoeForConditionalGeneration": _derive_mamba.qwen3_5_mm,
+    "NemotronHForCausalLM": _derive_mamba.nemotron_h,
+    "JambaForCausalLM": _derive_mamba.jamba,
 }
 
 #: Drafter architectures whose attention layers are dense (EAGLE and EAGLE3 heads).
@@ -212,6 +153,62 @@ DRAFT_DERIVERS: dict[str, Deriver] = {
         "MistralForCausalLM",
     )
 }
+
+#: Targets whose own MTP layers serve ``speculative-config: {method: mtp}`` (no model).
+MTP_DERIVERS: dict[str, Deriver] = {
+    "DeepseekV3ForCausalLM": _derive_mla.deepseek_mtp,
+    "DeepseekV32ForCausalLM": _derive_mla.deepseek_mtp,
+    "Qwen3NextForCausalLM": _derive_mamba.qwen3_next_mtp,
+    "Qwen3_5ForCausalLM": _derive_mamba.qwen3_5_mtp,
+    "Qwen3_5MoeForCausalLM": _derive_mamba.qwen3_5_mtp,
+    "Qwen3_5ForConditionalGeneration": _derive_mamba.qwen3_5_mtp,
+    "Qwen3_5MoeForConditionalGeneration": _derive_mamba.qwen3_5_mtp,
+}
+
+#: Target ``config.json`` keys that backends read when they validate a layer.
+FACT_KEYS = (
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "kv_lora_rank",
+    "index_topk",
+    "linear_key_head_dim",
+)
+
+
+#: Config keys vLLM's ``_get_and_verify_max_len`` reads for the context length.
+CONTEXT_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+
+
+def model_context_length(model: Model) -> int | None:
+    """The smallest context length the config declares (vLLM's default max_model_len)."""
+    values = [
+        v
+        for k in CONTEXT_KEYS
+        if isinstance(v := model.text.get(k), int) and not isinstance(v, bool) and v > 0
+    ]
+    return min(values) if values else None
+
+
+def model_facts(model: Model) -> dict[str, int]:
+    """The integers of ``FACT_KEYS`` the target config has, plus MiniMax's sparse top-k."""
+    cfg = model.text
+    facts = {
+        k: v for k in FACT_KEYS if isinstance(v := cfg.get(k), int) and not isinstance(v, bool)
+    }
+    sparse = cfg.get("sparse_attention_config")
+    if isinstance(sparse, Mapping) and isinstance(sparse.get("sparse_topk_blocks"), int):
+        facts["sparse_topk_blocks"] = int(sparse["sparse_topk_blocks"])
+    return facts
 
 
 def read_model(path: Path, source: str, key: str) -> Model:
@@ -240,13 +237,18 @@ def read_model(path: Path, source: str, key: str) -> Model:
         raw = cfg_path.read_bytes()
     except OSError as err:
         raise InputError(
-            f"cannot read {cfg_path}: {err.strerror}", source=source, key=key, hint="check permissions"
+            f"cannot read {cfg_path}: {err.strerror}",
+            source=source,
+            key=key,
+            hint="check permissions",
         ) from err
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as err:
         raise InputError(
-            f"not UTF-8 (byte {err.start})", source=str(cfg_path), hint="config.json must be UTF-8 JSON"
+            f"not UTF-8 (byte {err.start})",
+            source=str(cfg_path),
+            hint="config.json must be UTF-8 JSON",
         ) from err
     except json.JSONDecodeError as err:
         raise InputError(
@@ -286,6 +288,7 @@ def derive(
     first_index: int = 0,
     draft: bool = False,
     known: frozenset[str] = frozenset(),
+    context: Context | None = None,
 ) -> list[dict[str, Any]]:
     """Layer sets of ``model``; raises UnsupportedArchitecture or InputError."""
     arch = model.architecture
@@ -299,5 +302,51 @@ def derive(
                 key="architectures",
                 hint=did_you_mean(arch, known, key=str) or "check the model's config.json",
             )
-        raise UnsupportedArchitecture(arch, model.path)
-    return deriver(model, dtype, first_index)
+        raise UnsupportedArchitecture(arch, model.path, native_snippet(model, draft=draft))
+    ctx = context or Context()
+    ctx = Context(
+        dtype=dtype,
+        first_index=first_index,
+        tensor_parallel_size=ctx.tensor_parallel_size,
+        num_speculative_tokens=ctx.num_speculative_tokens,
+        mamba_cache_dtype=ctx.mamba_cache_dtype,
+        mamba_ssm_cache_dtype=ctx.mamba_ssm_cache_dtype,
+    )
+    return deriver(model, ctx)
+
+
+def derive_mtp(model: Model, dtype: str, context: Context | None = None) -> list[dict[str, Any]]:
+    """The MTP layers a target brings along for ``method: mtp`` without a draft model."""
+    deriver = MTP_DERIVERS.get(model.architecture)
+    if deriver is None:
+        raise InputError(
+            f"{model.architecture} has no MTP layers kvconfig knows",
+            source=model.path,
+            key="speculative-config.model",
+            hint="set speculative-config.model to the drafter's folder",
+        )
+    ctx = context or Context()
+    ctx = Context(
+        dtype=dtype,
+        tensor_parallel_size=ctx.tensor_parallel_size,
+        num_speculative_tokens=ctx.num_speculative_tokens,
+        mamba_cache_dtype=ctx.mamba_cache_dtype,
+        mamba_ssm_cache_dtype=ctx.mamba_ssm_cache_dtype,
+    )
+    return deriver(model, ctx)
+
+
+__all__ = [
+    "DERIVERS",
+    "DRAFT_DERIVERS",
+    "MTP_DERIVERS",
+    "Context",
+    "Model",
+    "UnsupportedArchitecture",
+    "derive",
+    "derive_mtp",
+    "model_context_length",
+    "model_facts",
+    "pos_int",
+    "read_model",
+]

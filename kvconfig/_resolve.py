@@ -14,31 +14,40 @@ The steps follow vLLM 0.33.0's start-up order (reference: docs/how-the-plan-is-c
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from kvconfig import _blocksize
 from kvconfig import _findings as F
 from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog
 from kvconfig._facts import fa_version, is_quantized, kv_quant, trtllm_usable
-from kvconfig._groups import Group, LayerInfo, make_groups
+from kvconfig._grouping import GroupingError
+from kvconfig._groups import (
+    MLA_KINDS,
+    BlockPlan,
+    Group,
+    LayerInfo,
+    canonical_cache_dtype,
+    make_groups,
+)
 from kvconfig._select import (
-    PREFERRED_BLOCK_SIZE,
+    MAMBA_BACKENDS,
     Machine,
     Request,
     Selection,
+    model_backend,
     select,
-    supports_block_size,
 )
 from kvconfig._setup import LayerSet, Setup
 from kvconfig._vote import Declared, select_common
 from kvconfig.errors import InputError, NoCommonKernelBlockSize
 from schemas.sizes import KernelSize, MultipleOf
 
-DEFAULT_BLOCK_SIZE = 16
+DEFAULT_BLOCK_SIZE = _blocksize.DEFAULT_BLOCK_SIZE
 """``CacheConfig.DEFAULT_BLOCK_SIZE`` in vLLM 0.33.0."""
 
-MLA_KINDS = frozenset({"mla_attention", "sliding_window_mla", "sparse_mla"})
+#: kvconfig layer kinds -> vLLM's ``get_attn_spec_kind`` (the keys of ``backend_per_kind``).
+VLLM_KIND = {"sparse_mla": "mla_attention"}
 
 #: Speculators that go through Model Runner V2's ``DraftModelSpeculator.set_attn``.
 DRAFTING_METHODS = frozenset({"eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark"})
@@ -103,7 +112,9 @@ class GroupResult:
                 {
                     "name": v.name,
                     "class": v.class_path,
-                    "sizes": [s if isinstance(s, int) else {"multiple_of": s.multiple_of} for s in v.sizes],
+                    "sizes": [
+                        s if isinstance(s, int) else {"multiple_of": s.multiple_of} for s in v.sizes
+                    ],
                     "role": v.role,
                     "layers": list(v.layers),
                     "kernel_block_size": v.narrowed,
@@ -156,6 +167,7 @@ class _Ctx:
     gqa: bool
     trtllm: bool
     findings: list[F.Found] = field(default_factory=list)
+    hybrid: bool = False
 
 
 def _per_rank(layer: LayerSet, tp: int) -> tuple[int, int]:
@@ -169,9 +181,10 @@ def _requested_backend(s: Setup, layer: LayerSet) -> tuple[str | None, str]:
     if layer.backend is not None:
         return layer.backend, "deployment file"
     att = s.attention
-    per_kind = att.backend_per_kind.get(layer.kind)
+    kind = VLLM_KIND.get(layer.kind, layer.kind)
+    per_kind = att.backend_per_kind.get(kind)
     target_choice: tuple[str | None, str] = (
-        (per_kind, f"attention-config.backend_per_kind.{layer.kind}")
+        (per_kind, f"attention-config.backend_per_kind.{kind}")
         if per_kind
         else (att.backend, "--attention-backend")
         if att.backend
@@ -189,7 +202,7 @@ def _requested_backend(s: Setup, layer: LayerSet) -> tuple[str | None, str]:
         return s.draft_attention_backend, "speculative-config.attention_backend"
     if s.runner == "v1" or method in ("dflash", "dspark"):
         if per_kind:
-            return per_kind, f"attention-config.backend_per_kind.{layer.kind}"
+            return per_kind, f"attention-config.backend_per_kind.{kind}"
         return None, "automatic (the drafter does not inherit the target's backend here)"
     if target_choice[0] is None:
         return None, "automatic"
@@ -213,6 +226,7 @@ def _request(s: Setup, layer: LayerSet, kv_dtype: str, heads: int) -> Request:
 
 
 def _size_context(ctx: _Ctx, layer: LayerSet, kv_dtype: str) -> SizeContext:
+    """The facts the layer's backend reads when it declares its sizes."""
     s = ctx.setup
     p = s.platform
     assert p is not None
@@ -247,13 +261,20 @@ def _entry(ctx: _Ctx, name: str, source: str) -> Entry | tuple[str, tuple[Kernel
     return ctx.catalog.lookup(name, source=source, key="backend")
 
 
+def _model_layer(s: Setup) -> LayerSet:
+    """The target's first attention layer: what ``model_config`` says about attention."""
+    targets = [l for l in s.layers if l.role == "target"]
+    attention = ("full_attention", "sliding_window", *MLA_KINDS)
+    return next((l for l in targets if l.kind in attention), targets[0])
+
+
 def _target_context(ctx: _Ctx) -> SizeContext:
     """What a backend sees when asked for sizes without a spec (it reads the target config)."""
-    target = next(l for l in ctx.setup.layers if l.role == "target")
-    return _size_context(ctx, target, ctx.setup.kv_cache_dtype)
+    return _size_context(ctx, _model_layer(ctx.setup), ctx.setup.kv_cache_dtype)
 
 
 def _nospec_sizes(ctx: _Ctx, name: str) -> tuple[KernelSize, ...]:
+    """A backend's sizes asked without a spec: it reads the target model's config."""
     if name in ctx.setup.backends:
         return ctx.setup.backends[name][1]
     path = ctx.catalog.registry.get(name, name)
@@ -274,6 +295,7 @@ def _machine(s: Setup, nospec: object = None) -> Machine:
         cubins=s.trtllm_cubins,
         flash_attn_version=s.attention.flash_attn_version,
         quantized_cache=is_quantized(s.kv_cache_dtype),
+        facts=s.model_facts,
     )
 
 
@@ -289,44 +311,6 @@ def _env_flag(s: Setup, name: str) -> bool:
         ) from err
 
 
-def _preferred_block_size(ctx: _Ctx, backends: Sequence[str]) -> tuple[int, str]:
-    """``Platform._preferred_block_size_for_backends`` over the layers' distinct backends."""
-    m = ctx.machine
-    d = DEFAULT_BLOCK_SIZE
-    names = list(dict.fromkeys(backends))
-    if not names:
-        return d, "vLLM's default"
-    if len(names) == 1:
-        name = names[0]
-        if name in PREFERRED_BLOCK_SIZE:
-            return PREFERRED_BLOCK_SIZE[name](d), f"{name}'s preferred block size"
-        sizes = _nospec_sizes(ctx, name)
-        if not sizes or supports_block_size(name, d, m):
-            return d, "vLLM's default"
-        return (
-            min(s.multiple_of if isinstance(s, MultipleOf) else s for s in sizes),
-            f"{name}'s smallest supported block size",
-        )
-    if all(supports_block_size(n, d, m) for n in names):
-        return d, "vLLM's default"
-    per_backend = [
-        [s.multiple_of if isinstance(s, MultipleOf) else s for s in _nospec_sizes(ctx, n)] or [1]
-        for n in names
-    ]
-    candidates: set[int] = {1}
-    for sizes in per_backend:
-        candidates = {math.lcm(c, s) for c in candidates for s in sizes}
-    for c in sorted(candidates):
-        if all(supports_block_size(n, c, m) for n in names):
-            return c, f"the smallest block size {'/'.join(names)} all support"
-    raise _NoBlockSize(names)
-
-
-class _NoBlockSize(Exception):
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-
-
 def resolve_setup(s: Setup) -> PlanResult:
     """Plan a deployment: every group's B and k, each component's value, and findings."""
     if s.platform is None:
@@ -337,8 +321,7 @@ def resolve_setup(s: Setup) -> PlanResult:
             hint="pass --platform (e.g. --platform h200) or set 'platform' in the file",
         )
     catalog = load_catalog(s.vllm_version)
-    targets = [l for l in s.layers if l.role == "target"]
-    q, kv = _per_rank(targets[0], s.tensor_parallel_size)
+    q, kv = _per_rank(_model_layer(s), s.tensor_parallel_size)
     machine = _machine(s)
     ctx = _Ctx(
         setup=s,
@@ -365,70 +348,96 @@ def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
     infos: list[LayerInfo] = []
     for index, layer in enumerate(s.layers):
         kv_dtype = layer.kv_cache_dtype or s.kv_cache_dtype
-        requested, source = _requested_backend(s, layer)
         q, _ = _per_rank(layer, s.tensor_parallel_size)
-        if requested is not None and requested in s.backends:
-            sel = Selection(requested, source)
-        else:
-            if requested is not None:
-                requested = ctx.catalog.lookup(
-                    requested, source=s.source, key=source.split(" ")[0]
-                ).name if requested.upper() not in ctx.catalog.registry else requested.upper()
-            sel = select(
-                requested,
-                _request(s, layer, kv_dtype, q),
-                ctx.machine,
-                source,
-            )
-        entry: Entry | tuple[str, tuple[KernelSize, ...]] | None = None
+        sel, path = _choose(ctx, layer, kv_dtype, q)
+        entry: Entry | None = None
         sizes: tuple[KernelSize, ...] = ()
-        if sel.backend is not None:
-            entry = _entry(ctx, sel.backend, s.source)
-            if isinstance(entry, Entry):
-                sizes = entry.sizes(_size_context(ctx, layer, kv_dtype))
-            else:
-                sizes = entry[1]
-        else:
+        cache = kv_dtype
+        if sel.backend is None:
             ctx.findings.append(F.backend_refused(layer, sel, s))
+        elif sel.backend in s.backends:
+            sizes = s.backends[sel.backend][1]
+        else:
+            entry = ctx.catalog.by_class.get(path)
+            name = entry.name if entry is not None else sel.backend
+            cache = canonical_cache_dtype(layer, name, s)
+            sizes = entry.sizes(_size_context(ctx, layer, cache)) if entry else (MultipleOf(1),)
         infos.append(
             LayerInfo(
                 index=index,
                 layer=layer,
                 selection=sel,
-                entry=entry if isinstance(entry, Entry) else None,
+                entry=entry,
                 backend_name=sel.backend,
-                class_path=entry.class_path if isinstance(entry, Entry) else (sel.backend or ""),
+                class_path=path,
                 sizes=sizes,
                 heads_per_rank=q,
+                cache_dtype=cache,
             )
         )
     return infos
 
 
-def _block_size(ctx: _Ctx, layers: Sequence[LayerInfo]) -> tuple[int | None, str]:
+def _choose(ctx: _Ctx, layer: LayerSet, kv_dtype: str, heads: int) -> tuple[Selection, str]:
+    """The layer's backend selection and the backend class it resolves to."""
     s = ctx.setup
-    if s.block_size is not None:
-        return s.block_size, "--block-size"
-    names = [
-        i.backend_name
-        for i in layers
-        if i.backend_name is not None and i.layer.kind != "mamba"
-    ]
+    if layer.kind == "mamba":
+        path = MAMBA_BACKENDS.get(layer.mamba_type or "", "")
+        entry = ctx.catalog.by_class.get(path)
+        name = entry.name if entry is not None else (layer.mamba_type or "mamba").upper()
+        return Selection(name, "the Mamba mixer's own backend"), path
+    requested, source = _requested_backend(s, layer)
+    if requested is not None and requested in s.backends:
+        return Selection(requested, source), requested
+    own = model_backend(layer.backend, ctx.machine, kv_dtype) if layer.backend else None
+    if own is not None:
+        return own, own.backend or ""
+    request = _request(s, layer, kv_dtype, heads)
+    if requested is None:
+        sel = select(None, request, ctx.machine, source)
+        return sel, ctx.catalog.registry.get(sel.backend or "", sel.backend or "")
+    key = source.split(" ")[0]
+    entry = ctx.catalog.lookup(requested, source=s.source, key=key)
+    name = requested.upper() if requested.upper() in ctx.catalog.registry else entry.name
+    sel = select(name, request, ctx.machine, source)
+    return sel, entry.class_path
+
+
+def _block_plan(ctx: _Ctx, layers: Sequence[LayerInfo]) -> BlockPlan | None:
+    """B and the Mamba block sizes, or None (with a finding) where vLLM fails."""
+    s = ctx.setup
+
+    def sizes_of(b: _blocksize.Backend) -> tuple[KernelSize, ...]:
+        if b.class_path in s.backends:
+            return s.backends[b.class_path][1]
+        return _nospec_sizes(ctx, b.class_path)
+
     try:
-        return _preferred_block_size(ctx, names)
-    except _NoBlockSize as err:
+        plan, adjusted = _blocksize.plan_block_size(s, layers, ctx.machine, sizes_of)
+    except _blocksize.NoBlockSize as err:
         ctx.findings.append(F.no_block_size(err.names, ctx))
-        return None, ""
+        return None
+    except _blocksize.AlignedRejected as err:
+        ctx.findings.append(F.aligned_rejected(err.block_size, err.names))
+        return None
+    if adjusted:
+        ctx.findings.append(F.block_size_adjusted(plan.block_size, plan.reason))
+    return plan
 
 
 def _plan(ctx: _Ctx, layers: list[LayerInfo]) -> PlanResult:
     s = ctx.setup
     if any(i.backend_name is None for i in layers):
         return PlanResult(s, (), tuple(F.sort(ctx.findings)), tuple(layers))
-    block_size, reason = _block_size(ctx, layers)
-    if block_size is None:
+    plan = _block_plan(ctx, layers)
+    if plan is None:
         return PlanResult(s, (), tuple(F.sort(ctx.findings)), tuple(layers))
-    groups = make_groups(s, layers, block_size, reason)
+    ctx.hybrid = any(i.layer.kind == "mamba" for i in layers)
+    try:
+        groups = make_groups(s, layers, plan)
+    except GroupingError as err:
+        ctx.findings.append(F.grouping_fails(str(err), s))
+        return PlanResult(s, (), tuple(F.sort(ctx.findings)), tuple(layers))
     results = tuple(_vote_group(ctx, g) for g in groups)
     return PlanResult(s, results, tuple(F.sort(ctx.findings)), tuple(layers))
 
@@ -444,7 +453,7 @@ def _voters(group: Group, roles: frozenset[str]) -> list[Voter]:
         found.setdefault(key, []).append(info)
         names.setdefault(key, []).append(name)
     voters = []
-    for key, infos in found.items():
+    for group_key, infos in found.items():
         first = infos[0]
         voters.append(
             Voter(
@@ -452,7 +461,7 @@ def _voters(group: Group, roles: frozenset[str]) -> list[Voter]:
                 class_path=first.class_path,
                 sizes=first.sizes,
                 roles=frozenset(i.layer.role for i in infos),
-                layers=tuple(names[key]),
+                layers=tuple(names[group_key]),
             )
         )
     return voters
@@ -504,7 +513,7 @@ def _vote_group(ctx: _Ctx, g: Group) -> GroupResult:
                     speculator_k,
                     everyone,
                     ctx,
-                    block_fixes=_agreeing_block_sizes(g, runner_k),
+                    block_fixes=[] if ctx.hybrid else _agreeing_block_sizes(g, runner_k),
                     backend_fixes=_agreeing_drafter_backends(ctx, g),
                 )
             )
@@ -560,7 +569,9 @@ def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
     drafts = [i for i, _ in g.members if i.layer.role == "draft"]
     targets = [i.backend_name for i, _ in g.members if i.layer.role == "target"]
     found = []
-    for name in dict.fromkeys([*targets, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"]):
+    for name in dict.fromkeys(
+        [*targets, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"]
+    ):
         if name is None or name in s.backends or name in (d.backend_name for d in drafts):
             continue
         swapped = []
@@ -576,7 +587,11 @@ def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
             if sel.backend is None or entry is None:
                 break
             sizes = entry.sizes(_size_context(ctx, info.layer, kv_dtype))
-            swapped.append(replace(info, backend_name=name, entry=entry, class_path=entry.class_path, sizes=sizes))
+            swapped.append(
+                replace(
+                    info, backend_name=name, entry=entry, class_path=entry.class_path, sizes=sizes
+                )
+            )
         else:
             alt = replace(
                 g,

@@ -8,7 +8,7 @@ of the platform's priority list wins.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kvconfig._facts import fa_supported, fa_version, is_quantized
@@ -47,6 +47,8 @@ class Machine:
     block_sizes_nospec: Callable[[str], tuple[KernelSize, ...]] = field(
         default=lambda name: (MultipleOf(1),)
     )
+    facts: Mapping[str, int] = field(default_factory=dict)
+    """Target ``config.json`` values MLA backends check (``hf_text_config``)."""
 
     @property
     def major(self) -> int:
@@ -228,11 +230,205 @@ def _fa_route_combination(r: Request, m: Machine) -> str | None:
     return None
 
 
+_MLA_KV = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
+_MLA_HEADS = (320, 512, 576)
+
+
+def _fact(m: Machine, key: str, default: int | None = None) -> int | None:
+    return m.facts.get(key, default)
+
+
+def _fi_mla(r: Request, m: Machine) -> str | None:
+    nope = _fact(m, "qk_nope_head_dim", 1)
+    if nope not in (64, 128, 192):
+        return f"FlashInfer MLA kernel requires qk_nope_head_dim in [64, 128, 192], but got {nope}"
+    return None
+
+
+def _flashmla(r: Request, m: Machine) -> str | None:
+    if r.use_sparse:
+        return None if m.major in (9, 10) else "FlashMLA Sparse needs Hopper or Blackwell DC"
+    return None if m.major == 9 else "FlashMLA Dense is only supported on Hopper devices."
+
+
+def _fa_mla(r: Request, m: Machine) -> str | None:
+    if not (m.fa_ok(3) and m.major == 9):
+        return "FlashAttention MLA not supported on this device"
+    return None
+
+
+def _fa_mla_sparse(r: Request, m: Machine) -> str | None:
+    if r.kv_cache_dtype not in ("auto", "float16", "bfloat16"):
+        return "FlashAttention MLA Sparse currently supports only FP16/BF16 KV cache"
+    if (why := _fa_mla(r, m)) is not None:
+        return why
+    if "index_topk" not in m.facts:
+        return "FlashAttention MLA Sparse requires model with index_topk"
+    return None
+
+
+def _fi_mla_sparse(r: Request, m: Machine) -> str | None:
+    if r.kv_cache_dtype == "fp8_ds_mla":
+        return "FLASHINFER_MLA_SPARSE SM10 does not support fp8_ds_mla kv-cache dtype"
+    nope, rope = _fact(m, "qk_nope_head_dim"), _fact(m, "qk_rope_head_dim")
+    if rope == 0:
+        if nope != 256 or _fact(m, "kv_lora_rank") != 512:
+            return "FlashInfer native no-rope MLA requires qk_nope_head_dim=256, kv_lora_rank=512"
+    elif nope not in (128, 192):
+        return f"FlashInfer MLA Sparse kernel requires qk_nope_head_dim in [128, 192], got {nope}"
+    if "index_topk" not in m.facts:
+        return "FlashInfer MLA Sparse requires model with index_topk config"
+    return None
+
+
+def _fa4_mla_sparse(r: Request, m: Machine) -> str | None:
+    topk = _fact(m, "index_topk")
+    if topk is None or topk % 128:
+        return f"FA4 sparse MLA requires index_topk % 128 == 0, got {topk}"
+    dims = (_fact(m, "kv_lora_rank"), _fact(m, "qk_rope_head_dim"))
+    if dims != (512, 64):
+        return f"FA4 sparse MLA requires (kv_lora_rank, qk_rope_head_dim) == (512, 64), got {dims}"
+    if r.num_heads not in (8, 16, 32, 64, 128):
+        return f"FA4 sparse MLA requires 8, 16, 32, 64 or 128 query heads, got {r.num_heads}"
+    return None
+
+
+def _flashmla_sparse(r: Request, m: Machine) -> str | None:
+    if r.head_size == 512:
+        ok = r.kv_cache_dtype in ("auto", "bfloat16", "float16", "fp8_ds_mla") and m.major == 9
+        if not ok or _fact(m, "qk_rope_head_dim", 64) != 0:
+            return "FLASHMLA_SPARSE supports head_size 512 only for rope-free models on SM90"
+    if r.kv_cache_dtype == "nvfp4_ds_mla" and m.major != 10:
+        return "FLASHMLA_SPARSE only supports the nvfp4_ds_mla kv-cache dtype on SM100"
+    return None
+
+
+def _fi_mla_sparse_sm90(r: Request, m: Machine) -> str | None:
+    if _fact(m, "kv_lora_rank") != 512:
+        return "FLASHINFER_MLA_SPARSE_SM90 requires kv_lora_rank=512"
+    if _fact(m, "qk_rope_head_dim") not in (0, 64):
+        return "FLASHINFER_MLA_SPARSE_SM90 requires qk_rope_head_dim in (0, 64)"
+    return None
+
+
+def _fi_mla_sparse_sm120(r: Request, m: Machine) -> str | None:
+    topk = _fact(m, "index_topk")
+    if topk is None:
+        return "FLASHINFER_MLA_SPARSE_SM120 requires a model with index_topk config"
+    if topk != 2048:
+        return f"FLASHINFER_MLA_SPARSE_SM120 requires index_topk=2048; got {topk}"
+    return None
+
+
+def _tokenspeed(r: Request, m: Machine) -> str | None:
+    dims = tuple(_fact(m, k, 0) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+    if dims != (128, 64, 128):
+        return f"tokenspeed_mla requires DeepSeek R1 MLA dimensions (128, 64, 128), got {dims}"
+    return None
+
+
+#: ``validate_configuration`` of the CUDA MLA backends (``v1/attention/backends/mla/*``);
+#: vLLM's Linux wheel depends on ``tokenspeed-mla``, so TOKENSPEED_MLA's import check passes.
+MLA_TRAITS: dict[str, Traits] = {
+    "FLASHINFER_MLA": Traits(
+        kv_dtypes=_MLA_KV,
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major == 10,
+        mla=True,
+        non_causal=True,
+        combination=_fi_mla,
+    ),
+    "TOKENSPEED_MLA": Traits(
+        kv_dtypes=("fp8", "fp8_e4m3"),
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major == 10,
+        mla=True,
+        non_causal=True,
+        combination=_tokenspeed,
+    ),
+    "CUTLASS_MLA": Traits(
+        kv_dtypes=_MLA_KV,
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major == 10,
+        mla=True,
+    ),
+    "FLASH_ATTN_MLA": Traits(
+        kv_dtypes=("auto", "float16", "bfloat16"),
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major == 9,
+        mla=True,
+        batch_invariant=True,
+        combination=_fa_mla,
+    ),
+    "FLASHMLA": Traits(
+        kv_dtypes=_MLA_KV,
+        head_sizes=lambda h, m: h in _MLA_HEADS,
+        capability=lambda m: m.major in (9, 10),
+        mla=True,
+        combination=_flashmla,
+    ),
+    "TRITON_MLA": Traits(kv_dtypes=_MLA_KV, mla=True, non_causal=True, batch_invariant=True),
+    "FLASHMLA_SPARSE": Traits(
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla"),
+        head_sizes=lambda h, m: h in (576, 512),
+        capability=lambda m: m.major in (9, 10),
+        mla=True,
+        sparse=True,
+        combination=_flashmla_sparse,
+    ),
+    "FLASHINFER_MLA_SPARSE": Traits(
+        kv_dtypes=_MLA_KV,
+        head_sizes=lambda h, m: h in (512, 576),
+        capability=lambda m: m.major == 10,
+        mla=True,
+        sparse=True,
+        combination=_fi_mla_sparse,
+    ),
+    "FLASH_ATTN_MLA_SPARSE": Traits(
+        kv_dtypes=("auto", "float16", "bfloat16"),
+        capability=lambda m: m.major == 9,
+        mla=True,
+        sparse=True,
+        combination=_fa_mla_sparse,
+    ),
+    "FLASH_ATTN_MLA_SPARSE_FA4": Traits(
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "bfloat16"),
+        head_sizes=lambda h, m: h == 576,
+        capability=lambda m: m.major == 10,
+        mla=True,
+        sparse=True,
+        combination=_fa4_mla_sparse,
+    ),
+    "FLASHINFER_MLA_SPARSE_SM90": Traits(
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "bfloat16", "fp8", "fp8_e4m3"),
+        head_sizes=lambda h, m: h in (512, 576),
+        capability=lambda m: m.major == 9,
+        mla=True,
+        sparse=True,
+        combination=_fi_mla_sparse_sm90,
+    ),
+    "FLASHINFER_MLA_SPARSE_SM120": Traits(
+        dtypes=("bfloat16",),
+        kv_dtypes=("auto", "fp8", "fp8_e4m3", "fp8_ds_mla"),
+        head_sizes=lambda h, m: h in (512, 576),
+        capability=lambda m: m.major == 12,
+        mla=True,
+        sparse=True,
+        combination=_fi_mla_sparse_sm120,
+    ),
+}
+
+
 TRAITS: dict[str, Traits] = {
     "FLASH_ATTN": Traits(
         kv_dtypes=("auto", "float16", "bfloat16", "fp8", "fp8_e4m3"),
-        head_sizes=lambda h, m: h % 8 == 0
-        and (h <= 256 or (m.vendor == "xpu" and h <= 512) or (m.fa_ok(4) and h <= 512)),
+        head_sizes=lambda h, m: (
+            h % 8 == 0
+            and (h <= 256 or (m.vendor == "xpu" and h <= 512) or (m.fa_ok(4) and h <= 512))
+        ),
         capability=lambda m: m.capability is not None and m.capability >= (8, 0),
         sink=lambda m: m.vendor == "xpu" or m.fa() in (3, 4),
         sliding_window=True,
@@ -245,7 +441,14 @@ TRAITS: dict[str, Traits] = {
     ),
     "FLASHINFER": Traits(
         kv_dtypes=(
-            "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4", "nvfp4_4over6",
+            "auto",
+            "float16",
+            "bfloat16",
+            "fp8",
+            "fp8_e4m3",
+            "fp8_e5m2",
+            "nvfp4",
+            "nvfp4_4over6",
         ),
         head_sizes=lambda h, m: h in (64, 128, 256, 512),
         capability=lambda m: m.capability is not None and (8, 0) <= m.capability <= (12, 1),
@@ -258,8 +461,15 @@ TRAITS: dict[str, Traits] = {
     "TRITON_ATTN": Traits(
         dtypes=_FP32,
         kv_dtypes=(
-            "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2",
-            "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head",
+            "auto",
+            "float16",
+            "bfloat16",
+            "fp8",
+            "fp8_e4m3",
+            "fp8_e5m2",
+            "int4_per_token_head",
+            "int8_per_token_head",
+            "fp8_per_token_head",
         ),
         head_sizes=lambda h, m: h >= 32,
         sink=lambda m: True,
@@ -278,14 +488,13 @@ TRAITS: dict[str, Traits] = {
         attn_types=("decoder", "encoder_only"),
     ),
     "TURBOQUANT": Traits(
-        kv_dtypes=("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"),
+        kv_dtypes=(
+            "turboquant_k8v4",
+            "turboquant_4bit_nc",
+            "turboquant_k3v4_nc",
+            "turboquant_3bit_nc",
+        ),
     ),
-    "FLASHINFER_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
-    "CUTLASS_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
-    "TOKENSPEED_MLA": Traits(mla=True, capability=lambda m: m.major == 10),
-    "FLASH_ATTN_MLA": Traits(mla=True, capability=lambda m: m.major == 9),
-    "FLASHMLA": Traits(mla=True, capability=lambda m: m.major in (9, 10)),
-    "TRITON_MLA": Traits(mla=True),
     "B12X": Traits(
         dtypes=("bfloat16",),
         kv_dtypes=("auto", "bfloat16", "fp8", "fp8_e4m3"),
@@ -300,6 +509,7 @@ TRAITS: dict[str, Traits] = {
         head_sizes=lambda h, m: h == 128,
         capability=lambda m: m.capability == (9, 0),
     ),
+    **MLA_TRAITS,
 }
 TRAITS["TRITON_FLASHINFER"] = _composite(
     TRAITS["TRITON_ATTN"],
@@ -333,18 +543,22 @@ PREFERRED_BLOCK_SIZE: dict[str, Callable[[int], int]] = {
 }
 
 
-def supports_block_size(name: str, block_size: int | None, m: Machine) -> bool:
-    """``supports_block_size``: the manager block is a multiple of a declared size."""
+def supports_block_size(
+    name: str, block_size: int | None, m: Machine, sizes: tuple[KernelSize, ...] | None = None
+) -> bool:
+    """``supports_block_size``: the manager block is a multiple of a declared size.
+
+    ``sizes`` are the backend's sizes without a spec (default: ``m.block_sizes_nospec``).
+    """
     if block_size is None:
         return True
     if name in EXACT_BLOCK_SIZES:
         return block_size in EXACT_BLOCK_SIZES[name]
-    sizes = m.block_sizes_nospec(name)
+    if sizes is None:
+        sizes = m.block_sizes_nospec(name)
     if not sizes:
         return True
-    return any(
-        block_size % (s.multiple_of if isinstance(s, MultipleOf) else s) == 0 for s in sizes
-    )
+    return any(block_size % (s.multiple_of if isinstance(s, MultipleOf) else s) == 0 for s in sizes)
 
 
 def invalid_reasons(name: str, r: Request, m: Machine) -> list[str]:
@@ -395,8 +609,13 @@ def priorities(r: Request, m: Machine) -> list[str]:
             else:
                 sparse = ["FLASHMLA_SPARSE", "FLASHINFER_MLA_SPARSE"]
             return [
-                "FLASHINFER_MLA", "TOKENSPEED_MLA", "CUTLASS_MLA", "FLASH_ATTN_MLA",
-                "FLASHMLA", "TRITON_MLA", *sparse,
+                "FLASHINFER_MLA",
+                "TOKENSPEED_MLA",
+                "CUTLASS_MLA",
+                "FLASH_ATTN_MLA",
+                "FLASHMLA",
+                "TRITON_MLA",
+                *sparse,
             ]
         if m.major == 12:
             return ["TRITON_MLA", "FLASHINFER_MLA_SPARSE_SM120"]
@@ -444,7 +663,7 @@ def select(requested: str | None, r: Request, m: Machine, source: str) -> Select
                 f"set --attention-backend for {m.vendor}"
             ),
         )
-    rejected = []
+    rejected: list[tuple[str, tuple[str, ...]]] = []
     for name in priorities(r, m):
         reasons = invalid_reasons(name, r, m)
         if not reasons:
@@ -459,3 +678,55 @@ def select(requested: str | None, r: Request, m: Machine, source: str) -> Select
         + "; ".join(f"{n} ({', '.join(why)})" for n, why in rejected),
         rejected=tuple(rejected),
     )
+
+
+_M3 = "vllm.models.minimax_m3"
+
+#: The backend class each Mamba mixer uses (``MambaAttentionBackendEnum``).
+MAMBA_BACKENDS: dict[str, str] = {
+    "mamba1": "vllm.v1.attention.backends.mamba1_attn.Mamba1AttentionBackend",
+    "mamba2": "vllm.v1.attention.backends.mamba2_attn.Mamba2AttentionBackend",
+    "gdn_attention": "vllm.v1.attention.backends.gdn_attn.GDNAttentionBackend",
+    "linear_attention": "vllm.v1.attention.backends.linear_attn.LinearAttentionBackend",
+    "short_conv": "vllm.v1.attention.backends.short_conv_attn.ShortConvAttentionBackend",
+}
+
+
+def model_backend(requested: str, m: Machine, kv_cache_dtype: str) -> Selection | None:
+    """Backends a model wires itself instead of asking vLLM's selector (None: not one).
+
+    * ``MINIMAX_M3_SPARSE``: ``select_main_backend_and_impl_cls``
+      (``models/minimax_m3/common/sparse_attention.py``): the MSA backend on CUDA SM10x
+      for 4/8/16/32 top-k blocks and any cache but fp8_e5m2 (the NVFP4 variant for
+      ``nvfp4``), else the base backend with the Triton kernels.
+    * ``MINIMAX_M3_SPARSE_INDEXER``: ``select_indexer_impl_cls``
+      (``models/minimax_m3/common/indexer.py``): the MSA indexer on CUDA SM10x with 16
+      top-k blocks, else the base (Triton) one.
+    """
+    topk = m.facts.get("sparse_topk_blocks")
+    sm100 = m.vendor == "cuda" and m.major == 10
+    if requested == "MINIMAX_M3_SPARSE":
+        msa = sm100 and topk in (4, 8, 16, 32) and kv_cache_dtype != "fp8_e5m2"
+        if kv_cache_dtype.startswith("nvfp4"):
+            if not msa or kv_cache_dtype != "nvfp4":
+                return Selection(
+                    None,
+                    "MiniMax-M3's own choice",
+                    error="MiniMax M3 sparse attention supports an NVFP4 KV cache only "
+                    "with the SM100 MSA backend",
+                    rejected=(("MINIMAX_M3_SPARSE", ("nvfp4 KV cache needs SM100 MSA",)),),
+                )
+            path = f"{_M3}.nvidia.sparse_attention_msa.MiniMaxM3SparseMSANvfp4Backend"
+        elif msa:
+            path = f"{_M3}.nvidia.sparse_attention_msa.MiniMaxM3SparseMSABackend"
+        else:
+            path = f"{_M3}.common.sparse_attention.MiniMaxM3SparseBackend"
+        why = "MiniMax-M3's own choice (select_main_backend_and_impl_cls)"
+        return Selection(path, why)
+    if requested == "MINIMAX_M3_SPARSE_INDEXER":
+        if sm100 and topk == 16:
+            path = f"{_M3}.nvidia.indexer_msa.MiniMaxM3IndexerMSABackend"
+        else:
+            path = f"{_M3}.common.indexer.MiniMaxM3IndexerBackend"
+        return Selection(path, "MiniMax-M3's own choice (select_indexer_impl_cls)")
+    return None

@@ -31,6 +31,9 @@ PLAN_ENV = (
     "VLLM_KV_CACHE_LAYOUT",
 )
 
+#: Flags that store the opposite of their name into vLLM's option (argparse store_false).
+NEGATING_FLAGS = frozenset({"disable-prefix-caching", "enable-hybrid-kv-cache-manager"})
+
 #: Options whose value is a JSON object (or a YAML mapping in a config file).
 JSON_OPTIONS = frozenset(
     {"speculative-config", "attention-config", "hf-overrides", "compilation-config"}
@@ -78,6 +81,8 @@ def _option(opts: Options, raw_key: str, value: Any, line: int | None, version: 
     spec = known.get(f"--{head}")
     if spec is None and head.startswith("no-") and f"--{head[3:]}" in known:
         spec, head, value = known[f"--{head[3:]}"], head[3:], False
+    if head in NEGATING_FLAGS and isinstance(value, bool):
+        value = not value
     if spec is None:
         names = [k.removeprefix("--") for k in known if k.startswith("--")]
         raise InputError(
@@ -333,13 +338,14 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
     if hf_overrides:
         target = _hf.Model(target.path, {**target.config, **hf_overrides})
     dtype = _hf.model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)
+    spec = _json_option(opts, "speculative-config")
+    context = _derive_context(opts, spec, tp)
     layers = [
         {**s, "role": "target"}
-        for s in _hf.derive(target, dtype, known=known_archs)
+        for s in _hf.derive(target, dtype, known=known_archs, context=context)
     ]
-    n_target = sum(int(s["count"]) for s in layers)
+    n_target = _hf.pos_int(target.text, "num_hidden_layers", target.path)
 
-    spec = _json_option(opts, "speculative-config")
     method = None
     draft_backend = None
     if spec is not None:
@@ -350,7 +356,9 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
                 "not a valid speculative-config key in vLLM",
                 "use draft_tensor_parallel_size",
             )
-        method, draft_layers = _drafter(opts, spec, dtype, n_target, known_archs)
+        method, draft_layers = _drafter(
+            opts, spec, dtype, n_target, known_archs, target=target, context=context
+        )
         draft_kv = spec.get("kv_cache_dtype")
         if draft_kv is not None and draft_kv not in f["kv_cache_dtypes"]:
             raise opts.err("speculative-config.kv_cache_dtype", f"unknown KV-cache dtype {draft_kv!r}")
@@ -381,10 +389,36 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
         },
         "speculative_method": method,
         "draft_attention_backend": draft_backend,
+        "num_speculative_tokens": context.num_speculative_tokens,
+        "prefix_caching": opts.values.get("enable-prefix-caching") is not False,
+        "disable_hybrid_kv_cache_manager": bool(opts.values.get("disable-hybrid-kv-cache-manager")),
+        "max_model_len": _int_option(opts, "max-model-len", high=1 << 26)
+        or _hf.model_context_length(target),
+        "model_facts": _hf.model_facts(target),
         "kv_cache_layout": merged_env.get("VLLM_KV_CACHE_LAYOUT"),
         "env": {k: v for k, v in merged_env.items() if k in PLAN_ENV},
         "layers": layers,
     }
+
+
+def _derive_context(opts: Options, spec: Mapping[str, Any] | None, tp: int) -> _hf.Context:
+    """The deployment facts derivers need (ranks, speculative tokens, Mamba dtypes)."""
+    num_spec = 0
+    if spec is not None:
+        raw = spec.get("num_speculative_tokens", 0)
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise opts.err(
+                "speculative-config.num_speculative_tokens",
+                f"expected a non-negative integer, got {raw!r}",
+                "e.g. 3",
+            )
+        num_spec = raw
+    return _hf.Context(
+        tensor_parallel_size=tp,
+        num_speculative_tokens=num_spec,
+        mamba_cache_dtype=str(opts.values.get("mamba-cache-dtype", "auto")),
+        mamba_ssm_cache_dtype=str(opts.values.get("mamba-ssm-cache-dtype", "auto")),
+    )
 
 
 def _drafter(
@@ -393,6 +427,9 @@ def _drafter(
     dtype: str,
     first_index: int,
     known: frozenset[str],
+    *,
+    target: _hf.Model,
+    context: _hf.Context,
 ) -> tuple[str, list[dict[str, Any]]]:
     method = spec.get("method")
     model = spec.get("model")
@@ -400,6 +437,16 @@ def _drafter(
         raise opts.err("speculative-config.method", f"expected a name, got {method!r}")
     if method in ("ngram", "suffix", "ngram_gpu") or model in ("ngram", "[ngram]"):
         return (method or "ngram"), []
+    if method == "mtp":
+        if model is None:
+            return method, _hf.derive_mtp(target, dtype, context)
+        if not isinstance(model, str):
+            raise opts.err("speculative-config.model", f"expected a path, got {model!r}")
+        own = _hf.read_model(
+            _model_path(opts, "speculative-config.model", model), opts.source,
+            "speculative-config.model",
+        )
+        return method, _hf.derive_mtp(own, dtype, context)
     if model is None:
         raise opts.err(
             "speculative-config.model",
@@ -420,9 +467,11 @@ def _drafter(
     path = _model_path(opts, "speculative-config.model", model)
     draft = _hf.read_model(path, opts.source, "speculative-config.model")
     if method in ("eagle", "eagle3"):
-        layers = _hf.derive(draft, dtype, first_index=first_index, draft=True, known=known)
+        layers = _hf.derive(
+            draft, dtype, first_index=first_index, draft=True, known=known, context=context
+        )
     else:
-        layers = _hf.derive(draft, dtype, first_index=0, known=known)
+        layers = _hf.derive(draft, dtype, first_index=0, known=known, context=context)
         for s in layers:
             s["name"] = "draft_model." + str(s["name"])
     return method, layers

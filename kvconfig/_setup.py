@@ -35,6 +35,8 @@ class LayerSet:
     non_causal: bool = False
     tokens_per_state: int = 1
     group: int | None = None
+    state_bytes: int | None = None
+    mamba_type: str | None = None
 
     def names(self) -> list[str]:
         """The expanded layer names."""
@@ -80,6 +82,11 @@ class Setup:
     attention: Attention = field(default_factory=Attention)
     speculative_method: str | None = None
     draft_attention_backend: str | None = None
+    num_speculative_tokens: int = 0
+    prefix_caching: bool = True
+    disable_hybrid_kv_cache_manager: bool = False
+    max_model_len: int | None = None
+    model_facts: Mapping[str, int] = field(default_factory=dict)
     kv_cache_layout: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     trtllm_cubins: bool = True
@@ -111,6 +118,13 @@ class Setup:
             ),
             speculative_method=doc.get("speculative_method"),
             draft_attention_backend=doc.get("draft_attention_backend"),
+            num_speculative_tokens=int(doc.get("num_speculative_tokens") or 0),
+            prefix_caching=bool(doc.get("prefix_caching", True)),
+            disable_hybrid_kv_cache_manager=bool(
+                doc.get("disable_hybrid_kv_cache_manager", False)
+            ),
+            max_model_len=doc.get("max_model_len"),
+            model_facts=dict(doc.get("model_facts") or {}),
             kv_cache_layout=doc.get("kv_cache_layout"),
             env=dict(doc.get("env") or {}),
             trtllm_cubins=bool(doc.get("trtllm_cubins", True)),

@@ -166,7 +166,7 @@ def _outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -
                     raise InputError("no platform given", source=source, key="--platform",
                                      hint="pass --platform (e.g. --platform h200)") from None
                 stub = Setup(source=source, platform=plat, layers=(LayerSet(),))
-                plan = PlanResult(stub, (), (F.architecture(err.architecture, err.source),))
+                plan = PlanResult(stub, (), (F.architecture(err.architecture, err.source, err.snippet),))
                 outcomes.append(Outcome(source, plat.label(), plan))
                 continue
             if setup.platform is None:

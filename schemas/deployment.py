@@ -30,6 +30,9 @@ LayerKind = Literal[
 ]
 """The KV-cache spec kind of a layer, as vLLM groups it."""
 
+MambaType = Literal["mamba1", "mamba2", "gdn_attention", "linear_attention", "short_conv"]
+"""The state-space mixer of a ``mamba`` layer (vLLM's ``MambaAttentionBackendEnum``)."""
+
 Runner = Literal["v1", "v2"]
 """vLLM's model runner: V1 (``VLLM_USE_V2_MODEL_RUNNER=0``) or V2 (0.33.0's default)."""
 
@@ -101,6 +104,11 @@ class LayerSet(Strict):
     """Non-causal attention (DFlash drafters)."""
     tokens_per_state: PositiveInt = 1
     """Tokens folded into one cache state (compressed caches); 1 otherwise."""
+    state_bytes: PositiveInt | None = None
+    """``mamba`` layers: bytes of one request's recurrent state on one rank (all state
+    tensors together, before vLLM pads it to the attention page)."""
+    mamba_type: MambaType | None = None
+    """``mamba`` layers: which state-space mixer (it picks the layer's vLLM backend)."""
     group: Annotated[int, Field(ge=0, strict=True)] | None = None
     """Explicit KV-cache group id; when any layer has one, all must, and kvconfig does not regroup."""
 
@@ -149,6 +157,20 @@ class Deployment(Strict):
     """``--attention-backend`` and ``--attention-config``."""
     speculative_method: SpeculativeMethod | None = None
     """``speculative-config.method``; null without a speculator."""
+    num_speculative_tokens: Annotated[int, Field(ge=0, strict=True)] = 0
+    """``speculative-config.num_speculative_tokens``: Mamba states keep room for them."""
+    prefix_caching: bool = True
+    """``--enable-prefix-caching`` (vLLM's default); hybrid models then align Mamba
+    blocks with attention blocks."""
+    disable_hybrid_kv_cache_manager: bool = False
+    """``--disable-hybrid-kv-cache-manager``: sliding-window layers are allocated as full
+    attention and share its groups."""
+    max_model_len: PositiveInt | None = None
+    """``--max-model-len`` (or the model's context length): the block size of Mamba
+    groups without prefix caching."""
+    model_facts: dict[str, int] = Field(default_factory=dict)
+    """Target ``config.json`` values backends check when they validate a layer
+    (``qk_nope_head_dim``, ``kv_lora_rank``, ``index_topk``, ``sparse_topk_blocks``, ...)."""
     draft_attention_backend: str | None = None
     """``speculative-config.attention_backend``."""
     kv_cache_layout: str | None = None
@@ -183,6 +205,9 @@ class Deployment(Strict):
             s.role == "target" for s in self.layers
         ):
             raise ValueError("draft layers without target layers")
+        for s in self.layers:
+            if s.kind == "mamba" and (s.state_bytes is None or s.mamba_type is None):
+                raise ValueError(f"mamba layers {s.name!r} need state_bytes and mamba_type")
         names: set[str] = set()
         for s in self.layers:
             for n in s.names():

@@ -2,7 +2,7 @@
 
 vLLM's platform can only be emulated if the emulator is installed before anything
 resolves ``vllm.platforms.current_platform``, so it is installed here, once, when vLLM
-is importable.
+is importable. Long runs (marker ``slow``) are collected only when ``-m`` names them.
 """
 
 from __future__ import annotations
@@ -25,6 +25,16 @@ if HAS_VLLM:
     from kvconfig.introspect import emulate
 
     emulate.install()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long runs (``slow``) only when ``-m`` names them."""
+    if "slow" in (config.getoption("-m") or ""):
+        return
+    slow = [item for item in items if "slow" in item.keywords]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if "slow" not in item.keywords]
 
 
 @pytest.fixture

@@ -48,6 +48,8 @@ class Emulation:
     fa_available: bool = True
     use_mla: bool = False
     hf_extra: dict[str, Any] = field(default_factory=dict)
+    strict_hf: bool = False
+    """The model config has only ``hf_extra`` (missing keys raise, as in a real config)."""
 
 
 def _fake_fa_interface() -> types.ModuleType:
@@ -107,6 +109,11 @@ def install() -> None:
         def is_cpu(self) -> bool:
             return _INSTALLED.get("vendor") == "cpu" and _INSTALLED.get("active", False)
 
+        @classmethod
+        def get_cuda_runtime_major(cls) -> int:
+            """The CUDA runtime of vLLM 0.33.0's wheels (torch cu130)."""
+            return int(_INSTALLED.get("cuda_runtime", 13))
+
     if getattr(platforms, "_current_platform", None) is not None:
         raise RuntimeError("vLLM's current_platform was resolved before kvconfig's emulation")
     platforms._current_platform = EmulatedPlatform()
@@ -121,17 +128,20 @@ def install() -> None:
 
 
 class _FakeHF:
-    def __init__(self, extra: dict[str, Any]) -> None:
+    def __init__(self, extra: dict[str, Any], strict: bool = False) -> None:
         self.__dict__.update(extra)
+        self.__dict__["_strict"] = strict
 
     def __getattr__(self, name: str) -> Any:
+        if self.__dict__.get("_strict"):
+            raise AttributeError(name)
         return None
 
 
 class _FakeModelConfig:
     def __init__(self, emu: Emulation) -> None:
         self._emu = emu
-        self.hf_text_config = _FakeHF(emu.hf_extra)
+        self.hf_text_config = _FakeHF(emu.hf_extra, emu.strict_hf)
         self.hf_config = self.hf_text_config
         self.is_mm_prefix_lm = False
         self.rswa_window = None

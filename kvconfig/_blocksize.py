@@ -1,0 +1,216 @@
+"""The manager block size B, as vLLM 0.33.0 settles it after loading the model.
+
+Mirrors ``Platform.update_block_size_for_backend`` (``vllm/platforms/interface.py``):
+
+1. without ``--block-size``, ``_preferred_block_size_for_backends`` over the distinct
+   non-SSM backends in layer order: a single backend's ``get_preferred_block_size(16)``;
+   16 when every backend ``supports_block_size(16)``; else the smallest LCM of one
+   declared size per backend that all accept;
+2. hybrid models (``_align_hybrid_block_size``, even over ``--block-size``): the
+   attention page must hold a Mamba state. B becomes the smallest multiple of the
+   first backend's smallest kernel block (at least the current B; 128 for MLA; with
+   prefix caching also of the gated-delta-net prefill checkpoint grid) whose page is at
+   least the state, rounded up to every backend's smallest kernel block; Mamba pages
+   pad to that attention page, and with prefix caching Mamba blocks take B too;
+3. ``_check_aligned_block_size``: an aligned B some backend rejects fails start-up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kvconfig._groups import MLA_KINDS, BlockPlan, LayerInfo
+from kvconfig._select import PREFERRED_BLOCK_SIZE, Machine, supports_block_size
+from kvconfig._setup import Setup
+from kvconfig._specs import dtype_bytes, torch_dtype
+from schemas.sizes import KernelSize, MultipleOf
+
+DEFAULT_BLOCK_SIZE = 16
+"""``CacheConfig.DEFAULT_BLOCK_SIZE`` in vLLM 0.33.0."""
+
+CUDA_RUNTIME_MAJOR = 13
+"""The CUDA runtime vLLM 0.33.0's wheels are built against (torch cu130)."""
+
+GDN_CHECKPOINT_ALIGNMENT = 64
+"""``FLASHINFER_GDN_CHECKPOINT_ALIGNMENT`` (``v1/attention/backends/gdn_attn.py``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """A distinct non-SSM backend: its vLLM name and class."""
+
+    name: str
+    class_path: str
+
+
+SizesOf = Callable[[Backend], tuple[KernelSize, ...]]
+"""A backend's sizes when asked without a spec (``get_supported_kernel_block_sizes()``)."""
+
+
+class NoBlockSize(Exception):
+    """``_preferred_block_size_for_backends`` raises: no size suits every backend."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(", ".join(names))
+        self.names = names
+
+
+class AlignedRejected(Exception):
+    """``_check_aligned_block_size`` raises: a backend rejects the aligned B."""
+
+    def __init__(self, block_size: int, names: list[str]) -> None:
+        super().__init__(f"{block_size}: {', '.join(names)}")
+        self.block_size = block_size
+        self.names = names
+
+
+def _base(s: KernelSize) -> int:
+    return s.multiple_of if isinstance(s, MultipleOf) else s
+
+
+def backends(layers: Sequence[LayerInfo]) -> list[Backend]:
+    """``_find_non_ssm_backends``: distinct attention backends, in layer order."""
+    found: dict[str, Backend] = {}
+    for info in layers:
+        if info.backend_name is None or info.layer.kind == "mamba":
+            continue
+        found.setdefault(info.class_path, Backend(info.display_name(), info.class_path))
+    return list(found.values())
+
+
+def preferred(names: Sequence[Backend], m: Machine, sizes_of: SizesOf) -> tuple[int, str]:
+    """``_preferred_block_size_for_backends`` and why."""
+    d = DEFAULT_BLOCK_SIZE
+    if not names:
+        return d, "vLLM's default"
+
+    def everyone(block: int) -> bool:
+        return all(supports_block_size(bk.name, block, m, sizes_of(bk)) for bk in names)
+
+    if len(names) == 1:
+        bk = names[0]
+        if bk.name in PREFERRED_BLOCK_SIZE:
+            return PREFERRED_BLOCK_SIZE[bk.name](d), f"{bk.name}'s preferred block size"
+        declared = sizes_of(bk)
+        if not declared or everyone(d):
+            return d, "vLLM's default"
+        return min(_base(s) for s in declared), f"{bk.name}'s smallest supported block size"
+    if everyone(d):
+        return d, "vLLM's default"
+    candidates: set[int] = {1}
+    for bk in names:
+        bases = [_base(s) for s in sizes_of(bk)] or [1]
+        candidates = {math.lcm(c, b) for c in candidates for b in bases}
+    for c in sorted(candidates):
+        if everyone(c):
+            label = "/".join(dict.fromkeys(b.name for b in names))
+            return c, f"the smallest block size {label} all support"
+    raise NoBlockSize([b.name for b in names])
+
+
+def checkpoint_alignment(s: Setup, layers: Sequence[LayerInfo]) -> int | None:
+    """``get_mamba_prefill_checkpoint_alignment``: the lcm of every Mamba layer's grid, or
+    None unless all have one. Only gated-delta-net layers on FlashInfer's prefill kernel
+    (CUDA SM 9.0; SM10x/12x with 128-wide keys and CUDA 13) export checkpoints, and only
+    with prefix caching (``mamba_cache_mode == "align"``)."""
+    mamba = [i.layer for i in layers if i.layer.kind == "mamba"]
+    if not mamba or not s.prefix_caching:
+        return None
+    p = s.platform
+    if p is None or p.vendor != "cuda" or p.capability is None:
+        return None
+    alignment = 1
+    for layer in mamba:
+        if layer.mamba_type != "gdn_attention":
+            return None
+        wide = layer.head_size == 128 and CUDA_RUNTIME_MAJOR >= 13
+        if not (p.capability == (9, 0) or (p.capability[0] in (10, 12) and wide)):
+            return None
+        alignment = math.lcm(alignment, GDN_CHECKPOINT_ALIGNMENT)
+    return alignment
+
+
+def attention_page_per_token(s: Setup, layers: Sequence[LayerInfo]) -> int:
+    """One token's attention page as ``_align_hybrid_block_size`` computes it: the target
+    model's per-rank KV heads and head size (``model_config``), the cache dtype."""
+    target = next(
+        i.layer
+        for i in layers
+        if i.layer.role == "target"
+        and i.layer.kind in ("full_attention", "sliding_window", *MLA_KINDS)
+    )
+    kv = s.kv_cache_dtype
+    dtype = torch_dtype(target.kind, kv, target.dtype)
+    if target.kind in MLA_KINDS:
+        return target.head_size * dtype_bytes(dtype)
+    heads = max(1, target.num_kv_heads // s.tensor_parallel_size)
+    return heads * 2 * target.head_size * dtype_bytes(dtype)
+
+
+def plan_block_size(
+    s: Setup, layers: Sequence[LayerInfo], m: Machine, sizes_of: SizesOf
+) -> tuple[BlockPlan, bool]:
+    """B (and the Mamba block and padding) vLLM uses, and whether alignment changed B.
+
+    Raises NoBlockSize or AlignedRejected where vLLM fails.
+    """
+    names = backends(layers)
+    if s.block_size is not None:
+        block, reason = s.block_size, "--block-size"
+    else:
+        block, reason = preferred(names, m, sizes_of)
+    mamba = [i.layer for i in layers if i.layer.kind == "mamba"]
+    if not mamba or not names:
+        return BlockPlan(block, reason), False
+    state = max(layer.state_bytes or 0 for layer in mamba)
+    per_token = attention_page_per_token(s, layers)
+    first = min(_base(x) for x in sizes_of(names[0]))
+    kernel = max(first, block)
+    backend_align = math.lcm(*(min(_base(x) for x in d) for b in names if (d := sizes_of(b))))
+    if any(i.layer.kind in MLA_KINDS for i in layers if i.layer.role == "target"):
+        kernel = max(kernel, 128)
+    grid = checkpoint_alignment(s, layers)
+    if s.prefix_caching:
+        kernel = math.lcm(kernel, grid or 1)
+    aligned = kernel * -(-state // (kernel * per_token))
+    aligned = backend_align * -(-aligned // backend_align)
+    adjusted = block < aligned
+    before = block
+    if adjusted:
+        block = aligned
+        reason = (
+            f"hybrid alignment (_align_hybrid_block_size): {block} tokens x {per_token} B "
+            f"per token is the smallest attention page that holds a {state}-byte Mamba "
+            f"state in multiples of {kernel} tokens"
+            + (f" (prefill checkpoint grid {grid})" if grid else "")
+            + f"; {reason} gave {before}"
+        )
+        rejecting = [
+            b.name for b in names if not supports_block_size(b.name, block, m, sizes_of(b))
+        ]
+        if rejecting:
+            raise AlignedRejected(block, rejecting)
+    page = block * per_token
+    padded = page if page != state else None
+    if s.prefix_caching:
+        mamba_block = block
+        mamba_reason = (
+            f"Mamba blocks follow B with prefix caching (mamba_cache_mode=align): {block}"
+        )
+    else:
+        mamba_block = s.max_model_len or block
+        mamba_reason = (
+            f"without prefix caching a Mamba block holds a whole request "
+            f"(mamba_block_size = max_model_len = {mamba_block})"
+        )
+    plan = BlockPlan(
+        block_size=block,
+        reason=reason,
+        mamba_block_size=mamba_block,
+        mamba_reason=mamba_reason,
+        mamba_page_padded=padded,
+        checkpoint_alignment=grid,
+    )
+    return plan, adjusted

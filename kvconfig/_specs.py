@@ -1,0 +1,176 @@
+"""Each layer's KV-cache spec, as vLLM 0.33.0's layers report it to the engine core.
+
+A ``Spec`` carries exactly what grouping reads: the spec class, the block size, the
+page size in bytes, the ``block_stride_alignment`` that ``customize_attention_spec``
+sets, and the other fields that make two specs equal. Sources:
+
+* attention: ``Attention.get_kv_cache_spec`` (``model_executor/layers/attention/
+  attention.py``); sliding-window layers pick their own block size with
+  ``_largest_kernel_block_within``;
+* MLA: ``MLAAttention.get_kv_cache_spec`` (``mla_attention.py``), ``fp8_ds_mla`` /
+  ``nvfp4_ds_mla`` pages of 656 / 352 bytes per token; sparse MLA backends canonicalise
+  a quantized cache to ``fp8_ds_mla`` (``_canonicalize_sparse_mla_kv_cache_dtype``);
+* indexers: ``DeepseekV32IndexerCache`` / ``MiniMaxM3IndexerCache`` (``MLAAttentionSpec``
+  with the indexer role);
+* Mamba: ``MambaBase.get_kv_cache_spec``; block size ``mamba_block_size`` (B with prefix
+  caching, else ``max_model_len``), page padded to the attention page;
+* ``customize_attention_spec`` (``v1/worker/utils.py``): the backend's ``customize_spec``
+  first (sparse MLA backends align blocks to rows), then ``MultipleOf(max)`` when every
+  declared size is an exact int.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from kvconfig._facts import kv_quant
+from schemas.sizes import KernelSize, MultipleOf
+
+#: Spec classes by vLLM name: what grouping and ``prepare_kernel_block_sizes`` dispatch on.
+SPEC_CLASS = {
+    "full": "FullAttentionSpec",
+    "sliding_window": "SlidingWindowSpec",
+    "mla": "MLAAttentionSpec",
+    "mamba": "MambaSpec",
+}
+
+#: vLLM's ``KVCacheSpecKind`` of each spec class (``get_kv_cache_spec_kind``).
+SPEC_KIND = {
+    "full": "full_attention",
+    "sliding_window": "sliding_window",
+    "mla": "mla_attention",
+    "mamba": "mamba",
+}
+
+_TORCH_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "uint8": 1, "float8_e4m3fn": 1}
+
+#: ``mla_attention.py:get_kv_cache_spec``: opaque per-token bytes of the DeepSeek layouts.
+DS_MLA_BYTES = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}
+
+#: Backends whose ``customize_spec`` aligns blocks to whole rows (``align_blocks_to_rows``),
+#: and how many rows: ``v1/attention/backends/mla/*sparse*.py``.
+ROW_ALIGNED = {
+    "FLASH_ATTN_MLA_SPARSE": 1,
+    "FLASHINFER_MLA_SPARSE_SM90": 1,
+    "FLASHINFER_MLA_SPARSE": 32,
+    "FLASH_ATTN_MLA_SPARSE_FA4": 64,
+    "FLASHINFER_MLA_SPARSE_SM120": 64,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One layer's KV-cache spec (equality as vLLM compares specs; ``is_draft`` excluded)."""
+
+    cls: str
+    """``full``, ``sliding_window``, ``mla`` or ``mamba``."""
+    block_size: int
+    """Tokens per block."""
+    heads: int = 1
+    """Head slots of a page (KV heads on this rank; 1 for MLA, indexers and Mamba)."""
+    content: int = 0
+    """Bytes per (head slot, state) cell; Mamba: bytes of the whole state."""
+    tokens_per_state: int = 1
+    """Tokens folded into one state (compressed caches)."""
+    padded: int | None = None
+    """``page_size_padded``."""
+    alignment: tuple[str, int] | None = None
+    """``block_stride_alignment``: ``("multiple_of", n)`` or ``("bytes", n)``."""
+    window: int | None = None
+    """Sliding window (``SlidingWindowSpec``, or a promoted ``FullAttentionSpec``)."""
+    fields: tuple[object, ...] = ()
+    """The other compared fields (head sizes, dtype, quantization, MLA and Mamba extras)."""
+
+    @property
+    def page(self) -> int:
+        """``page_size_bytes``."""
+        if self.padded is not None:
+            return self.padded
+        return self.unpadded(self.block_size)
+
+    def unpadded(self, block_size: int) -> int:
+        """The natural page of ``block_size`` tokens."""
+        if self.cls == "mamba":
+            return self.content
+        return self.heads * (block_size // self.tokens_per_state) * self.content
+
+    @property
+    def kind(self) -> str:
+        """vLLM's ``KVCacheSpecKind`` value."""
+        return SPEC_KIND[self.cls]
+
+    @property
+    def family(self) -> str:
+        """The registered ``uniform_type_base_spec``: MLA counts as full attention."""
+        return "full" if self.cls in ("full", "mla") else self.cls
+
+    def stride_alignment(self) -> int:
+        """``get_block_stride_alignment``: bytes the block stride must be a multiple of."""
+        if self.alignment is None:
+            return 1
+        how, n = self.alignment
+        if how == "bytes":
+            return n
+        k = math.gcd(n, self.block_size)
+        if k == self.block_size:
+            return 1
+        return self.padded if self.padded is not None else self.unpadded(k)
+
+
+def torch_dtype(kind: str, kv_cache_dtype: str, model_dtype: str) -> str:
+    """The torch storage dtype of a layer's cache (``kv_cache_dtype_str_to_dtype``)."""
+    if kv_cache_dtype in ("auto", ""):
+        return model_dtype
+    if kv_cache_dtype in ("float16", "bfloat16", "float32"):
+        return kv_cache_dtype
+    return "uint8"
+
+
+def mla_cache_dtype(backend: str, kv_cache_dtype: str, major: int | None) -> str:
+    """``_canonicalize_sparse_mla_kv_cache_dtype``: the cache dtype a sparse MLA layer uses."""
+    quantized = kv_quant(kv_cache_dtype) != "none"
+    if backend == "FLASHMLA_SPARSE" and quantized:
+        return kv_cache_dtype if kv_cache_dtype == "nvfp4_ds_mla" else "fp8_ds_mla"
+    if backend == "FLASHINFER_MLA_SPARSE_SM120" and kv_cache_dtype in ("auto", "fp8", "fp8_e4m3"):
+        return "fp8_ds_mla"
+    return kv_cache_dtype
+
+
+def customize(
+    spec: Spec, backend: str, sizes: tuple[KernelSize, ...], major: int | None, quantized: bool
+) -> Spec:
+    """``customize_attention_spec``: the backend's own alignment, else ``MultipleOf(max)``."""
+    if backend == "FLASHMLA_SPARSE":
+        if quantized and major != 10:
+            return replace(spec, alignment=("multiple_of", 64))
+        return replace(spec, alignment=("bytes", spec.content))
+    rows = ROW_ALIGNED.get(backend)
+    if rows is not None:
+        return replace(spec, alignment=("bytes", rows * spec.content))
+    fixed = [s for s in sizes if isinstance(s, int)]
+    if sizes and len(fixed) == len(sizes):
+        return replace(spec, alignment=("multiple_of", max(fixed)))
+    return spec
+
+
+def largest_kernel_block_within(
+    sizes: tuple[KernelSize, ...], per_token: int, budget: int, fallback: int
+) -> int:
+    """``_largest_kernel_block_within``: the block a sliding-window layer picks for itself."""
+    most = budget // per_token
+    candidates = [s for s in sizes if isinstance(s, int)]
+    candidates += [
+        max(s.multiple_of, most // s.multiple_of * s.multiple_of)
+        for s in sizes
+        if isinstance(s, MultipleOf)
+    ]
+    if not candidates:
+        return fallback
+    fitting = [b for b in candidates if b * per_token <= budget]
+    return max(fitting) if fitting else min(candidates)
+
+
+def dtype_bytes(name: str) -> int:
+    """Bytes of a torch dtype name."""
+    return _TORCH_BYTES.get(name, 2)
