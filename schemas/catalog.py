@@ -26,8 +26,9 @@ class Conditions(Strict):
 
     vendor: list[Vendor] | None = None
     """The platform vendor is one of these."""
-    capability_major: list[int] | None = None
-    """The device's compute capability major (its *family*: 9 for 9.0, 10 for 10.0 and 10.3)."""
+    capability_major: list[int | None] | None = None
+    """The device's compute capability major (its *family*: 9 for 9.0, 10 for 10.0 and 10.3);
+    ``null`` stands for a platform that reports none (XPU, CPU)."""
     kv_quant: list[str] | None = None
     """The layer's KV quantization mode is one of these (``none``, ``fp8_per_tensor``, ...)."""
     kv_quant_not: list[str] | None = None
@@ -88,5 +89,9 @@ class Catalog(Strict):
     """How the file was produced (command and environment)."""
     registry: dict[str, str] = Field(default_factory=dict)
     """``--attention-backend`` names (vLLM's ``AttentionBackendEnum``) and the class each selects."""
+    mamba_registry: dict[str, str] = Field(default_factory=dict)
+    """vLLM's ``MambaAttentionBackendEnum``: state-space backend names and their classes."""
+    unimportable_modules: dict[str, str] = Field(default_factory=dict)
+    """Modules of the walked packages that cannot be imported on a CPU host, with the error."""
     backends: list[BackendEntry]
     """All backend classes, sorted by class path."""

@@ -92,6 +92,8 @@ def install() -> None:
 
         @classmethod
         def get_device_capability(cls, device_id: int = 0) -> DeviceCapability | None:
+            if not _INSTALLED.get("active", False):
+                return None  # neutral while importing, like a GPU-less host
             cap = _INSTALLED.get("capability")
             return None if cap is None else DeviceCapability(*cap)
 
@@ -106,6 +108,13 @@ def install() -> None:
 
         def is_cpu(self) -> bool:
             return _INSTALLED.get("vendor") == "cpu" and _INSTALLED.get("active", False)
+
+        def is_cuda_alike(self) -> bool:
+            return self.is_cuda() or self.is_rocm()
+
+        def is_unspecified(self) -> bool:
+            active = _INSTALLED.get("active", False)
+            return not active or _INSTALLED.get("vendor") == "unspecified"
 
     if getattr(platforms, "_current_platform", None) is not None:
         raise RuntimeError("vLLM's current_platform was resolved before kvconfig's emulation")
@@ -209,6 +218,23 @@ def emulated(emu: Emulation, *, with_config: bool = True) -> Iterator[Any]:
             os.environ.pop("VLLM_BATCH_INVARIANT", None)
         else:
             os.environ["VLLM_BATCH_INVARIANT"] = saved_env
+
+
+def import_module(name: str) -> types.ModuleType:
+    """Import one module under the neutral platform; its own import error propagates.
+
+    ``kvconfig catalog --from-vllm`` walks vLLM's packages with this and records
+    the modules that cannot be imported without a GPU.
+    """
+    install()
+    import importlib
+
+    active = _INSTALLED.get("active", False)
+    _INSTALLED["active"] = False
+    try:
+        return importlib.import_module(name)
+    finally:
+        _INSTALLED["active"] = active
 
 
 def load(path: str) -> Any:
