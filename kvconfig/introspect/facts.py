@@ -14,7 +14,10 @@ from typing import Any
 
 def _serve_options() -> dict[str, dict[str, Any]]:
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    from vllm.entrypoints.common.cli_args import make_arg_parser
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+    except ModuleNotFoundError:  # vLLM 0.32 keeps the serve parser here
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
