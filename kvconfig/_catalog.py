@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
 from kvconfig._suggest import did_you_mean
+from kvconfig.errors import InputError
 from schemas.sizes import KernelSize, size_from_json
 
 DATA = Path(__file__).parent / "data"

@@ -10,8 +10,10 @@ from kvconfig._catalog import Entry, SizeContext, load_catalog
 from kvconfig._platforms import PlatformId, parse_platform
 from schemas.sizes import format_sizes, size_to_json
 
-ASSUMED = "head_size 128, 32 query / 8 KV heads per rank (GQA), --kv-cache-dtype auto, " \
+ASSUMED = (
+    "head_size 128, 32 query / 8 KV heads per rank (GQA), --kv-cache-dtype auto, "
     "TRTLLM cubins installed, no --attention-config overrides"
+)
 """The layer and deployment ``--platform`` evaluates the rules for."""
 
 
@@ -33,7 +35,10 @@ def context_for(p: PlatformId) -> SizeContext:
             batch_invariant=False,
         ),
         fa_version=_facts.fa_version(
-            vendor=p.vendor, capability=p.capability, head_size=128, head_size_v=128,
+            vendor=p.vendor,
+            capability=p.capability,
+            head_size=128,
+            head_size_v=128,
             supports_fa4_hd256=True,
         ),
     )
@@ -76,10 +81,12 @@ def _sizes_text(e: Entry, ctx: SizeContext | None, index: int) -> str:
 def _explain(e: Entry, ctx: SizeContext, platform: PlatformId) -> list[str]:
     """One backend on one platform: the sizes, the rule that gave them, and the others."""
     chosen = e.rules.index(e.rule_for(ctx))
-    facts = (f"vendor={ctx.vendor}, capability_major={ctx.capability_major}, "
-             f"kv_quant={ctx.kv_quant}, head_size={ctx.head_size}, "
-             f"head_size_v={ctx.head_size_v}, gqa={ctx.gqa}, trtllm={ctx.trtllm}, "
-             f"fa_version={ctx.fa_version}")
+    facts = (
+        f"vendor={ctx.vendor}, capability_major={ctx.capability_major}, "
+        f"kv_quant={ctx.kv_quant}, head_size={ctx.head_size}, "
+        f"head_size_v={ctx.head_size_v}, gqa={ctx.gqa}, trtllm={ctx.trtllm}, "
+        f"fa_version={ctx.fa_version}"
+    )
     lines = [
         f"{_label(e)}  ({e.class_path})",
         f"  on {platform.label()}: {format_sizes(e.sizes(ctx))}",

@@ -44,14 +44,14 @@ def diff(old: str, new: str) -> str:
     added = sorted(set(b.by_class) - set(a.by_class))
     removed = sorted(set(a.by_class) - set(b.by_class))
     out = [f"backend catalog: vLLM {old} -> {new}"]
-    out.append(f"{len(a.entries)} -> {len(b.entries)} classes: "
-               f"{len(added)} added, {len(removed)} removed")
+    out.append(
+        f"{len(a.entries)} -> {len(b.entries)} classes: {len(added)} added, {len(removed)} removed"
+    )
     if added:
         out.append("added:")
         for path in added:
             e = b.by_class[path]
-            out.append(f"  + {path} ({e.name or 'abstract'}, {e.kind}): "
-                       + "; ".join(_rules(e)))
+            out.append(f"  + {path} ({e.name or 'abstract'}, {e.kind}): " + "; ".join(_rules(e)))
     if removed:
         out.append("removed:")
         for path in removed:

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas._base import Strict
 from schemas._base import KernelSizeField as KernelSize
+from schemas._base import Strict
 
 Vendor = Literal["cuda", "rocm", "xpu", "cpu", "unspecified"]
 """The platform family vLLM detects: CUDA, ROCm, XPU, CPU, or none (a GPU-less host)."""
@@ -88,7 +88,7 @@ class Catalog(Strict):
     generated_by: str = ""
     """How the file was produced (command and environment)."""
     registry: dict[str, str] = Field(default_factory=dict)
-    """``--attention-backend`` names (vLLM's ``AttentionBackendEnum``) and the class each selects."""
+    """``--attention-backend`` names (vLLM's ``AttentionBackendEnum``) and their classes."""
     mamba_registry: dict[str, str] = Field(default_factory=dict)
     """vLLM's ``MambaAttentionBackendEnum``: state-space backend names and their classes."""
     unimportable_modules: dict[str, str] = Field(default_factory=dict)

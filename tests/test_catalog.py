@@ -58,8 +58,15 @@ def test_registry_points_into_the_catalog(version: str) -> None:
 
 def _ctx(**kw: object) -> SizeContext:
     base: dict[str, object] = dict(
-        vendor="cuda", capability_major=9, kv_quant="none", head_size=128, head_size_v=128,
-        gqa=True, trtllm=False, fa_version=3, tokens_per_state=1,
+        vendor="cuda",
+        capability_major=9,
+        kv_quant="none",
+        head_size=128,
+        head_size_v=128,
+        gqa=True,
+        trtllm=False,
+        fa_version=3,
+        tokens_per_state=1,
     )
     base.update(kw)
     return SizeContext(**base)  # type: ignore[arg-type]
@@ -159,11 +166,15 @@ def test_learner_reproduces_its_samples_deterministically() -> None:
     assert "when" not in rules[-1]
     from kvconfig._catalog import parse_catalog
 
-    entry = parse_catalog({"vllm_version": "", "backends": [
-        {"name": "X", "class": "x.X", "rules": rules, "source": "x.py:1"}
-    ]}).entries[0]
+    entry = parse_catalog(
+        {
+            "vllm_version": "",
+            "backends": [{"name": "X", "class": "x.X", "rules": rules, "source": "x.py:1"}],
+        }
+    ).entries[0]
     for ctx, sizes in samples:
         assert entry.sizes(ctx) == sizes
     assert set(FACTS) >= {k for r in rules for k in r.get("when", {})} - {
-        "kv_quant_not", "head_size_not"
+        "kv_quant_not",
+        "head_size_not",
     }

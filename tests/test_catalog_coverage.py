@@ -216,9 +216,7 @@ def test_every_backend_class_is_in_the_catalog(
     assert not missing, "backend classes missing from the catalog:\n  " + "\n  ".join(missing)
 
 
-def test_catalog_has_no_class_vllm_lacks(
-    catalog_classes: set[str], found: dict[str, bool]
-) -> None:
+def test_catalog_has_no_class_vllm_lacks(catalog_classes: set[str], found: dict[str, bool]) -> None:
     stale = sorted(catalog_classes - set(found))
     assert not stale, "catalog classes vLLM does not define:\n  " + "\n  ".join(stale)
 

@@ -26,10 +26,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _diff(name: str, shipped: str, fresh: str, limit: int = 80) -> str:
-    lines = list(difflib.unified_diff(
-        shipped.splitlines(), fresh.splitlines(), f"shipped/{name}", f"regenerated/{name}",
-        lineterm="", n=2,
-    ))
+    lines = list(
+        difflib.unified_diff(
+            shipped.splitlines(),
+            fresh.splitlines(),
+            f"shipped/{name}",
+            f"regenerated/{name}",
+            lineterm="",
+            n=2,
+        )
+    )
     more = f"\n... {len(lines) - limit} more lines" if len(lines) > limit else ""
     return "\n".join(lines[:limit]) + more
 
@@ -40,7 +46,12 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     run = subprocess.run(
         [sys.executable, "-m", "kvconfig", "catalog", "--from-vllm", "-o", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "backend classes" in run.stdout

@@ -39,8 +39,15 @@ pytestmark = pytest.mark.vllm
 SEED = int(os.environ.get("KVCONFIG_DIFF_SEED", "33033"))
 VERSION = os.environ.get("KVCONFIG_DIFF_VERSION", "0.33.0")
 
-GROUP_KINDS = ("full", "sliding_window", "mla", "sliding_window_mla", "mamba",
-               "encoder_only", "hisparse")
+GROUP_KINDS = (
+    "full",
+    "sliding_window",
+    "mla",
+    "sliding_window_mla",
+    "mamba",
+    "encoder_only",
+    "hisparse",
+)
 BACKEND_KINDS = {
     "full": ("attention", "other"),
     "sliding_window": ("attention", "other"),
@@ -49,8 +56,17 @@ BACKEND_KINDS = {
     "sliding_window_mla": ("sliding_window_mla",),
     "mamba": ("state",),
 }
-HEAD_PAIRS = ((64, 64), (96, 96), (112, 112), (128, 128), (192, 128), (256, 256),
-              (256, 128), (512, 512), (80, 80))
+HEAD_PAIRS = (
+    (64, 64),
+    (96, 96),
+    (112, 112),
+    (128, 128),
+    (192, 128),
+    (256, 256),
+    (256, 128),
+    (512, 512),
+    (80, 80),
+)
 MLA_HEADS = (576, 512, 128, 64)
 TARGET_HEADS = ((32, 8), (32, 32), (64, 8), (8, 1), (28, 4), (40, 8), (16, 16), (12, 8))
 BLOCKS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024, 2048, 4096)
@@ -176,14 +192,20 @@ def _vllm_spec(kind: str, block: int, layer: Layer | None) -> Any:
         "kv_quant_mode": get_kv_quant_mode(layer.kv_dtype),
     }
     if kind == "mla":
-        return MLAAttentionSpec(num_kv_heads=1, cache_dtype_str=layer.kv_dtype,
-                                tokens_per_state=layer.tokens_per_state, **common)
+        return MLAAttentionSpec(
+            num_kv_heads=1,
+            cache_dtype_str=layer.kv_dtype,
+            tokens_per_state=layer.tokens_per_state,
+            **common,
+        )
     if kind == "sliding_window_mla":
-        return SlidingWindowMLASpec(num_kv_heads=1, sliding_window=128,
-                                    cache_dtype_str=layer.kv_dtype, **common)
+        return SlidingWindowMLASpec(
+            num_kv_heads=1, sliding_window=128, cache_dtype_str=layer.kv_dtype, **common
+        )
     if kind == "sliding_window":
-        return SlidingWindowSpec(num_kv_heads=8, head_size_v=layer.head_size_v,
-                                 sliding_window=1024, **common)
+        return SlidingWindowSpec(
+            num_kv_heads=8, head_size_v=layer.head_size_v, sliding_window=1024, **common
+        )
     if kind == "encoder_only":
         return EncoderOnlyAttentionSpec(num_kv_heads=8, head_size_v=layer.head_size_v, **common)
     return FullAttentionSpec(num_kv_heads=8, head_size_v=layer.head_size_v, **common)
@@ -204,6 +226,8 @@ def _vllm_run(case: Case, classes: dict[str, Any]) -> tuple[list[int] | None, st
     from vllm.v1.worker.utils import (
         AttentionGroup,
         customize_attention_spec,
+    )
+    from vllm.v1.worker.utils import (
         prepare_kernel_block_sizes as vllm_prepare,
     )
 
@@ -227,8 +251,11 @@ def _vllm_run(case: Case, classes: dict[str, Any]) -> tuple[list[int] | None, st
                 except (ValueError, AssertionError, KeyError) as err:
                     raise Rejected(str(err)) from err
             specs[name] = spec
-            mine.append(AttentionGroup(backend=backend, layer_names=[name],
-                                       kv_cache_spec=spec, kv_cache_group_id=gid))
+            mine.append(
+                AttentionGroup(
+                    backend=backend, layer_names=[name], kv_cache_spec=spec, kv_cache_group_id=gid
+                )
+            )
         distinct = list(dict.fromkeys(specs.values()))
         if len(distinct) == 1 and len(specs) == 1:
             group_spec = distinct[0]
@@ -237,8 +264,12 @@ def _vllm_run(case: Case, classes: dict[str, Any]) -> tuple[list[int] | None, st
         groups.append(KVCacheGroupSpec(layer_names=names, kv_cache_spec=group_spec))
         attn_groups.append(mine)
     tensors = [
-        KVCacheTensor(size=1 << 20, layers=names, layer_stride=4096 if packed else 4096 * 64,
-                      block_stride=4096 * len(names) * 2 if packed else 4096)
+        KVCacheTensor(
+            size=1 << 20,
+            layers=names,
+            layer_stride=4096 if packed else 4096 * 64,
+            block_stride=4096 * len(names) * 2 if packed else 4096,
+        )
         for names, packed in case.tensors
     ]
     config = KVCacheConfig(num_blocks=64, kv_cache_tensors=tensors, kv_cache_groups=groups)
@@ -263,14 +294,21 @@ def _context(case: Case, layer: Layer) -> SizeContext:
         head_size_v=layer.head_size_v,
         gqa=kv > 0 and q // kv > 1,
         trtllm=_facts.trtllm_usable(
-            capability=case.capability, num_heads=q, num_kv_heads=kv,
-            use_trtllm_attention=case.use_trtllm, cubins=case.cubins,
+            capability=case.capability,
+            num_heads=q,
+            num_kv_heads=kv,
+            use_trtllm_attention=case.use_trtllm,
+            cubins=case.cubins,
             batch_invariant=case.batch_invariant,
         ),
         fa_version=_facts.fa_version(
-            vendor=case.vendor, capability=case.capability, head_size=layer.head_size,
-            head_size_v=layer.head_size_v or None, supports_fa4_hd256=True,
-            forced=case.fa_forced, batch_invariant=case.batch_invariant,
+            vendor=case.vendor,
+            capability=case.capability,
+            head_size=layer.head_size,
+            head_size_v=layer.head_size_v or None,
+            supports_fa4_hd256=True,
+            forced=case.fa_forced,
+            batch_invariant=case.batch_invariant,
             quantized_kv=_facts.is_quantized(case.cache_dtype),
         ),
         tokens_per_state=layer.tokens_per_state,
@@ -278,8 +316,12 @@ def _context(case: Case, layer: Layer) -> SizeContext:
 
 
 _SPEC_KIND: dict[str, SpecKind] = {
-    "full": "attention", "sliding_window": "attention", "mla": "attention",
-    "sliding_window_mla": "attention", "encoder_only": "encoder_only", "mamba": "mamba",
+    "full": "attention",
+    "sliding_window": "attention",
+    "mla": "attention",
+    "sliding_window_mla": "attention",
+    "encoder_only": "encoder_only",
+    "mamba": "mamba",
     "hisparse": "other",
 }
 
@@ -290,9 +332,15 @@ def _kvconfig_run(case: Case) -> tuple[list[int] | None, str | None]:
         names = set(_layer_names(gid, kind, layers))
         packed = any(p and not names.isdisjoint(t) for t, p in case.tensors)
         voters = tuple((l.entry.name, l.entry.sizes(_context(case, l))) for l in layers)
-        inputs.append(GroupInput(spec=_SPEC_KIND[kind], block_size=block,
-                                 has_layer_views=kind != "hisparse", packed=packed,
-                                 voters=voters if kind != "mamba" else ()))
+        inputs.append(
+            GroupInput(
+                spec=_SPEC_KIND[kind],
+                block_size=block,
+                has_layer_views=kind != "hisparse",
+                packed=packed,
+                voters=voters if kind != "mamba" else (),
+            )
+        )
     try:
         return prepare_kernel_block_sizes(inputs), None
     except NoCommonKernelBlockSize as err:
@@ -348,8 +396,14 @@ def run_differential(n: int, seed: int) -> Counter[str]:
 def _check_spread(stats: Counter[str], n: int) -> None:
     compared = stats["value"] + stats["error"]
     assert compared >= 0.8 * n, stats
-    for key in ("error", "value", "encoder-only shift", "packed tensor", "split (k < B)",
-                *(f"group:{k}" for k in GROUP_KINDS)):
+    for key in (
+        "error",
+        "value",
+        "encoder-only shift",
+        "packed tensor",
+        "split (k < B)",
+        *(f"group:{k}" for k in GROUP_KINDS),
+    ):
         assert stats[key] >= n // 200, (key, stats)
 
 
@@ -365,4 +419,5 @@ def test_differential_full() -> None:
     started = time.monotonic()
     stats = run_differential(n, SEED + 1)
     _check_spread(stats, n)
-    print(f"differential: {n} cases, seed {SEED + 1}, {time.monotonic() - started:.1f} s, {dict(stats)}")
+    took = time.monotonic() - started
+    print(f"differential: {n} cases, seed {SEED + 1}, {took:.1f} s, {dict(stats)}")

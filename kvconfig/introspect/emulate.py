@@ -56,7 +56,7 @@ def _fake_fa_interface() -> types.ModuleType:
     def _family(major: int) -> bool:
         from vllm.platforms import current_platform
 
-        return current_platform.is_device_capability_family(major * 10)
+        return bool(current_platform.is_device_capability_family(major * 10))
 
     def is_fa_version_supported(fa_version: int) -> bool:
         from vllm.platforms import current_platform
@@ -64,7 +64,7 @@ def _fake_fa_interface() -> types.ModuleType:
         if not _INSTALLED.get("fa_available", True) or not current_platform.is_cuda():
             return False
         if fa_version == 2:
-            return current_platform.has_device_capability(80)
+            return bool(current_platform.has_device_capability(80))
         if fa_version == 3:
             return _family(9)
         if fa_version == 4:
@@ -84,10 +84,10 @@ def install() -> None:
     if _INSTALLED.get("done"):
         return
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    import vllm.platforms as platforms
+    from vllm import platforms
     from vllm.platforms.interface import DeviceCapability, UnspecifiedPlatform
 
-    class EmulatedPlatform(UnspecifiedPlatform):
+    class EmulatedPlatform(UnspecifiedPlatform):  # type: ignore[misc]
         """A GPU-less platform whose vendor and capability kvconfig sets per case."""
 
         @classmethod

@@ -41,12 +41,12 @@ def _fields(cls: Any) -> list[str]:
 def collect() -> dict[str, Any]:
     """Everything kvconfig needs to parse a ``vllm serve`` configuration offline."""
     options = _serve_options()
+    from typing import get_args
+
+    import vllm
     from vllm.config import AttentionConfig, SpeculativeConfig
     from vllm.config.cache import CacheDType
     from vllm.model_executor.models.registry import _VLLM_MODELS
-
-    import vllm
-    from typing import get_args
 
     return {
         "vllm_version": vllm.__version__,

@@ -52,8 +52,6 @@ EXTRA_MODULES = ("vllm.v1.attention.backend",)
 HERE = Path(__file__).parent
 DATA = HERE.parent / "data"
 _METHOD = "get_supported_kernel_block_sizes"
-_FACTORIES = ("create_composite_attention_backend",)
-"""Module-level calls that build a named backend class (``vllm/v1/attention/backends/composite.py``)."""
 
 
 @dataclass
@@ -430,4 +428,3 @@ def regenerate(output: str | None = None) -> str:
         f"wrote {target} and {target.parent / 'facts.json'} "
         f"in {time.monotonic() - started:.0f} s\n"
     )
-

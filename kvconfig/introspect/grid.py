@@ -28,7 +28,16 @@ PLATFORMS: tuple[tuple[str, tuple[int, int] | None], ...] = (
     *(
         ("cuda", cap)
         for cap in (
-            (7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1),
+            (7, 5),
+            (8, 0),
+            (8, 6),
+            (8, 9),
+            (9, 0),
+            (10, 0),
+            (10, 3),
+            (11, 0),
+            (12, 0),
+            (12, 1),
         )
     ),
     ("rocm", (9, 4)),
@@ -42,8 +51,16 @@ PLATFORMS: tuple[tuple[str, tuple[int, int] | None], ...] = (
 HEADS = ((32, 8), (16, 16))
 """The target's per-rank (query, KV) heads: GQA and MHA."""
 
-ATTENTION_HEADS = ((64, 64), (80, 80), (128, 128), (192, 128), (256, 256), (256, 128),
-                   (512, 512), (576, 576))
+ATTENTION_HEADS = (
+    (64, 64),
+    (80, 80),
+    (128, 128),
+    (192, 128),
+    (256, 256),
+    (256, 128),
+    (512, 512),
+    (576, 576),
+)
 """(head_size, head_size_v) for standard attention; 80 stands for any other size."""
 
 MLA_HEADS = ((80, 0), (128, 0), (512, 0), (576, 0))
@@ -97,7 +114,7 @@ def cache_dtypes() -> list[str]:
 
 def points(kind: str) -> Iterator[Point]:
     """The grid for one backend kind, in a fixed order."""
-    heads_hv = MLA_HEADS if _mla(kind) else ATTENTION_HEADS
+    heads_hv: tuple[tuple[int, int], ...] = MLA_HEADS if _mla(kind) else ATTENTION_HEADS
     if kind == "state":
         heads_hv = ((128, 128),)
     dtypes = cache_dtypes()
@@ -249,9 +266,7 @@ def sizes_for(backend: Any, layer_spec: Any) -> tuple[KernelSize, ...] | None:
         return None
 
 
-def evaluate_all(
-    classes: Mapping[str, Any], kinds: Mapping[str, str]
-) -> dict[str, list[Sample]]:
+def evaluate_all(classes: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, list[Sample]]:
     """Every class on every point of its kind's grid."""
     out: dict[str, list[Sample]] = {path: [] for path in classes}
     mismatches: list[str] = []

@@ -29,8 +29,16 @@ from kvconfig._catalog import SizeContext
 from kvconfig.introspect.grid import Sample
 from schemas.sizes import KernelSize, size_to_json
 
-FACTS = ("vendor", "capability_major", "kv_quant", "head_size", "head_size_v", "gqa",
-         "trtllm", "fa_version")
+FACTS = (
+    "vendor",
+    "capability_major",
+    "kv_quant",
+    "head_size",
+    "head_size_v",
+    "gqa",
+    "trtllm",
+    "fa_version",
+)
 """The facts a rule may test, in the order the learner prefers them."""
 
 _NEGATABLE = {"kv_quant": "kv_quant_not", "head_size": "head_size_not"}
@@ -63,12 +71,11 @@ def _unscale(samples: Sequence[tuple[SizeContext, Sizes]]) -> tuple[list[Row], b
         tps == 1 or k not in base or _scaled(base[k], tps) == sizes for k, sizes, tps in rows
     )
     out: list[Row] = []
-    for key, sizes, tps in rows:
-        if scales and tps != 1:
-            if key not in base:
-                continue
-            sizes = base[key]
-        out.append((key, sizes))
+    for key, answer, tps in rows:
+        if not (scales and tps != 1):
+            out.append((key, answer))
+        elif key in base:
+            out.append((key, base[key]))
     return out, scales
 
 
@@ -149,7 +156,9 @@ def _conditions(box: list[set[Any] | None], domain: list[list[Any]]) -> dict[str
         if fact in _NEGATABLE:
             rest = sorted(set(domain[i]) - allowed, key=_key)
             other = _OPEN_ENDED.get(fact)
-            if (other is not None and other in allowed) or (other is None and len(rest) < len(values)):
+            if (other is not None and other in allowed) or (
+                other is None and len(rest) < len(values)
+            ):
                 when[_NEGATABLE[fact]] = rest
                 continue
         when[fact] = values
