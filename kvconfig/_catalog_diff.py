@@ -20,6 +20,10 @@ def _rule_text(rule: Rule) -> str:
 
 
 def _rules(entry: Entry) -> list[str]:
+    if len(entry.rules) == 1:
+        only = entry.rules[0]
+        scale = " x tokens_per_state" if only.scale == "tokens_per_state" else ""
+        return [f"{format_sizes(only.sizes)}{scale} always"]
     return [_rule_text(r) for r in entry.rules]
 
 

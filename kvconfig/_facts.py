@@ -84,7 +84,12 @@ def fa_version(
     if version == 3 and major == 9 and ok(4):
         if head_size is not None and head_size > 256:
             version = 4
-        elif has_sinks and head_size is not None and head_size_v is not None and head_size != head_size_v:
+        elif (
+            has_sinks
+            and head_size is not None
+            and head_size_v is not None
+            and head_size != head_size_v
+        ):
             version = 4
     if batch_invariant and version == 4:
         version = 2
@@ -133,3 +138,18 @@ def trtllm_usable(
     if not (capability == (9, 0) or capability[0] in (10, 12)):
         return False
     return num_kv_heads > 0 and num_heads % num_kv_heads == 0
+
+
+def hd256_quantized(kv_cache_dtype: str, vllm_version: str = "0.33.0") -> bool:
+    """Whether FlashAttention's FA4 head-size-256 path counts the KV-cache dtype as quantized.
+
+    ``_fa4_hd256_fallback_reason`` (``vllm/v1/attention/backends/fa_utils.py``) falls
+    back to FA2 for a quantized cache. vLLM 0.33.0 asks ``is_quantized_kv_cache`` of
+    ``vllm/v1/kv_cache_interface.py`` (any KV quantization mode); vLLM 0.32.0 asked the
+    one of ``vllm/utils/torch_utils.py`` (``fp8*``, ``*per_token_head``, ``nvfp4*``
+    only, so TurboQuant and UltraQuant caches kept FA4).
+    """
+    if vllm_version == "0.32.0":
+        d = kv_cache_dtype
+        return d.startswith(("fp8", "nvfp4")) or d.endswith("per_token_head")
+    return is_quantized(kv_cache_dtype)

@@ -309,7 +309,7 @@ def _context(case: Case, layer: Layer) -> SizeContext:
             supports_fa4_hd256=True,
             forced=case.fa_forced,
             batch_invariant=case.batch_invariant,
-            quantized_kv=_facts.is_quantized(case.cache_dtype),
+            quantized_kv=_facts.hd256_quantized(case.cache_dtype, VERSION),
         ),
         tokens_per_state=layer.tokens_per_state,
     )

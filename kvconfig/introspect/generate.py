@@ -261,7 +261,7 @@ def build(discovery: Discovery, version: str) -> dict[str, Any]:
 
     reg, mamba = registry()
     kinds = {path: classify(path, cls) for path, cls in discovery.classes.items()}
-    samples = evaluate_all(discovery.classes, kinds)
+    samples = evaluate_all(discovery.classes, kinds, version)
     entries: list[dict[str, Any]] = []
     for path in sorted(discovery.classes):
         cls = discovery.classes[path]

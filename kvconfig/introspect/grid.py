@@ -158,7 +158,7 @@ def emulation(p: Point, kind: str) -> emulate.Emulation:
     )
 
 
-def context(p: Point, kind: str) -> SizeContext:
+def context(p: Point, kind: str, vllm_version: str = "0.33.0") -> SizeContext:
     """The facts kvconfig computes for a point, with kvconfig's own mirrors."""
     q, kv = p.heads
     if _mla(kind):
@@ -186,7 +186,7 @@ def context(p: Point, kind: str) -> SizeContext:
             supports_fa4_hd256=True,
             forced=p.flash_attn_version,
             batch_invariant=p.batch_invariant,
-            quantized_kv=_facts.is_quantized(p.cache_dtype),
+            quantized_kv=_facts.hd256_quantized(p.cache_dtype, vllm_version),
         ),
         tokens_per_state=p.tokens_per_state,
     )
@@ -266,14 +266,16 @@ def sizes_for(backend: Any, layer_spec: Any) -> tuple[KernelSize, ...] | None:
         return None
 
 
-def evaluate_all(classes: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, list[Sample]]:
+def evaluate_all(
+    classes: Mapping[str, Any], kinds: Mapping[str, str], vllm_version: str = "0.33.0"
+) -> dict[str, list[Sample]]:
     """Every class on every point of its kind's grid."""
     out: dict[str, list[Sample]] = {path: [] for path in classes}
     mismatches: list[str] = []
     for kind in sorted(set(kinds.values())):
         members = sorted(p for p in classes if kinds[p] == kind)
         for p in points(kind):
-            ctx = context(p, kind)
+            ctx = context(p, kind, vllm_version)
             with emulate.emulated(emulation(p, kind)):
                 real = vllm_facts(p, kind)
                 mine = (ctx.kv_quant, ctx.trtllm, ctx.fa_version)
