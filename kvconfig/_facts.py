@@ -84,12 +84,7 @@ def fa_version(
     if version == 3 and major == 9 and ok(4):
         if head_size is not None and head_size > 256:
             version = 4
-        elif (
-            has_sinks
-            and head_size is not None
-            and head_size_v is not None
-            and head_size != head_size_v
-        ):
+        elif has_sinks and head_size is not None and head_size_v is not None and head_size != head_size_v:
             version = 4
     if batch_invariant and version == 4:
         version = 2
