@@ -44,7 +44,9 @@ class Conditions(Strict):
     trtllm: bool | None = None
     """FlashInfer's TRTLLM attention kernels are usable (vLLM's ``can_use_trtllm_attention``)."""
     fa_version: list[int | None] | None = None
-    """The FlashAttention version vLLM picks for this layer (``null``: none available)."""
+    """The FlashAttention version FlashAttention's size helpers compute for this layer,
+    ``get_flash_attn_version(head_size, head_size_v, supports_fa4_hd256=True)``: without
+    sinks, softcapping or block size (``null``: none available)."""
 
 
 class SizeRule(Strict):
