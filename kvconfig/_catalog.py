@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
 from kvconfig._suggest import did_you_mean
+from kvconfig.errors import InputError
 from schemas.sizes import KernelSize, size_from_json
 
 DATA = Path(__file__).parent / "data"
@@ -109,6 +109,8 @@ class CatalogData:
     entries: tuple[Entry, ...]
     registry: Mapping[str, str]
     by_class: Mapping[str, Entry]
+    mamba_registry: Mapping[str, str] = field(default_factory=dict)
+    """vLLM's ``MambaAttentionBackendEnum``: state backend name -> class path."""
 
     def lookup(self, backend: str, *, source: str = "", key: str = "") -> Entry:
         """The entry for a backend given as an ``--attention-backend`` name or a class path."""
@@ -159,6 +161,7 @@ def parse_catalog(raw: Mapping[str, Any]) -> CatalogData:
         entries=entries,
         registry=dict(raw.get("registry", {})),
         by_class={e.class_path: e for e in entries},
+        mamba_registry=dict(raw.get("mamba_registry", {})),
     )
 
 

@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 
+from kvconfig import _facts
 from kvconfig._catalog import Entry, SizeContext, load_catalog
-from kvconfig._platforms import parse_platform
+from kvconfig._platforms import PlatformId, parse_platform
 from schemas.sizes import format_sizes, size_to_json
 
+ASSUMED = (
+    "head_size 128, 32 query / 8 KV heads per rank (GQA), --kv-cache-dtype auto, "
+    "TRTLLM cubins installed, no --attention-config overrides"
+)
+"""The layer and deployment ``--platform`` evaluates the rules for."""
 
-def _context(platform: str | None) -> SizeContext | None:
-    if platform is None:
-        return None
-    p = parse_platform(platform)
+
+def context_for(p: PlatformId) -> SizeContext:
+    """The facts of the assumed layer (:data:`ASSUMED`) on platform ``p``."""
     return SizeContext(
         vendor=p.vendor,
         capability_major=p.major,
@@ -21,8 +26,21 @@ def _context(platform: str | None) -> SizeContext | None:
         head_size=128,
         head_size_v=128,
         gqa=True,
-        trtllm=p.major == 10,
-        fa_version=None,
+        trtllm=_facts.trtllm_usable(
+            capability=p.capability,
+            num_heads=32,
+            num_kv_heads=8,
+            use_trtllm_attention=None,
+            cubins=True,
+            batch_invariant=False,
+        ),
+        fa_version=_facts.fa_version(
+            vendor=p.vendor,
+            capability=p.capability,
+            head_size=128,
+            head_size_v=128,
+            supports_fa4_hd256=True,
+        ),
     )
 
 
@@ -46,6 +64,48 @@ def _entry_json(e: Entry) -> dict[str, object]:
     }
 
 
+def _label(e: Entry) -> str:
+    return e.name or "(abstract)"
+
+
+def _sizes_text(e: Entry, ctx: SizeContext | None, index: int) -> str:
+    rule = e.rules[index]
+    text = format_sizes(rule.sizes)
+    if rule.scale == "tokens_per_state":
+        text += " x tokens_per_state"
+    if ctx is not None:
+        text = format_sizes(e.sizes(ctx))
+    return text
+
+
+def _explain(e: Entry, ctx: SizeContext, platform: PlatformId) -> list[str]:
+    """One backend on one platform: the sizes, the rule that gave them, and the others."""
+    chosen = e.rules.index(e.rule_for(ctx))
+    facts = (
+        f"vendor={ctx.vendor}, capability_major={ctx.capability_major}, "
+        f"kv_quant={ctx.kv_quant}, head_size={ctx.head_size}, "
+        f"head_size_v={ctx.head_size_v}, gqa={ctx.gqa}, trtllm={ctx.trtllm}, "
+        f"fa_version={ctx.fa_version}"
+    )
+    lines = [
+        f"{_label(e)}  ({e.class_path})",
+        f"  on {platform.label()}: {format_sizes(e.sizes(ctx))}",
+        f"  because rule {chosen + 1} matches: {e.rules[chosen].describe()}",
+    ]
+    if e.rules[chosen].because:
+        lines.append(f"    ({e.rules[chosen].because})")
+    lines.append(f"  facts: {facts}")
+    lines.append(f"  assuming: {ASSUMED}")
+    lines.append("  rules (first match wins):")
+    for i, rule in enumerate(e.rules):
+        mark = "->" if i == chosen else "  "
+        lines.append(f"   {mark} {i + 1}. {_sizes_text(e, None, i):<40} {rule.describe()}")
+    lines.append(f"  source: {e.source}" + ("" if e.introspected else " (hand-written entry)"))
+    if e.note:
+        lines.append(f"  note: {e.note}")
+    return lines
+
+
 def run_catalog(args: argparse.Namespace) -> tuple[str, int]:
     """List the catalog (optionally one backend, evaluated on one platform)."""
     if args.from_vllm:
@@ -62,21 +122,28 @@ def run_catalog(args: argparse.Namespace) -> tuple[str, int]:
         entries = [cat.lookup(args.backend, key="--backend")]
         if args.backend.upper() not in cat.registry:
             entries = [e for e in cat.entries if e.name == args.backend.upper()] or entries
-    ctx = _context(args.platform)
+    platform = parse_platform(args.platform) if args.platform else None
+    ctx = context_for(platform) if platform is not None else None
     if args.format == "json":
         return json.dumps([_entry_json(e) for e in entries], indent=2) + "\n", 0
-    lines = []
+    lines: list[str] = []
+    if args.backend and ctx is not None and platform is not None:
+        for e in entries:
+            lines.extend(_explain(e, ctx, platform))
+        return "\n".join(lines) + "\n", 0
+    if ctx is not None and platform is not None:
+        lines.append(f"# on {platform.label()}, assuming {ASSUMED}")
     for e in entries:
         if ctx is not None:
             rule = e.rule_for(ctx)
-            lines.append(f"{e.name:<28} {format_sizes(e.sizes(ctx)):<36} {rule.because or rule.describe()}")
+            lines.append(f"{_label(e):<32} {format_sizes(e.sizes(ctx)):<36} {rule.describe()}")
             continue
-        first = True
-        for r in e.rules:
-            label = e.name if first else ""
-            lines.append(f"{label:<28} {format_sizes(r.sizes):<36} {r.describe()}")
-            first = False
+        for i, r in enumerate(e.rules):
+            label = _label(e) if i == 0 else ""
+            lines.append(f"{label:<32} {_sizes_text(e, None, i):<44} {r.describe()}")
         if args.backend:
-            lines.append(f"{'':<28} class {e.class_path}")
-            lines.append(f"{'':<28} source {e.source}")
+            lines.append(f"{'':<32} class {e.class_path}")
+            lines.append(f"{'':<32} source {e.source}")
+            if e.note:
+                lines.append(f"{'':<32} note {e.note}")
     return "\n".join(lines) + "\n", 0

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas._base import Strict
 from schemas._base import KernelSizeField as KernelSize
+from schemas._base import Strict
 
 Vendor = Literal["cuda", "rocm", "xpu", "cpu", "unspecified"]
 """The platform family vLLM detects: CUDA, ROCm, XPU, CPU, or none (a GPU-less host)."""
@@ -26,8 +26,9 @@ class Conditions(Strict):
 
     vendor: list[Vendor] | None = None
     """The platform vendor is one of these."""
-    capability_major: list[int] | None = None
-    """The device's compute capability major (its *family*: 9 for 9.0, 10 for 10.0 and 10.3)."""
+    capability_major: list[int | None] | None = None
+    """The device's compute capability major (its *family*: 9 for 9.0, 10 for 10.0 and 10.3);
+    ``null`` stands for a platform that reports none (XPU, CPU)."""
     kv_quant: list[str] | None = None
     """The layer's KV quantization mode is one of these (``none``, ``fp8_per_tensor``, ...)."""
     kv_quant_not: list[str] | None = None
@@ -43,7 +44,9 @@ class Conditions(Strict):
     trtllm: bool | None = None
     """FlashInfer's TRTLLM attention kernels are usable (vLLM's ``can_use_trtllm_attention``)."""
     fa_version: list[int | None] | None = None
-    """The FlashAttention version vLLM picks for this layer (``null``: none available)."""
+    """The FlashAttention version FlashAttention's size helpers compute for this layer,
+    ``get_flash_attn_version(head_size, head_size_v, supports_fa4_hd256=True)``: without
+    sinks, softcapping or block size (``null``: none available)."""
 
 
 class SizeRule(Strict):
@@ -87,6 +90,10 @@ class Catalog(Strict):
     generated_by: str = ""
     """How the file was produced (command and environment)."""
     registry: dict[str, str] = Field(default_factory=dict)
-    """``--attention-backend`` names (vLLM's ``AttentionBackendEnum``) and the class each selects."""
+    """``--attention-backend`` names (vLLM's ``AttentionBackendEnum``) and their classes."""
+    mamba_registry: dict[str, str] = Field(default_factory=dict)
+    """vLLM's ``MambaAttentionBackendEnum``: state-space backend names and their classes."""
+    unimportable_modules: dict[str, str] = Field(default_factory=dict)
+    """Modules of the walked packages that cannot be imported on a CPU host, with the error."""
     backends: list[BackendEntry]
     """All backend classes, sorted by class path."""

@@ -2,7 +2,8 @@
 
 vLLM's platform can only be emulated if the emulator is installed before anything
 resolves ``vllm.platforms.current_platform``, so it is installed here, once, when vLLM
-is importable. Long runs (marker ``slow``) are collected only when ``-m`` names them.
+is importable. Long runs (marker ``slow``) are collected only when ``-m`` names them
+(or ``KVCONFIG_SLOW=1``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ if HAS_VLLM:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Long runs (``slow``) only when ``-m`` names them."""
-    if "slow" in (config.getoption("-m") or ""):
+    """Long runs (``slow``) only when ``-m`` names them or ``KVCONFIG_SLOW=1``."""
+    if "slow" in (config.getoption("-m") or "") or os.environ.get("KVCONFIG_SLOW") == "1":
         return
     slow = [item for item in items if "slow" in item.keywords]
     if slow:

@@ -191,7 +191,7 @@ def _layouts(draw: Any) -> list[Desc]:
 def test_grouping_matches_vllm(descs: list[Desc], disable_hybrid: bool, layout: str) -> None:
     try:
         theirs = _vllm_groups(descs, disable_hybrid, layout)
-    except (ValueError, NotImplementedError, AssertionError) as err:
+    except (ValueError, NotImplementedError, AssertionError, StopIteration) as err:
         with pytest.raises(GroupingError):
             _kvconfig_groups(descs, disable_hybrid, layout)
         assert str(err)

@@ -78,7 +78,8 @@ def test_catalog_sizes_are_the_real_classes(entry: Any) -> None:
     if not entry.introspected:
         pytest.skip(f"{entry.class_path} cannot be imported without a GPU")
     cls = emulate.load(entry.class_path)
-    assert cls.get_name() == entry.name
+    if entry.name:  # abstract bases have no name (their get_name() raises)
+        assert cls.get_name() == entry.name
     for vendor, capability in PLATFORMS:
         for kv in ("auto", "fp8"):
             spec = _spec(entry.kind, kv)

@@ -58,7 +58,7 @@ def _fake_fa_interface() -> types.ModuleType:
     def _family(major: int) -> bool:
         from vllm.platforms import current_platform
 
-        return current_platform.is_device_capability_family(major * 10)
+        return bool(current_platform.is_device_capability_family(major * 10))
 
     def is_fa_version_supported(fa_version: int) -> bool:
         from vllm.platforms import current_platform
@@ -66,7 +66,7 @@ def _fake_fa_interface() -> types.ModuleType:
         if not _INSTALLED.get("fa_available", True) or not current_platform.is_cuda():
             return False
         if fa_version == 2:
-            return current_platform.has_device_capability(80)
+            return bool(current_platform.has_device_capability(80))
         if fa_version == 3:
             return _family(9)
         if fa_version == 4:
@@ -86,14 +86,16 @@ def install() -> None:
     if _INSTALLED.get("done"):
         return
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    import vllm.platforms as platforms
+    from vllm import platforms
     from vllm.platforms.interface import DeviceCapability, UnspecifiedPlatform
 
-    class EmulatedPlatform(UnspecifiedPlatform):
+    class EmulatedPlatform(UnspecifiedPlatform):  # type: ignore[misc]
         """A GPU-less platform whose vendor and capability kvconfig sets per case."""
 
         @classmethod
         def get_device_capability(cls, device_id: int = 0) -> DeviceCapability | None:
+            if not _INSTALLED.get("active", False):
+                return None  # neutral while importing, like a GPU-less host
             cap = _INSTALLED.get("capability")
             return None if cap is None else DeviceCapability(*cap)
 
@@ -113,6 +115,13 @@ def install() -> None:
         def get_cuda_runtime_major(cls) -> int:
             """The CUDA runtime of vLLM 0.33.0's wheels (torch cu130)."""
             return int(_INSTALLED.get("cuda_runtime", 13))
+
+        def is_cuda_alike(self) -> bool:
+            return self.is_cuda() or self.is_rocm()
+
+        def is_unspecified(self) -> bool:
+            active = _INSTALLED.get("active", False)
+            return not active or _INSTALLED.get("vendor") == "unspecified"
 
     if getattr(platforms, "_current_platform", None) is not None:
         raise RuntimeError("vLLM's current_platform was resolved before kvconfig's emulation")
@@ -219,6 +228,23 @@ def emulated(emu: Emulation, *, with_config: bool = True) -> Iterator[Any]:
             os.environ.pop("VLLM_BATCH_INVARIANT", None)
         else:
             os.environ["VLLM_BATCH_INVARIANT"] = saved_env
+
+
+def import_module(name: str) -> types.ModuleType:
+    """Import one module under the neutral platform; its own import error propagates.
+
+    ``kvconfig catalog --from-vllm`` walks vLLM's packages with this and records
+    the modules that cannot be imported without a GPU.
+    """
+    install()
+    import importlib
+
+    active = _INSTALLED.get("active", False)
+    _INSTALLED["active"] = False
+    try:
+        return importlib.import_module(name)
+    finally:
+        _INSTALLED["active"] = active
 
 
 def load(path: str) -> Any:

@@ -14,7 +14,10 @@ from typing import Any
 
 def _serve_options() -> dict[str, dict[str, Any]]:
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    from vllm.entrypoints.common.cli_args import make_arg_parser
+    try:
+        from vllm.entrypoints.common.cli_args import make_arg_parser
+    except ModuleNotFoundError:  # vLLM 0.32 keeps the serve parser here
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
@@ -38,12 +41,12 @@ def _fields(cls: Any) -> list[str]:
 def collect() -> dict[str, Any]:
     """Everything kvconfig needs to parse a ``vllm serve`` configuration offline."""
     options = _serve_options()
+    from typing import get_args
+
+    import vllm
     from vllm.config import AttentionConfig, SpeculativeConfig
     from vllm.config.cache import CacheDType
     from vllm.model_executor.models.registry import _VLLM_MODELS
-
-    import vllm
-    from typing import get_args
 
     return {
         "vllm_version": vllm.__version__,

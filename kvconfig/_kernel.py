@@ -1,0 +1,81 @@
+"""One kernel block size per KV-cache group, as vLLM 0.33.0's model runner picks it.
+
+Mirrors ``prepare_kernel_block_sizes`` in ``vllm/v1/worker/utils.py`` over plain
+descriptions of the groups, in the order of ``KVCacheConfig.kv_cache_groups``:
+
+* an encoder-only group is **skipped**: nothing is appended, so every later group's
+  value moves one place to the left (vLLM's runners index the list by group id and
+  treat a missing entry as "no split");
+* a group whose spec has no per-layer views (HiSparse) keeps its block size B;
+* an attention group keeps B when a KV-cache tensor it shares is packed
+  (``block_stride > layer_stride``), and otherwise takes the vote of
+  :func:`kvconfig._vote.select_common` over its attention groups' declared sizes;
+* a Mamba (state) group keeps B;
+* any other spec with layer views is an error, as in vLLM.
+
+For a ``UniformTypeKVCacheSpecs`` group, the kind is that of its first layer spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from kvconfig._vote import Declared, select_common
+
+SpecKind = Literal["attention", "encoder_only", "mamba", "other"]
+"""What a group's spec is: an ``AttentionSpec`` (any but encoder-only), an
+``EncoderOnlyAttentionSpec``, a ``MambaSpec``, or anything else."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInput:
+    """What ``prepare_kernel_block_sizes`` reads of one KV-cache group."""
+
+    spec: SpecKind
+    """The kind of the group's spec (of its first layer spec for uniform-type groups)."""
+    block_size: int
+    """B: the group's manager block size in tokens."""
+    has_layer_views: bool = True
+    """False for specs allocated without per-layer views (HiSparse hot/resident)."""
+    packed: bool = False
+    """A KV-cache tensor holding one of the group's layers has block_stride > layer_stride."""
+    voters: tuple[Declared, ...] = ()
+    """One entry per attention group: the backend's vLLM name and the sizes it declares
+    for that group's (customized) layer spec."""
+
+
+def group_kernel_block_size(group: GroupInput) -> int | None:
+    """The group's kernel block size; None for an encoder-only group (skipped)."""
+    if group.spec == "encoder_only":
+        return None
+    if not group.has_layer_views:
+        return group.block_size
+    if group.spec == "attention":
+        if group.packed:
+            return group.block_size
+        return select_common(group.block_size, group.voters)
+    if group.spec == "mamba":
+        return group.block_size
+    raise NotImplementedError(f"unknown kv cache spec kind {group.spec!r}")
+
+
+def prepare_kernel_block_sizes(groups: Sequence[GroupInput]) -> list[int]:
+    """The list vLLM's runner gets: one size per group, encoder-only groups left out.
+
+    Raises :class:`kvconfig.errors.NoCommonKernelBlockSize` (a ValueError whose text
+    is vLLM's) when a group's backends share no kernel block size.
+    """
+    out: list[int] = []
+    for group in groups:
+        size = group_kernel_block_size(group)
+        if size is not None:
+            out.append(size)
+    return out
+
+
+def by_group(groups: Sequence[GroupInput]) -> list[int | None]:
+    """What each group id ends up with after the encoder-only shift (None: no entry)."""
+    sizes = prepare_kernel_block_sizes(groups)
+    return [sizes[i] if i < len(sizes) else None for i in range(len(groups))]
