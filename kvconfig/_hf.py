@@ -200,11 +200,15 @@ def model_context_length(model: Model) -> int | None:
 
 
 def model_facts(model: Model) -> dict[str, int]:
-    """The integers of ``FACT_KEYS`` the target config has, plus MiniMax's sparse top-k."""
+    """The integers of ``FACT_KEYS`` the target config has, MiniMax's sparse top-k, and
+    whether attention logits are soft-capped."""
     cfg = model.text
     facts = {
         k: v for k in FACT_KEYS if isinstance(v := cfg.get(k), int) and not isinstance(v, bool)
     }
+    if cfg.get("attn_logit_softcapping"):
+        # FlashAttention's FA4 head-size-256 kernel falls back to FA2 for soft-capped models
+        facts["attn_logit_softcapping"] = 1
     sparse = cfg.get("sparse_attention_config")
     if isinstance(sparse, Mapping) and isinstance(sparse.get("sparse_topk_blocks"), int):
         facts["sparse_topk_blocks"] = int(sparse["sparse_topk_blocks"])

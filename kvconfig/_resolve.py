@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from kvconfig import _blocksize
 from kvconfig import _findings as F
 from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog
-from kvconfig._facts import fa_version, is_quantized, kv_quant, trtllm_usable
+from kvconfig._facts import hd256_quantized, fa_version, is_quantized, kv_quant, trtllm_usable
 from kvconfig._grouping import GroupingError
 from kvconfig._groups import (
     MLA_KINDS,
@@ -244,11 +244,11 @@ def _size_context(ctx: _Ctx, layer: LayerSet, kv_dtype: str) -> SizeContext:
             capability=p.capability,
             head_size=layer.head_size,
             head_size_v=head_v,
-            has_sinks=layer.has_sink,
             supports_fa4_hd256=True,
             forced=s.attention.flash_attn_version,
             batch_invariant=ctx.machine.batch_invariant,
-            quantized_kv=is_quantized(s.kv_cache_dtype),
+            quantized_kv=hd256_quantized(s.kv_cache_dtype, s.vllm_version),
+            softcap_model=bool(s.model_facts.get("attn_logit_softcapping")),
         ),
         tokens_per_state=layer.tokens_per_state,
     )
@@ -294,7 +294,7 @@ def _machine(s: Setup, nospec: object = None) -> Machine:
         use_trtllm_attention=s.attention.use_trtllm_attention,
         cubins=s.trtllm_cubins,
         flash_attn_version=s.attention.flash_attn_version,
-        quantized_cache=is_quantized(s.kv_cache_dtype),
+        quantized_cache=hd256_quantized(s.kv_cache_dtype, s.vllm_version),
         facts=s.model_facts,
     )
 

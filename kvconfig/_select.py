@@ -63,6 +63,7 @@ class Machine:
             forced=self.flash_attn_version,
             batch_invariant=self.batch_invariant,
             quantized_kv=self.quantized_cache,
+            softcap_model=bool(self.facts.get("attn_logit_softcapping")),
             **kw,  # type: ignore[arg-type]
         )
 

@@ -50,6 +50,7 @@ def _setup(
     use_trtllm: bool | None = None,
     target_kv: str | None = None,
     draft_kv: str | None = None,
+    softcap: bool = False,
 ) -> Setup:
     q, kv, tp = heads
     layers = [
@@ -88,6 +89,7 @@ def _setup(
         tensor_parallel_size=tp,
         speculative_method="eagle3" if draft is not None else None,
         attention=Attention(use_trtllm_attention=use_trtllm),
+        model_facts={"attn_logit_softcapping": 1} if softcap else {},
     )
 
 
@@ -142,6 +144,9 @@ SPECIAL: list[tuple[str, dict[str, Any]]] = [
                             "block": 256, "head_size": 256}),
     ("b200-fa-hd256-fi-B512", {"platform": "b200", "target": "FLASHINFER", "draft": "FLASH_ATTN",
                                "block": 512, "head_size": 256}),
+    # ... but not for soft-capped models (Gemma 2), which fall back to FA2.
+    ("b200-fa-hd256-softcap", {"platform": "b200", "target": "FLASH_ATTN", "draft": "FLASHINFER",
+                               "block": 256, "head_size": 256, "softcap": True}),
     ("gb300-fa-hd256-B384", {"platform": "gb300", "target": "FLASH_ATTN", "draft": None,
                              "block": 384, "head_size": 256}),
     # SM90 FA4 FP8-KV dequant kernel at head_size 512: 64-token pages.

@@ -143,6 +143,9 @@ def emulation_for(plan: PlanResult) -> Emulation:
         flash_attn_version=s.attention.flash_attn_version,
         cubins=s.trtllm_cubins,
         batch_invariant=s.env.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0"),
+        hf_extra={"attn_logit_softcapping": 30.0}
+        if s.model_facts.get("attn_logit_softcapping")
+        else {},
     )
 
 
