@@ -16,7 +16,7 @@ from kvconfig._catalog import Entry
 from kvconfig._facts import kv_quant
 from kvconfig._grouping import SpecGroup, bytes_per_block, group_specs
 from kvconfig._select import Selection
-from kvconfig._setup import LayerSet, Setup
+from kvconfig._setup import expand_names, LayerSet, Setup
 from kvconfig._specs import (
     DS_MLA_BYTES,
     Spec,
@@ -104,10 +104,27 @@ class Group:
     kind: str
     block_size: int
     block_size_reason: str
-    members: tuple[tuple[LayerInfo, str], ...]
+    runs: tuple[tuple[LayerInfo, tuple[str, ...]], ...]
+    """The group's layers in vLLM's order, as runs of consecutive layers of one layer set."""
     packed: bool = False
     has_layer_views: bool = True
     specs: Mapping[str, Spec] = field(default_factory=dict, compare=False)
+
+    @property
+    def members(self) -> list[tuple[LayerInfo, str]]:
+        """Every layer with its layer set."""
+        return [(info, name) for info, names in self.runs for name in names]
+
+
+def runs_of(members: Sequence[tuple[LayerInfo, str]]) -> tuple[tuple[LayerInfo, tuple[str, ...]], ...]:
+    """Consecutive layers of the same layer set, merged into runs."""
+    runs: list[tuple[LayerInfo, list[str]]] = []
+    for info, name in members:
+        if runs and runs[-1][0] is info:
+            runs[-1][1].append(name)
+        else:
+            runs.append((info, [name]))
+    return tuple((info, tuple(names)) for info, names in runs)
 
 
 def _base_type(layer: LayerSet) -> tuple[object, ...]:
@@ -196,9 +213,9 @@ def block_outermost(setup: Setup) -> bool:
 
 def make_groups(setup: Setup, layers: Sequence[LayerInfo], plan: BlockPlan) -> list[Group]:
     """The KV-cache groups of a deployment; raises GroupingError where vLLM fails."""
-    members = [(info, name) for info in layers for name in info.layer.names()]
     if any(info.layer.group is not None for info in layers):
-        return _explicit(setup, members, plan.block_size, plan.reason)
+        return _explicit(setup, layers, plan.block_size, plan.reason)
+    members = [(info, name) for info in layers for name in info.layer.names()]
     by_name = {name: info for info, name in members}
     specs = {
         name: layer_spec(info, setup, plan)
@@ -235,7 +252,7 @@ def _group(
         sg.kind,
         sg.block_size,
         reason,
-        tuple((by_name[n], n) for n in sg.layers),
+        runs_of([(by_name[n], n) for n in sg.layers]),
         packed=packed,
         has_layer_views=True,
         specs=dict(sg.specs),
@@ -244,14 +261,15 @@ def _group(
 
 def _explicit(
     setup: Setup,
-    members: list[tuple[LayerInfo, str]],
+    layers: Sequence[LayerInfo],
     block_size: int,
     reason: str,
 ) -> list[Group]:
-    by_id: dict[int, list[tuple[LayerInfo, str]]] = {}
-    for info, name in members:
+    by_id: dict[int, list[tuple[LayerInfo, tuple[str, ...]]]] = {}
+    for info in layers:
         assert info.layer.group is not None
-        by_id.setdefault(info.layer.group, []).append((info, name))
+        l = info.layer
+        by_id.setdefault(l.group, []).append((info, expand_names(l.name, l.count, l.first_index)))
     settings = {g.id: g for g in setup.groups}
     unknown = sorted(set(settings) - set(by_id))
     if unknown:

@@ -14,6 +14,8 @@ The steps follow vLLM 0.33.0's start-up order (reference: docs/how-the-plan-is-c
 
 from __future__ import annotations
 
+import operator
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -168,6 +170,26 @@ class _Ctx:
     trtllm: bool
     findings: list[F.Found] = field(default_factory=list)
     hybrid: bool = False
+    memo: dict[tuple[object, ...], object] = field(default_factory=dict)
+    """Results already computed in this plan: a model repeats the same layer many times."""
+
+    def select(self, requested: str | None, request: Request, source: str) -> Selection:
+        """``_select.select``, computed once per distinct request."""
+        key = ("select", requested, request, source)
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = self.memo[key] = select(requested, request, self.machine, source)
+        assert isinstance(hit, Selection)
+        return hit
+
+    def sizes(self, entry: Entry, layer: LayerSet, cache: str) -> tuple[KernelSize, ...]:
+        """A catalog entry's sizes for a layer, computed once per distinct geometry."""
+        key = ("sizes", entry.class_path, cache, layer.head_size, layer.head_size_v,
+               layer.tokens_per_state, layer.kind)
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = self.memo[key] = entry.sizes(_size_context(self, layer, cache))
+        return hit  # type: ignore[return-value]
 
 
 def _per_rank(layer: LayerSet, tp: int) -> tuple[int, int]:
@@ -270,11 +292,24 @@ def _model_layer(s: Setup) -> LayerSet:
 
 def _target_context(ctx: _Ctx) -> SizeContext:
     """What a backend sees when asked for sizes without a spec (it reads the target config)."""
-    return _size_context(ctx, _model_layer(ctx.setup), ctx.setup.kv_cache_dtype)
+    hit = ctx.memo.get(("target",))
+    if hit is None:
+        hit = ctx.memo[("target",)] = _size_context(
+            ctx, _model_layer(ctx.setup), ctx.setup.kv_cache_dtype
+        )
+    return hit  # type: ignore[return-value]
 
 
 def _nospec_sizes(ctx: _Ctx, name: str) -> tuple[KernelSize, ...]:
     """A backend's sizes asked without a spec: it reads the target model's config."""
+    key = ("nospec", name)
+    hit = ctx.memo.get(key)
+    if hit is None:
+        hit = ctx.memo[key] = _nospec_sizes_uncached(ctx, name)
+    return hit  # type: ignore[return-value]
+
+
+def _nospec_sizes_uncached(ctx: _Ctx, name: str) -> tuple[KernelSize, ...]:
     if name in ctx.setup.backends:
         return ctx.setup.backends[name][1]
     path = ctx.catalog.registry.get(name, name)
@@ -349,7 +384,11 @@ def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
     for index, layer in enumerate(s.layers):
         kv_dtype = layer.kv_cache_dtype or s.kv_cache_dtype
         q, _ = _per_rank(layer, s.tensor_parallel_size)
-        sel, path = _choose(ctx, layer, kv_dtype, q)
+        key = ("choose", _layer_key(layer), kv_dtype, q)
+        chosen = ctx.memo.get(key)
+        if chosen is None:
+            chosen = ctx.memo[key] = _choose(ctx, layer, kv_dtype, q)
+        sel, path = chosen  # type: ignore[misc]
         entry: Entry | None = None
         sizes: tuple[KernelSize, ...] = ()
         cache = kv_dtype
@@ -361,7 +400,7 @@ def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
             entry = ctx.catalog.by_class.get(path)
             name = entry.name if entry is not None else sel.backend
             cache = canonical_cache_dtype(layer, name, s)
-            sizes = entry.sizes(_size_context(ctx, layer, cache)) if entry else (MultipleOf(1),)
+            sizes = ctx.sizes(entry, layer, cache) if entry else (MultipleOf(1),)
         infos.append(
             LayerInfo(
                 index=index,
@@ -376,6 +415,13 @@ def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
             )
         )
     return infos
+
+
+_NAMING = frozenset({"name", "count", "first_index", "group"})
+_layer_key = operator.attrgetter(
+    *(f for f in LayerSet.__slots__ if f not in _NAMING)  # type: ignore[attr-defined]
+)
+"""Everything about a layer set but its names and group: what selection depends on."""
 
 
 def _choose(ctx: _Ctx, layer: LayerSet, kv_dtype: str, heads: int) -> tuple[Selection, str]:
@@ -394,12 +440,12 @@ def _choose(ctx: _Ctx, layer: LayerSet, kv_dtype: str, heads: int) -> tuple[Sele
         return own, own.backend or ""
     request = _request(s, layer, kv_dtype, heads)
     if requested is None:
-        sel = select(None, request, ctx.machine, source)
+        sel = ctx.select(None, request, source)
         return sel, ctx.catalog.registry.get(sel.backend or "", sel.backend or "")
     key = source.split(" ")[0]
     entry = ctx.catalog.lookup(requested, source=s.source, key=key)
     name = requested.upper() if requested.upper() in ctx.catalog.registry else entry.name
-    sel = select(name, request, ctx.machine, source)
+    sel = ctx.select(name, request, source)
     return sel, entry.class_path
 
 
@@ -444,27 +490,24 @@ def _plan(ctx: _Ctx, layers: list[LayerInfo]) -> PlanResult:
 
 def _voters(group: Group, roles: frozenset[str]) -> list[Voter]:
     """vLLM's attention groups: one per (backend class, layer spec, heads), in layer order."""
-    found: dict[tuple[object, ...], list[LayerInfo]] = {}
-    names: dict[tuple[object, ...], list[str]] = {}
-    for info, name in group.members:
+    found: dict[tuple[object, ...], tuple[list[LayerInfo], list[str]]] = {}
+    for info, names in group.runs:
         if info.layer.role not in roles:
             continue
         key = (info.class_path, info.spec_key(), info.heads_per_rank)
-        found.setdefault(key, []).append(info)
-        names.setdefault(key, []).append(name)
-    voters = []
-    for group_key, infos in found.items():
-        first = infos[0]
-        voters.append(
-            Voter(
-                name=first.display_name(),
-                class_path=first.class_path,
-                sizes=first.sizes,
-                roles=frozenset(i.layer.role for i in infos),
-                layers=tuple(names[group_key]),
-            )
+        infos, layer_names = found.setdefault(key, ([], []))
+        infos.append(info)
+        layer_names.extend(names)
+    return [
+        Voter(
+            name=infos[0].display_name(),
+            class_path=infos[0].class_path,
+            sizes=infos[0].sizes,
+            roles=frozenset(i.layer.role for i in infos),
+            layers=tuple(layer_names),
         )
-    return voters
+        for infos, layer_names in found.values()
+    ]
 
 
 def _vote(block_size: int, voters: Sequence[Voter]) -> int | NoCommonKernelBlockSize:
@@ -477,8 +520,9 @@ def _vote(block_size: int, voters: Sequence[Voter]) -> int | NoCommonKernelBlock
 def _vote_group(ctx: _Ctx, g: Group) -> GroupResult:
     s = ctx.setup
     B = g.block_size
+    runs = g.runs
     everyone = _voters(g, frozenset({"target", "draft"}))
-    has_draft = any(i.layer.role == "draft" for i, _ in g.members)
+    has_draft = any(i.layer.role == "draft" for i, _ in runs)
     speculating = s.speculative_method in DRAFTING_METHODS and has_draft
     if g.kind == "mamba" or not g.has_layer_views:
         runner: int | NoCommonKernelBlockSize = B
@@ -522,7 +566,8 @@ def _vote_group(ctx: _Ctx, g: Group) -> GroupResult:
             if isinstance(own, int) and own != runner_k:
                 ctx.findings.append(F.fixed_by_hooks(g, runner_k, own, everyone))
     narrowed = tuple(
-        replace(v, narrowed=_narrow(runner_k, v) if runner_k is not None else None)
+        Voter(v.name, v.class_path, v.sizes, v.roles, v.layers,
+              _narrow(runner_k, v) if runner_k is not None else None)
         for v in everyone
     )
     return GroupResult(
@@ -532,12 +577,18 @@ def _vote_group(ctx: _Ctx, g: Group) -> GroupResult:
         block_size_reason=g.block_size_reason,
         kernel_block_size=runner_k,
         packed=g.packed,
-        target_layers=tuple(n for i, n in g.members if i.layer.role == "target"),
-        draft_layers=tuple(n for i, n in g.members if i.layer.role == "draft"),
+        target_layers=_names_of(runs, "target"),
+        draft_layers=_names_of(runs, "draft"),
         voters=narrowed,
         runner=runner_k,
         speculator=speculator_k if speculating else None,
     )
+
+
+def _names_of(runs: Sequence[tuple[LayerInfo, tuple[str, ...]]], role: str) -> tuple[str, ...]:
+    """The names of a group's layers of one role, in order."""
+    parts = [names for info, names in runs if info.layer.role == role]
+    return parts[0] if len(parts) == 1 else tuple(n for names in parts for n in names)
 
 
 def _narrow(k: int, voter: Voter) -> int:
@@ -566,8 +617,8 @@ def _agreeing_block_sizes(g: Group, runner_k: int) -> list[int]:
 def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
     """Drafter backends, valid on the platform, with which runner and speculator agree."""
     s = ctx.setup
-    drafts = [i for i, _ in g.members if i.layer.role == "draft"]
-    targets = [i.backend_name for i, _ in g.members if i.layer.role == "target"]
+    drafts = [i for i, _ in g.runs if i.layer.role == "draft"]
+    targets = [i.backend_name for i, _ in g.runs if i.layer.role == "target"]
     found = []
     for name in dict.fromkeys(
         [*targets, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"]
@@ -595,8 +646,8 @@ def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
         else:
             alt = replace(
                 g,
-                members=tuple(
-                    (swapped[drafts.index(i)] if i in drafts else i, n) for i, n in g.members
+                runs=tuple(
+                    (swapped[drafts.index(i)] if i in drafts else i, n) for i, n in g.runs
                 ),
             )
             everyone = [v.declared for v in _voters(alt, frozenset({"target", "draft"}))]

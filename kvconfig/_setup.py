@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,11 +41,20 @@ class LayerSet:
 
     def names(self) -> list[str]:
         """The expanded layer names."""
-        if "{i}" not in self.name:
-            if self.count == 1:
-                return [self.name]
-            return [f"{self.name}.{i}" for i in range(self.first_index, self.first_index + self.count)]
-        return [self.name.replace("{i}", str(self.first_index + i)) for i in range(self.count)]
+        return list(expand_names(self.name, self.count, self.first_index))
+
+
+@functools.lru_cache(maxsize=4096)
+def expand_names(pattern: str, count: int, first_index: int) -> tuple[str, ...]:
+    """``pattern`` with ``{i}`` replaced by first_index .. first_index+count-1."""
+    if "{i}" not in pattern:
+        if count == 1:
+            return (pattern,)
+        return tuple(f"{pattern}.{i}" for i in range(first_index, first_index + count))
+    head, _, tail = pattern.partition("{i}")
+    if "{i}" in tail:
+        return tuple(pattern.replace("{i}", str(first_index + i)) for i in range(count))
+    return tuple(f"{head}{i}{tail}" for i in range(first_index, first_index + count))
 
 
 @dataclass(frozen=True, slots=True)
