@@ -234,6 +234,13 @@ def render_sarif(outcomes: Sequence[Outcome]) -> str:
         {"id": code, "name": name, "shortDescription": {"text": text}}
         for code, (name, _, text) in CODES.items()
     ]
+    rules.append(
+        {
+            "id": "input-error",
+            "name": "input-error",
+            "shortDescription": {"text": "kvconfig cannot read this deployment (docs/errors.md)"},
+        }
+    )
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

@@ -158,14 +158,11 @@ def _syntax_error(err: Any, text: str, source: str) -> InputError:
     if isinstance(err, yaml.MarkedYAMLError):
         mark = err.problem_mark or err.context_mark
         problem = " ".join((err.problem or err.context or "not valid YAML").split())
-        line = (
-            text.splitlines()[mark.line]
-            if mark is not None and mark.line < len(text.splitlines())
-            else ""
-        )
+        rows = text.splitlines()
+        row = rows[mark.line] if mark is not None and mark.line < len(rows) else ""
         if problem == "but found another document":
             problem, hint = "more than one YAML document ('---')", "keep one document per file"
-        elif "\t" in line[: len(line) - len(line.lstrip())]:
+        elif "\t" in row[: len(row) - len(row.lstrip())]:
             hint = "indent with spaces: YAML does not allow tabs there"
         elif problem.startswith("mapping values are not allowed"):
             hint = "check this line's indentation, and quote values that hold ': '"
@@ -183,14 +180,14 @@ def _syntax_error(err: Any, text: str, source: str) -> InputError:
             hint=hint,
         )
     if isinstance(err, yaml.reader.ReaderError):
-        line = text[: err.position].count("\n") + 1
+        at = text[: err.position].count("\n") + 1
         char = (
             err.character if isinstance(err.character, int) else ord(str(err.character)[:1] or " ")
         )
         return InputError(
             f"invalid YAML: control character U+{char:04X} is not allowed",
             source=source,
-            line=line,
+            line=at,
             hint="remove control characters from the file",
         )
     first = str(err).splitlines()[0] if str(err) else type(err).__name__

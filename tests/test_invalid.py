@@ -162,7 +162,10 @@ def test_a_folder_lints_the_yaml_files_inside(
     code, out, err = _run(["lint", "--platform", "h200", "deploy"], capsys)
     assert code == 2
     assert err.startswith("kvconfig: deploy/nested/b.yml:2: invalid YAML: ")
-    assert [r.split()[1] for r in out.splitlines()[:2]] == ["deploy/a.yaml", "deploy/nested/b.yml:2"]
+    assert [r.split()[1] for r in out.splitlines()[:2]] == [
+        "deploy/a.yaml",
+        "deploy/nested/b.yml:2",
+    ]
 
 
 def test_an_oversized_file_is_refused_before_parsing(
@@ -197,6 +200,7 @@ def test_a_pipe_or_device_is_refused_without_reading_it(
     monkeypatch.chdir(tmp_path)
     code, out, err = _run(["lint", "--platform", "h200", target], capsys)
     assert code == 2
+    assert out.endswith("0 of 1 safe\n")
     assert err == (
         f"kvconfig: {target}: is a pipe, socket or device, not a regular file "
         "(pass a file saved on disk)\n"
