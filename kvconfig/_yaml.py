@@ -79,7 +79,7 @@ def read_bytes(path: Path, source: str, limit: int, *, what: str = "file") -> by
         raise InputError(
             "is a folder, not a file",
             source=source,
-            hint="pass a file (kvconfig lint also takes folders and lints the .yaml files in them)",
+            hint="pass a file; kvconfig lint also takes folders and lints their .yaml files",
         )
     if not stat.S_ISREG(st.st_mode):
         raise InputError(

@@ -6,6 +6,7 @@ is repeatable. ``long`` is the documented deep run (docs/errors.md):
     KVCONFIG_HYPOTHESIS=long pytest -q -p no:cacheprovider tests/property
 
 runs every property on at least 100,000 examples with a fresh random seed.
+``KVCONFIG_HYPOTHESIS_EXAMPLES=N`` sets another count on top of any profile.
 """
 
 from __future__ import annotations
@@ -24,3 +25,10 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=50, deadline=None, suppress_health_check=_SLOW_OK)
 settings.load_profile(os.environ.get("KVCONFIG_HYPOTHESIS", "ci"))
+if os.environ.get("KVCONFIG_HYPOTHESIS_EXAMPLES"):
+    settings.register_profile(
+        "custom",
+        settings.get_profile(os.environ.get("KVCONFIG_HYPOTHESIS", "ci")),
+        max_examples=int(os.environ["KVCONFIG_HYPOTHESIS_EXAMPLES"]),
+    )
+    settings.load_profile("custom")
