@@ -495,11 +495,12 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
     cli_backend = _backend_name(
         opts, "attention-backend", opts.values.get("attention-backend"), version
     )
-    if cli_backend and attention.get("backend"):
+    if opts.values.get("attention-backend") is not None and attention.get("backend") is not None:
+        # EngineArgs.create_engine_config: "mutually exclusive", even when one says auto
         raise opts.err(
             "attention-backend",
             "--attention-backend and attention-config.backend are both set",
-            "keep one of them: vLLM refuses both",
+            "keep one: vLLM refuses the two together",
         )
     per_kind = attention.get("backend_per_kind") or {}
     if not isinstance(per_kind, dict):
