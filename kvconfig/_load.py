@@ -103,9 +103,10 @@ def _native_error(err: Any, source: str, doc: _yaml.Document | None) -> InputErr
 
     errors = err.errors()
     first = errors[0]
-    raw_loc = [p for p in first["loc"] if not str(p).startswith("function-")]
+    # pydantic's own parts of a location: validator wrappers, and "[key]" for a bad dict key
+    raw_loc = [p for p in first["loc"] if not str(p).startswith("function-") and p != "[key]"]
     cut = next((i for i, p in enumerate(raw_loc) if p in _UNION_PARTS and i > 0), None)
-    loc: list[str | int] = [p for p in (raw_loc if cut is None else raw_loc[:cut])]
+    loc: list[str | int] = list(raw_loc if cut is None else raw_loc[:cut])
 
     def where(path: Sequence[str | int]) -> int | None:
         return doc.line(*path) if doc is not None else None

@@ -55,6 +55,26 @@ SPECULATIVE_METHODS = (
     "extract_hidden_states", *MTP_METHODS, "dflash", "ngram_gpu", "dspark",
 )  # fmt: skip
 
+#: ``attention-config.backend_per_kind`` keys vLLM 0.33.0 accepts: the values of
+#: ``vllm/v1/kv_cache_interface.py:KVCacheSpecKind``.
+SPEC_KINDS = (
+    "full_attention", "mla_attention", "sliding_window", "sliding_window_mla", "mamba",
+    "chunked_local_attention", "sink_full_attention", "encoder_only_attention",
+    "cross_attention", "unknown",
+)  # fmt: skip
+
+#: ``AttentionBackendEnum`` names vLLM 0.33.0 parses that kvconfig cannot plan for, and why.
+VLLM_ONLY_BACKENDS = {
+    "CUSTOM": (
+        "CUSTOM selects an out-of-tree backend registered by a plugin; kvconfig cannot see it",
+        "describe the layers in a native kvconfig file, with the backend's sizes under 'backends'",
+    ),
+    "TORCH_SDPA": (
+        "TORCH_SDPA serves only vision encoders in vLLM 0.33.0",
+        "choose a decoder attention backend, e.g. FLASH_ATTN or FLASHINFER",
+    ),
+}
+
 MAX_LAYERS = 10_000
 """Most attention layers kvconfig plans for in one deployment (real models have a few hundred)."""
 
@@ -370,6 +390,17 @@ def _backend_name(opts: Options, key: str, value: Any, version: str) -> str | No
     return name
 
 
+def _same_first_word(word: str, choices: Sequence[str]) -> str:
+    """``did you mean`` among the choices that start like ``word`` (sliding_attention ->
+    sliding_window), else among all of them."""
+    import difflib
+
+    head = word.lower().split("_")[0]
+    pool = [c for c in choices if c.split("_")[0] == head]
+    hits = difflib.get_close_matches(word.lower(), pool, n=1, cutoff=0.0) if pool else []
+    return f"did you mean {hits[0]!r}?" if hits else did_you_mean(word, choices)
+
+
 def _backend_key(name: str) -> str:
     """Compare backend names the way people misspell them: ATTENTION for ATTN, any case."""
     return name.upper().replace("-", "_").replace("ATTENTION", "ATTN")
@@ -383,6 +414,14 @@ def check_backend(name: str, version: str, *, source: str, line: int | None, key
     names = list(load_catalog(version).registry)
     if name.upper() in names:
         return
+    if name.upper() in VLLM_ONLY_BACKENDS:
+        raise InputError(
+            VLLM_ONLY_BACKENDS[name.upper()][0],
+            source=source,
+            line=line,
+            key=key,
+            hint=VLLM_ONLY_BACKENDS[name.upper()][1],
+        )
     # vLLM shortens ATTENTION to ATTN: TRITON means TRITON_ATTN, FLASH_ATTENTION FLASH_ATTN
     short = _backend_key(name).removesuffix("_ATTN") + "_ATTN"
     hit = short if short in names else closest(name, names, key=_backend_key)
@@ -509,6 +548,13 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
             f"expected a mapping of layer kind to backend, got {_describe(per_kind)}",
             "e.g. {sliding_window: FLASH_ATTN}",
         )
+    for kind in per_kind:
+        if kind not in SPEC_KINDS:
+            raise opts.err(
+                f"attention-config.backend_per_kind.{kind}",
+                f"unknown KV-cache group kind {kind!r}",
+                _same_first_word(str(kind), SPEC_KINDS) or f"use one of {', '.join(SPEC_KINDS)}",
+            )
     trt = attention.get("use_trtllm_attention")
     if trt is not None and not isinstance(trt, bool):
         raise opts.err(
