@@ -54,7 +54,7 @@ def test_backend_names_are_vllms_enum() -> None:
 def test_env_choices_are_vllms() -> None:
     import os
 
-    import vllm.envs as envs
+    from vllm import envs
 
     choices = _serve.ENV_CHOICES["VLLM_KV_CACHE_LAYOUT"]
     assert choices is not None
