@@ -355,7 +355,15 @@ def _cmd_export(args: argparse.Namespace, command: list[str] | None) -> tuple[st
     from kvconfig._export import export_plan, export_schemas
 
     if args.schema:
-        return export_schemas(args.output), 0
+        # 'kvconfig export --schema DIR' and 'kvconfig export --schema -o DIR' both name the folder
+        folders = [*args.deployments, *([args.output] if args.output else [])]
+        if len(folders) > 1 or command:
+            raise InputError(
+                f"writes to one folder, got {len(folders) + (1 if command else 0)}",
+                key="--schema",
+                hint="kvconfig export --schema DIR",
+            )
+        return export_schemas(folders[0] if folders else None), 0
     from kvconfig._report import Outcome
 
     outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]

@@ -54,8 +54,11 @@ def test_the_checked_in_schemas_are_current() -> None:
         )
 
 
-def test_export_schema_writes_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(["export", "--schema", "-o", str(tmp_path / "s")], capsys)
+@pytest.mark.parametrize("spelling", [["-o"], []], ids=["-o DIR", "DIR"])
+def test_export_schema_writes_a_folder(
+    spelling: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(["export", "--schema", *spelling, str(tmp_path / "s")], capsys)
     assert (code, err) == (0, "")
     for name, text in schemas().items():
         assert (tmp_path / "s" / name).read_text(encoding="utf-8") == text
