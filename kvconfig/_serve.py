@@ -577,7 +577,8 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
     if hf_overrides:
         target = _hf.Model(target.path, {**target.config, **hf_overrides})
     dtype = _hf.model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)
-    layers = [{**s, "role": "target"} for s in _hf.derive(target, dtype, known=known_archs)]
+    derived = _checked(target, _hf.derive(target, dtype, known=known_archs))
+    layers = [{**s, "role": "target"} for s in derived]
     n_target = sum(int(s["count"]) for s in layers)
 
     spec = _json_option(opts, "speculative-config")
@@ -709,12 +710,46 @@ def _drafter(
     path = _model_path(opts, key, model)
     draft = _read_model(opts, path, key)
     if method in ("eagle", "eagle3"):
-        layers = _hf.derive(draft, dtype, first_index=first_index, draft=True, known=known)
+        layers = _checked(
+            draft, _hf.derive(draft, dtype, first_index=first_index, draft=True, known=known)
+        )
     else:
-        layers = _hf.derive(draft, dtype, first_index=0, known=known)
+        layers = _checked(draft, _hf.derive(draft, dtype, first_index=0, known=known))
         for s in layers:
             s["name"] = "draft_model." + str(s["name"])
     return method, layers
+
+
+#: Integer fields of a derived layer set, and the config.json key each comes from.
+_DERIVED_INTS = {
+    "count": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads",
+    "head_size": "head_dim",
+    "head_size_v": "head_dim",
+    "sliding_window": "sliding_window",
+    "tokens_per_state": "num_hidden_layers",
+}
+
+
+def _checked(model: _hf.Model, sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The derived layer sets, refused with a line about config.json if a value is not a
+    positive integer (a config.json can hold anything; vLLM would fail on it too)."""
+    for item in sets:
+        for field_name, config_key in _DERIVED_INTS.items():
+            value = item.get(field_name)
+            if value is None and field_name in ("sliding_window", "head_size_v"):
+                continue
+            if value is None and field_name == "tokens_per_state":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(
+                    f"expected a positive integer, got {_describe(value)}",
+                    source=model.path,
+                    key=config_key,
+                    hint="fix the config.json value",
+                )
+    return sets
 
 
 def _read_model(opts: Options, path: Path, key: str) -> _hf.Model:
