@@ -29,15 +29,32 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+#: ``$id`` of each schema: a stable name per file format and version (not a download address).
+SCHEMA_IDS = {
+    "deployment.schema.json": "urn:kvconfig:schema:deployment:1",
+    "plan.schema.json": "urn:kvconfig:schema:plan:1",
+}
+
+
 def schemas() -> dict[str, str]:
-    """File name -> JSON Schema text of the native deployment file and the plan."""
+    """File name -> JSON Schema text of the native deployment file and the plan.
+
+    The deployment schema describes the file as written: ``kvconfig: 1`` is required
+    there, because it is how kvconfig tells a native file from a vllm serve config.
+    """
     from schemas.deployment import Deployment
     from schemas.plan import Plan
 
     out = {}
     for name, model in (("deployment.schema.json", Deployment), ("plan.schema.json", Plan)):
-        doc = model.model_json_schema(by_alias=True)
-        doc = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, **doc}
+        body = model.model_json_schema(by_alias=True)
+        if model is Deployment:
+            body["required"] = ["kvconfig", *body.get("required", [])]
+        doc = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SCHEMA_IDS[name],
+            **body,
+        }
         out[name] = json.dumps(doc, indent=2, sort_keys=False) + "\n"
     return out
 
@@ -49,7 +66,9 @@ def export_schemas(output: str | None) -> str:
         return json.dumps({k: json.loads(v) for k, v in docs.items()}, indent=2) + "\n"
     folder = Path(output)
     if folder.exists() and not folder.is_dir():
-        raise InputError("not a folder", source=output, key="--output", hint="--schema writes a folder")
+        raise InputError(
+            "not a folder", source=output, key="--output", hint="--schema writes a folder"
+        )
     for name, text in docs.items():
         atomic_write(folder / name, text)
     return "".join(f"wrote {folder / name}\n" for name in docs)

@@ -225,45 +225,29 @@ def read_model(path: Path, source: str, key: str) -> Model:
             key=key,
             hint="point it at a folder holding the model's Hugging Face config.json",
         )
-    if cfg_path.is_dir():
-        raise InputError(
-            f"{cfg_path} is a directory", source=source, key=key, hint="expected config.json"
-        )
+    from kvconfig._yaml import decode, read_bytes
+
+    raw = read_bytes(cfg_path, str(cfg_path), MAX_CONFIG_BYTES, what="config.json")
+    text = decode(raw, str(cfg_path), what="config.json")
     try:
-        size = cfg_path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise InputError(
-                f"{cfg_path} is {size} bytes, over kvconfig's {MAX_CONFIG_BYTES}-byte limit",
-                source=source,
-                key=key,
-                hint="a config.json is a few KiB; check the path",
-            )
-        raw = cfg_path.read_bytes()
-    except OSError as err:
-        raise InputError(
-            f"cannot read {cfg_path}: {err.strerror}",
-            source=source,
-            key=key,
-            hint="check permissions",
-        ) from err
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as err:
-        raise InputError(
-            f"not UTF-8 (byte {err.start})",
-            source=str(cfg_path),
-            hint="config.json must be UTF-8 JSON",
-        ) from err
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(
-            f"invalid JSON: {err.msg}",
+            f"invalid JSON: {err.msg} at column {err.colno}",
             source=str(cfg_path),
             line=err.lineno,
             hint="fix the JSON syntax",
-        ) from err
+        ) from None
+    except (RecursionError, ValueError) as err:
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise InputError(
+            f"invalid JSON: {why}", source=str(cfg_path), hint="fix config.json"
+        ) from None
     if not isinstance(data, dict):
         raise InputError(
-            "expected a JSON object at the top level", source=str(cfg_path), hint="fix config.json"
+            "expected a JSON object at the top level",
+            source=str(cfg_path),
+            hint="a Hugging Face config.json is one JSON object",
         )
     return Model(str(cfg_path), data)
 
@@ -301,7 +285,7 @@ def derive(
     if deriver is None:
         if known and arch not in known:
             raise InputError(
-                f"unknown architecture {arch!r} (vLLM does not serve it)",
+                f"unknown architecture {arch!r}: vLLM does not serve it",
                 source=model.path,
                 key="architectures",
                 hint=did_you_mean(arch, known, key=str) or "check the model's config.json",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kvconfig._suggest import closest
 from kvconfig.errors import InputError
 
 
@@ -124,7 +123,7 @@ def parse_platform(text: str) -> PlatformId:
             raise InputError(
                 f"unknown compute capability sm{digits}",
                 key="--platform",
-                hint="expected sm70 to sm121 (e.g. sm90, sm100, sm103, sm120)",
+                hint="expected sm70 to sm121, e.g. sm90, sm100, sm103 or sm120",
             )
         return PlatformId(f"sm{digits}", "cuda", (major, minor))
     if m := _CAP.match(raw):
@@ -133,13 +132,32 @@ def parse_platform(text: str) -> PlatformId:
             raise InputError(
                 f"unknown compute capability {raw}",
                 key="--platform",
-                hint="expected 7.0 to 12.1 (e.g. 9.0, 10.0, 10.3, 12.0)",
+                hint="expected 7.0 to 12.1, e.g. 9.0, 10.0, 10.3 or 12.0",
             )
         return PlatformId(f"sm{major}{minor}", "cuda", (major, minor))
-    names = known_names()
-    suggestion = closest(raw, names, key=_key)
-    hint = f"did you mean {suggestion!r}?" if suggestion else "expected a GPU name, smXY or X.Y"
+    suggestion = _suggest(raw)
+    hint = (
+        f"did you mean {suggestion!r}?"
+        if suggestion
+        else "expected a GPU name such as H100, H200, B200 or MI300X, an smXY or an X.Y"
+    )
     raise InputError(f"unknown platform {raw!r}", key="--platform", hint=hint)
+
+
+def _suggest(raw: str) -> str | None:
+    """The one known GPU name closest to ``raw``; None when none is, or several tie."""
+    import difflib
+
+    names = {_key(n): n for n in known_names()}
+    key = _key(raw)
+    scores = sorted(
+        ((difflib.SequenceMatcher(None, key, k).ratio(), n) for k, n in names.items()),
+        reverse=True,
+    )
+    best, runner_up = scores[0], scores[1]
+    if best[0] < 0.6 or best[0] == runner_up[0]:
+        return None
+    return best[1]
 
 
 def parse_platforms(text: str) -> list[PlatformId]:

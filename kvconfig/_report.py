@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kvconfig._findings import CODES, Found
 from kvconfig._resolve import GroupResult, PlanResult
+from kvconfig.errors import InputError
 from schemas.sizes import format_sizes
 
 
@@ -20,6 +21,8 @@ class Outcome:
     plan: PlanResult | None = None
     error: str | None = None
     line_of: dict[str, int] | None = None
+    problem: InputError | None = None
+    """The input error behind ``error``, for its file, line and key."""
 
     @property
     def verdict(self) -> str:
@@ -27,6 +30,18 @@ class Outcome:
         if self.plan is None:
             return "error"
         return self.plan.verdict
+
+    def where(self) -> tuple[str, int | None, str]:
+        """An error's file, line, and its text without them (for annotations)."""
+        p = self.problem
+        if p is None:
+            return self.source, None, self.error or ""
+        own = not p.source or p.source == self.source
+        if own:
+            return self.source, p.line, InputError(p.message, key=p.key, hint=p.hint).render()
+        if p.source.startswith("<") or not p.source:
+            return self.source, None, p.render()
+        return p.source, p.line, InputError(p.message, key=p.key, hint=p.hint).render()
 
 
 def _layers(names: Sequence[str]) -> str:
@@ -48,7 +63,7 @@ def _header(plan: PlanResult) -> str:
 
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
 def _value(k: int | None) -> str:
@@ -105,7 +120,12 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
     lines = []
     for o in outcomes:
         if o.plan is None:
-            lines.append(f"error   {o.source} [{o.platform}]: {o.error}")
+            file, line, text = o.where()
+            at = f"{file}:{line}" if line is not None else file
+            if file != o.source:
+                text = f"{at}: {text}"
+                at = o.source
+            lines.append(f"error   {at} [{o.platform}]: {text}")
             continue
         p = o.plan
         errors = [f for f in p.findings if f.severity == "error"]
@@ -117,10 +137,19 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def error_json(o: Outcome) -> dict[str, object]:
+    """An unreadable deployment in ``lint --format json``: verdict ``error`` and the error line."""
+    file, line, _ = o.where()
+    return {"verdict": "error", "source": o.source, "error": o.error, "file": file, "line": line}
+
+
 def render_json(outcomes: Sequence[Outcome]) -> str:
-    """One plan object, or a list when several files or platforms were linted."""
-    docs = [o.plan.to_json() for o in outcomes if o.plan is not None]
-    body: object = docs[0] if len(outcomes) == 1 and docs else docs
+    """One plan object, or a list when several files or platforms were linted.
+
+    A deployment kvconfig could not read is an ``error_json`` object in its place.
+    """
+    docs = [o.plan.to_json() if o.plan is not None else error_json(o) for o in outcomes]
+    body: object = docs[0] if len(docs) == 1 else docs
     return json.dumps(body, indent=2) + "\n"
 
 
@@ -151,15 +180,18 @@ def render_github(outcomes: Sequence[Outcome]) -> str:
     lines = []
     for o in outcomes:
         if o.plan is None:
-            lines.append(f"::error file={_prop(o.source)},title=kvconfig input error::{_escape(o.error or '')}")
+            file, line, text = o.where()
+            at = f",line={line}" if line is not None else ""
+            lines.append(
+                f"::error file={_prop(file)}{at},title=kvconfig input error::{_escape(text)}"
+            )
             continue
         for f in o.plan.findings:
             line = (o.line_of or {}).get(FINDING_KEY.get(f.code, ""), 1)
             title = f"{f.code} {f.name} [{o.platform}]"
             text = f.message + "".join(f" Fix: {x}" for x in f.fixes[:1])
-            lines.append(
-                f"::{_LEVEL[f.severity]} file={_prop(o.source)},line={line},title={_prop(title)}::{_escape(text)}"
-            )
+            props = f"file={_prop(o.source)},line={line},title={_prop(title)}"
+            lines.append(f"::{_LEVEL[f.severity]} {props}::{_escape(text)}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -168,12 +200,16 @@ def render_sarif(outcomes: Sequence[Outcome]) -> str:
     results = []
     for o in outcomes:
         if o.plan is None:
+            file, line, text = o.where()
+            location: dict[str, object] = {"artifactLocation": {"uri": file}}
+            if line is not None:
+                location["region"] = {"startLine": line}
             results.append(
                 {
                     "ruleId": "input-error",
                     "level": "error",
-                    "message": {"text": o.error or ""},
-                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": o.source}}}],
+                    "message": {"text": text},
+                    "locations": [{"physicalLocation": location}],
                 }
             )
             continue
@@ -198,6 +234,13 @@ def render_sarif(outcomes: Sequence[Outcome]) -> str:
         {"id": code, "name": name, "shortDescription": {"text": text}}
         for code, (name, _, text) in CODES.items()
     ]
+    rules.append(
+        {
+            "id": "input-error",
+            "name": "input-error",
+            "shortDescription": {"text": "kvconfig cannot read this deployment (docs/errors.md)"},
+        }
+    )
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

@@ -34,6 +34,53 @@ PLAN_ENV = (
 #: Flags that store the opposite of their name into vLLM's option (argparse store_false).
 NEGATING_FLAGS = frozenset({"disable-prefix-caching", "enable-hybrid-kv-cache-manager"})
 
+#: Accepted values of the plan-changing environment variables, as vLLM 0.33.0 reads them
+#: (``vllm/envs.py``): the two flags go through ``int()``; the layout through
+#: ``env_with_choices``. None: any integer.
+ENV_CHOICES: dict[str, tuple[str, ...] | None] = {
+    "VLLM_USE_V2_MODEL_RUNNER": None,
+    "VLLM_BATCH_INVARIANT": None,
+    "VLLM_KV_CACHE_LAYOUT": ("LBNHC", "LBHNC", "LHBNC", "NHD", "HND", "BLHNC", "BLNHC", "BHLNC"),
+}
+
+#: ``speculative-config.method`` values vLLM 0.33.0 accepts (``vllm/config/speculative.py``:
+#: ``SpeculativeMethod``); the ``*_mtp`` names are deprecated aliases of ``mtp``.
+MTP_METHODS = (
+    "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp",
+    "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp",
+    "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp",
+    "bailing_hybrid_v3_mtp", "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp",
+    "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp",
+    "inkling_mtp", "glm5_next_mtp",
+)  # fmt: skip
+SPECULATIVE_METHODS = (
+    "ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
+    "extract_hidden_states", *MTP_METHODS, "dflash", "ngram_gpu", "dspark",
+)  # fmt: skip
+
+#: ``attention-config.backend_per_kind`` keys vLLM 0.33.0 accepts: the values of
+#: ``vllm/v1/kv_cache_interface.py:KVCacheSpecKind``.
+SPEC_KINDS = (
+    "full_attention", "mla_attention", "sliding_window", "sliding_window_mla", "mamba",
+    "chunked_local_attention", "sink_full_attention", "encoder_only_attention",
+    "cross_attention", "unknown",
+)  # fmt: skip
+
+#: ``AttentionBackendEnum`` names vLLM 0.33.0 parses that kvconfig cannot plan for, and why.
+VLLM_ONLY_BACKENDS = {
+    "CUSTOM": (
+        "CUSTOM selects an out-of-tree backend registered by a plugin; kvconfig cannot see it",
+        "describe the layers in a native kvconfig file, with the backend's sizes under 'backends'",
+    ),
+    "TORCH_SDPA": (
+        "TORCH_SDPA serves only vision encoders in vLLM 0.33.0",
+        "choose a decoder attention backend, e.g. FLASH_ATTN or FLASHINFER",
+    ),
+}
+
+MAX_LAYERS = 10_000
+"""Most attention layers kvconfig plans for in one deployment (real models have a few hundred)."""
+
 #: Options whose value is a JSON object (or a YAML mapping in a config file).
 JSON_OPTIONS = frozenset(
     {"speculative-config", "attention-config", "hf-overrides", "compilation-config"}
@@ -45,7 +92,12 @@ def facts(version: str) -> Mapping[str, Any]:
     """The shipped facts about a vLLM version (serve options, config keys, dtypes)."""
     path = DATA / f"vllm-{version}" / "facts.json"
     if not path.is_file():
-        raise InputError(f"no data for vLLM {version}", key="--vllm-version")
+        known = sorted(p.parent.name.removeprefix("vllm-") for p in DATA.glob("vllm-*/facts.json"))
+        raise InputError(
+            f"kvconfig has no data for vLLM {version}",
+            key="--vllm-version",
+            hint=f"known versions: {', '.join(known)}",
+        )
     with path.open(encoding="utf-8") as f:
         data: Mapping[str, Any] = json.load(f)
     return data
@@ -64,7 +116,11 @@ class Options:
     def err(self, key: str, message: str, hint: str = "") -> InputError:
         """An InputError located at ``key``."""
         return InputError(
-            message, source=self.source, line=self.lines.get(key.split(".")[0]), key=key, hint=hint
+            message,
+            source=self.source,
+            line=self.lines.get(key.split(".", maxsplit=1)[0]),
+            key=key,
+            hint=hint,
         )
 
 
@@ -84,20 +140,24 @@ def _option(opts: Options, raw_key: str, value: Any, line: int | None, version: 
     if head in NEGATING_FLAGS and isinstance(value, bool):
         value = not value
     if spec is None:
-        names = [k.removeprefix("--") for k in known if k.startswith("--")]
+        dashes = "--" if str(raw_key).startswith("--") else ""
+        names = [dashes + k.removeprefix("--") for k in known if k.startswith("--")]
         raise InputError(
             f"unknown vLLM {version} option {raw_key!r}",
             source=opts.source,
             line=line,
             key=str(raw_key),
-            hint=did_you_mean(head, names) or "see 'vllm serve --help'",
+            hint=did_you_mean(dashes + head, names) or "see 'vllm serve --help'",
         )
     dest = str(spec["dest"]).replace("_", "-")
     opts.lines.setdefault(dest, line)
     if nested:
         if dest not in JSON_OPTIONS:
             raise InputError(
-                f"{head!r} takes no sub-keys", source=opts.source, line=line, key=key,
+                f"{head!r} takes no sub-keys",
+                source=opts.source,
+                line=line,
+                key=key,
                 hint=f"write '{head}: value'",
             )
         current = opts.values.setdefault(dest, {})
@@ -110,9 +170,11 @@ def _option(opts: Options, raw_key: str, value: Any, line: int | None, version: 
         node[parts[-1]] = _maybe_json(value)
         return
     if dest in opts.values and dest not in ("model",):
-        raise InputError(
-            f"{head!r} is given twice", source=opts.source, line=line, key=head, hint="keep one"
+        first = opts.lines.get(dest)
+        again = (
+            f"set again after line {first}" if first is not None and first != line else "set twice"
         )
+        raise InputError(again, source=opts.source, line=line, key=head, hint="keep one of them")
     opts.values[dest] = value
 
 
@@ -128,12 +190,15 @@ def _maybe_json(value: Any) -> Any:
 def options_from_yaml(doc: _yaml.Document, version: str) -> Options:
     """Options from a ``vllm serve --config`` YAML document."""
     if not isinstance(doc.data, dict):
-        what = "empty" if doc.data is None else f"a {type(doc.data).__name__}"
+        what = "empty" if doc.data is None else _describe(doc.data)
+        hint = "write 'option: value' lines, e.g. 'model: ./qwen3-8b'"
+        if isinstance(doc.data, str) and doc.data.lstrip().startswith("vllm serve"):
+            hint = "to check a command, paste it after '--': kvconfig lint -- vllm serve ..."
         raise InputError(
             f"the file is {what}, not a mapping of vllm serve options",
             source=doc.source,
             line=1,
-            hint="write 'option: value' lines, e.g. 'model: ./qwen3-8b'",
+            hint=hint,
         )
     opts = Options(doc.source, Path(doc.source).resolve().parent)
     for key, value in doc.data.items():
@@ -151,7 +216,11 @@ def options_from_command(argv: Sequence[str], version: str, cwd: Path) -> Option
         try:
             tokens = shlex.split(tokens[0])
         except ValueError as err:
-            raise InputError(f"cannot split the command: {err}", source="<command>") from err
+            raise InputError(
+                f"cannot split the command: {err}",
+                source="<command>",
+                hint="check the quotes in the pasted command",
+            ) from None
     opts = Options("<command>", cwd)
     while tokens and _ENV_ASSIGN.match(tokens[0]):
         name, _, value = tokens.pop(0).partition("=")
@@ -163,9 +232,14 @@ def options_from_command(argv: Sequence[str], version: str, cwd: Path) -> Option
             opts.env[name] = value
     if tokens[:2] == ["vllm", "serve"]:
         tokens = tokens[2:]
-    elif len(tokens) >= 3 and tokens[1] == "-m" and tokens[2] in (
-        "vllm.entrypoints.openai.api_server",
-        "vllm.entrypoints.cli.main",
+    elif (
+        len(tokens) >= 3
+        and tokens[1] == "-m"
+        and tokens[2]
+        in (
+            "vllm.entrypoints.openai.api_server",
+            "vllm.entrypoints.cli.main",
+        )
     ):
         tokens = tokens[3:] if tokens[2].endswith("api_server") else tokens[4:]
     else:
@@ -187,12 +261,21 @@ def options_from_command(argv: Sequence[str], version: str, cwd: Path) -> Option
                 i += 1
                 continue
             raise InputError(
-                f"unexpected argument {tok!r}", source="<command>", hint="options start with --"
+                f"unexpected argument {tok!r} after the model",
+                source="<command>",
+                hint="vllm serve takes one model; options start with --",
             )
         name, eq, inline = tok.partition("=")
         if name == "--config":
             value = inline if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
             i += 1 if eq else 2
+            if not value or value.startswith("--"):
+                raise InputError(
+                    "needs a file",
+                    source="<command>",
+                    key="--config",
+                    hint="e.g. --config serve.yaml",
+                )
             doc = _yaml.load((cwd / value), value)
             nested = options_from_yaml(doc, version)
             for k, v in nested.values.items():
@@ -200,7 +283,9 @@ def options_from_command(argv: Sequence[str], version: str, cwd: Path) -> Option
                 opts.lines.setdefault(k, None)
             opts.base = nested.base
             continue
-        head = _canonical(name.removeprefix("--")).partition(".")[0] if name.startswith("--") else name
+        head = (
+            _canonical(name.removeprefix("--")).partition(".")[0] if name.startswith("--") else name
+        )
         spec = known.get(f"--{head}") if name.startswith("--") else known.get(name)
         takes_value = bool(spec["value"]) if spec is not None else True
         if "." in name or (spec is not None and takes_value) or spec is None:
@@ -213,7 +298,9 @@ def options_from_command(argv: Sequence[str], version: str, cwd: Path) -> Option
                 value_str = tokens[i + 1]
                 i += 2
             else:
-                raise InputError(f"{name} needs a value", source="<command>", key=name)
+                raise InputError(
+                    "needs a value", source="<command>", key=name, hint=f"e.g. {name} VALUE"
+                )
         else:
             value_str, i = True, i + 1
         key = name if name.startswith("--") else (spec["dest"] if spec else name)
@@ -231,29 +318,49 @@ def _json_option(opts: Options, name: str) -> dict[str, Any] | None:
         except json.JSONDecodeError as err:
             raise opts.err(
                 name,
-                f"invalid JSON at column {err.colno}: {err.msg}",
-                "write it as a mapping in YAML, or as valid JSON in quotes",
-            ) from err
+                f"invalid JSON: {err.msg} at column {err.colno}",
+                "pass one JSON object, in single quotes"
+                if opts.source == "<command>"
+                else "write it as a YAML mapping, or as one valid JSON object in quotes",
+            ) from None
+        except (RecursionError, ValueError) as err:
+            raise opts.err(name, f"invalid JSON: {err}", "write it as a YAML mapping") from None
     if not isinstance(value, dict):
-        raise opts.err(name, f"expected a mapping, got {type(value).__name__}", "e.g. {\"key\": value}")
+        raise opts.err(
+            name,
+            f"expected a mapping of keys, got {_describe(value)}",
+            f"write it as a YAML mapping under '{name}:', or as a JSON object",
+        )
     return value
+
+
+def _describe(value: Any) -> str:
+    """``the list [1, 2]``: a value and its type, shortened, for error messages."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    kinds = {int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"the {kinds.get(type(value), type(value).__name__)} {text}"
 
 
 def _int_option(opts: Options, name: str, low: int = 1, high: int = 1 << 20) -> int | None:
     value = opts.values.get(name)
     if value is None:
         return None
-    if isinstance(value, bool):
-        raise opts.err(name, f"expected an integer, got {value!r}", "e.g. 128")
+    expected = f"expected an integer from {low} to {high}"
+    example = {"block-size": "e.g. 16, 64 or 128", "tensor-parallel-size": "e.g. 1, 2, 4 or 8"}
+    hint = example.get(name, f"e.g. {low}")
     if isinstance(value, str):
         try:
             value = int(value.strip())
-        except ValueError as err:
-            raise opts.err(name, f"expected an integer, got {value!r}", "e.g. 128") from err
-    if not isinstance(value, int):
-        raise opts.err(name, f"expected an integer, got {value!r}", "e.g. 128")
+        except ValueError:
+            raise opts.err(name, f"{expected}, got {_describe(value)}", hint) from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise opts.err(name, f"{expected}, got {_describe(value)}", hint)
     if not low <= value <= high:
-        raise opts.err(name, f"{value} is out of range", f"expected {low} to {high}")
+        raise opts.err(name, f"{expected}, got {value}", hint)
     return value
 
 
@@ -262,27 +369,139 @@ def _check_keys(opts: Options, name: str, given: Mapping[str, Any], known: Seque
         if key not in known:
             raise opts.err(
                 f"{name}.{key}",
-                f"unknown key {key!r}",
+                "unknown key",
                 did_you_mean(str(key), known) or f"see vLLM's {name} fields",
             )
 
 
-def _backend_name(opts: Options, key: str, value: Any) -> str | None:
+def _backend_name(opts: Options, key: str, value: Any, version: str) -> str | None:
+    """vLLM's parsing of a backend option: ``auto`` is None, other names its enum, upper-cased."""
     if value is None:
         return None
     if not isinstance(value, str):
-        raise opts.err(key, f"expected a backend name, got {value!r}", "e.g. FLASHINFER")
-    return None if value.strip().lower() == "auto" else value.strip().upper()
+        raise opts.err(
+            key, f"expected an attention backend name, got {_describe(value)}", "e.g. FLASHINFER"
+        )
+    if value.strip().lower() == "auto":
+        return None
+    name = value.strip().upper()
+    check_backend(
+        name,
+        version,
+        source=opts.source,
+        line=opts.lines.get(key.split(".", maxsplit=1)[0]),
+        key=key,
+    )
+    return name
+
+
+def _same_first_word(word: str, choices: Sequence[str]) -> str:
+    """``did you mean`` among the choices that start like ``word`` (sliding_attention ->
+    sliding_window), else among all of them."""
+    import difflib
+
+    head = word.lower().split("_")[0]
+    pool = [c for c in choices if c.split("_")[0] == head]
+    hits = difflib.get_close_matches(word.lower(), pool, n=1, cutoff=0.0) if pool else []
+    return f"did you mean {hits[0]!r}?" if hits else did_you_mean(word, choices)
+
+
+def _backend_key(name: str) -> str:
+    """Compare backend names the way people misspell them: ATTENTION for ATTN, any case."""
+    return name.upper().replace("-", "_").replace("ATTENTION", "ATTN")
+
+
+def check_backend(name: str, version: str, *, source: str, line: int | None, key: str) -> None:
+    """InputError unless ``name`` is one of vLLM's ``AttentionBackendEnum`` names."""
+    from kvconfig._catalog import load_catalog
+    from kvconfig._suggest import closest
+
+    names = list(load_catalog(version).registry)
+    if name.upper() in names:
+        return
+    if name.upper() in VLLM_ONLY_BACKENDS:
+        raise InputError(
+            VLLM_ONLY_BACKENDS[name.upper()][0],
+            source=source,
+            line=line,
+            key=key,
+            hint=VLLM_ONLY_BACKENDS[name.upper()][1],
+        )
+    # vLLM shortens ATTENTION to ATTN: TRITON means TRITON_ATTN, FLASH_ATTENTION FLASH_ATTN
+    short = _backend_key(name).removesuffix("_ATTN") + "_ATTN"
+    hit = short if short in names else closest(name, names, key=_backend_key)
+    raise InputError(
+        f"unknown attention backend {name!r} for vLLM {version}",
+        source=source,
+        line=line,
+        key=key,
+        hint=f"did you mean {hit!r}?" if hit else "run 'kvconfig catalog' for the list",
+    )
+
+
+def check_env(
+    env: Mapping[str, str],
+    source: str,
+    key: str = "--env",
+    line_of: Mapping[str, int | None] | None = None,
+) -> None:
+    """InputError for a plan-changing variable vLLM would reject at start-up (``vllm/envs.py``).
+
+    ``key`` names where the variable was set: ``--env``; ``env`` in a native file, where
+    ``line_of`` gives each variable's line; empty for a pasted command's prefix.
+    """
+    for name, choices in ENV_CHOICES.items():
+        value = env.get(name)
+        if value is None:
+            continue
+        line = (line_of or {}).get(name)
+        where = f"{key}.{name}" if key == "env" else key
+        if choices is None:
+            try:
+                int(value)
+            except ValueError:
+                raise InputError(
+                    f"{name}={value!r} is not an integer; vLLM reads it with int() and fails",
+                    source=source,
+                    line=line,
+                    key=where,
+                    hint="set it to 0 or 1",
+                ) from None
+        elif value not in choices:
+            raise InputError(
+                f"{name}={value!r} is not one of vLLM's layouts",
+                source=source,
+                line=line,
+                key=where,
+                hint=did_you_mean(value, choices, key=str) or f"use one of {', '.join(choices)}",
+            )
+
+
+def _short(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies below it (for messages)."""
+    path = Path(os.path.normpath(path))
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _model_path(opts: Options, key: str, value: Any) -> Path:
     if not isinstance(value, str) or not value.strip():
-        raise opts.err(key, f"expected a model path, got {value!r}", "a folder holding config.json")
+        raise opts.err(
+            key, f"expected the model's folder, got {_describe(value)}", "e.g. model: ./qwen3-8b"
+        )
     path = Path(os.path.expanduser(value))
     if not path.is_absolute():
         path = opts.base / path
+    if path.is_file() and path.name != "config.json":
+        raise opts.err(
+            key,
+            f"{value!r} is a file, not a model folder",
+            "point it at the folder that holds the model's config.json",
+        )
     if path.exists():
-        return path
+        return _short(path)
     cached = _hf.hub_cache_folder(value)
     if cached is not None:
         return cached
@@ -297,6 +516,8 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
     """The ``Deployment`` document of a serve configuration."""
     f = facts(version)
     merged_env = {**opts.env, **env}
+    check_env(opts.env, opts.source, key="")
+    check_env(env, "")
     known_archs = frozenset(f["architectures"])
     if "model" not in opts.values:
         raise InputError(
@@ -304,10 +525,10 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
         )
     dtype_opt = opts.values.get("dtype")
     kv_dtype = opts.values.get("kv-cache-dtype", "auto")
-    if kv_dtype not in f["kv_cache_dtypes"]:
+    if not isinstance(kv_dtype, str) or kv_dtype not in f["kv_cache_dtypes"]:
         raise opts.err(
             "kv-cache-dtype",
-            f"unknown KV-cache dtype {kv_dtype!r}",
+            f"unknown KV-cache dtype {kv_dtype!r} for vLLM {version}",
             did_you_mean(str(kv_dtype), f["kv_cache_dtypes"]) or "e.g. auto, fp8",
         )
     tp = _int_option(opts, "tensor-parallel-size", high=1024) or 1
@@ -315,35 +536,64 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
 
     attention = _json_option(opts, "attention-config") or {}
     _check_keys(opts, "attention-config", attention, f["attention_config_keys"])
-    cli_backend = _backend_name(opts, "attention-backend", opts.values.get("attention-backend"))
-    if cli_backend and attention.get("backend"):
+    cli_backend = _backend_name(
+        opts, "attention-backend", opts.values.get("attention-backend"), version
+    )
+    if opts.values.get("attention-backend") is not None and attention.get("backend") is not None:
+        # EngineArgs.create_engine_config: "mutually exclusive", even when one says auto
         raise opts.err(
             "attention-backend",
             "--attention-backend and attention-config.backend are both set",
-            "vLLM accepts only one of them",
+            "keep one: vLLM refuses the two together",
         )
     per_kind = attention.get("backend_per_kind") or {}
     if not isinstance(per_kind, dict):
-        raise opts.err("attention-config.backend_per_kind", "expected a mapping of kind: backend")
+        raise opts.err(
+            "attention-config.backend_per_kind",
+            f"expected a mapping of layer kind to backend, got {_describe(per_kind)}",
+            "e.g. {sliding_window: FLASH_ATTN}",
+        )
+    for kind in per_kind:
+        if kind not in SPEC_KINDS:
+            raise opts.err(
+                f"attention-config.backend_per_kind.{kind}",
+                f"unknown KV-cache group kind {kind!r}",
+                _same_first_word(str(kind), SPEC_KINDS) or f"use one of {', '.join(SPEC_KINDS)}",
+            )
     trt = attention.get("use_trtllm_attention")
     if trt is not None and not isinstance(trt, bool):
-        raise opts.err("attention-config.use_trtllm_attention", f"expected true or false, got {trt!r}")
+        raise opts.err(
+            "attention-config.use_trtllm_attention",
+            f"expected true or false, got {_describe(trt)}",
+            "write true or false, unquoted",
+        )
     fa = attention.get("flash_attn_version")
-    if fa is not None and fa not in (2, 3, 4):
-        raise opts.err("attention-config.flash_attn_version", f"expected 2, 3 or 4, got {fa!r}")
+    if fa is not None and (isinstance(fa, bool) or fa not in (2, 3, 4)):
+        raise opts.err(
+            "attention-config.flash_attn_version",
+            f"expected 2, 3 or 4, got {_describe(fa)}",
+            "leave it out to let vLLM choose",
+        )
 
     hf_overrides = _json_option(opts, "hf-overrides") or {}
-    target_path = _model_path(opts, "model", opts.values.get("hf-config-path") or opts.values["model"])
-    target = _hf.read_model(target_path, opts.source, "model")
+    model_key = "hf-config-path" if opts.values.get("hf-config-path") else "model"
+    target_path = _model_path(opts, model_key, opts.values[model_key])
+    target = _read_model(opts, target_path, model_key)
     if hf_overrides:
         target = _hf.Model(target.path, {**target.config, **hf_overrides})
     dtype = _hf.model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)
     spec = _json_option(opts, "speculative-config")
     context = _derive_context(opts, spec, tp)
-    layers = [
-        {**s, "role": "target"}
-        for s in _hf.derive(target, dtype, known=known_archs, context=context)
-    ]
+    declared = target.text.get("num_hidden_layers")
+    if isinstance(declared, int) and declared > MAX_LAYERS:
+        # refuse before deriving: some layouts build per-layer lists
+        raise opts.err(
+            model_key,
+            f"the model has {declared} attention layers; kvconfig plans at most {MAX_LAYERS}",
+            "check num_hidden_layers in its config.json",
+        )
+    derived = _checked(target, _hf.derive(target, dtype, known=known_archs, context=context))
+    layers = [{**s, "role": "target"} for s in derived]
     n_target = _hf.pos_int(target.text, "num_hidden_layers", target.path)
 
     method = None
@@ -356,19 +606,39 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
                 "not a valid speculative-config key in vLLM",
                 "use draft_tensor_parallel_size",
             )
-        method, draft_layers = _drafter(
-            opts, spec, dtype, n_target, known_archs, target=target, context=context
-        )
+        try:
+            method, draft_layers = _drafter(
+                opts, spec, dtype, n_target, known_archs, target=target, context=context
+            )
+        except _hf.UnsupportedArchitecture as err:
+            if err.source != opts.source:
+                raise
+            raise _hf.UnsupportedArchitecture(
+                f"{target.architecture} with its {err.architecture}", opts.source
+            ) from None
         draft_kv = spec.get("kv_cache_dtype")
-        if draft_kv is not None and draft_kv not in f["kv_cache_dtypes"]:
-            raise opts.err("speculative-config.kv_cache_dtype", f"unknown KV-cache dtype {draft_kv!r}")
+        if draft_kv is not None and (
+            not isinstance(draft_kv, str) or draft_kv not in f["kv_cache_dtypes"]
+        ):
+            raise opts.err(
+                "speculative-config.kv_cache_dtype",
+                f"unknown KV-cache dtype {draft_kv!r} for vLLM {version}",
+                did_you_mean(str(draft_kv), f["kv_cache_dtypes"]) or "e.g. auto, fp8",
+            )
         for s in draft_layers:
             s["role"] = "draft"
             if draft_kv is not None:
                 s["kv_cache_dtype"] = draft_kv
         layers.extend(draft_layers)
         draft_backend = _backend_name(
-            opts, "speculative-config.attention_backend", spec.get("attention_backend")
+            opts, "speculative-config.attention_backend", spec.get("attention_backend"), version
+        )
+    total = sum(int(s["count"]) for s in layers)
+    if total > MAX_LAYERS:
+        raise opts.err(
+            model_key,
+            f"the model has {total} attention layers; kvconfig plans at most {MAX_LAYERS}",
+            "check num_hidden_layers in its config.json",
         )
     runner = _runner(opts, merged_env, spec, method)
     return {
@@ -379,9 +649,10 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
         "kv_cache_dtype": kv_dtype,
         "tensor_parallel_size": tp,
         "attention": {
-            "backend": cli_backend or _backend_name(opts, "attention-config.backend", attention.get("backend")),
+            "backend": cli_backend
+            or _backend_name(opts, "attention-config.backend", attention.get("backend"), version),
             "backend_per_kind": {
-                str(k): _backend_name(opts, f"attention-config.backend_per_kind.{k}", v)
+                str(k): _backend_name(opts, f"attention-config.backend_per_kind.{k}", v, version)
                 for k, v in per_kind.items()
             },
             "use_trtllm_attention": trt,
@@ -434,17 +705,38 @@ def _drafter(
     method = spec.get("method")
     model = spec.get("model")
     if method is not None and not isinstance(method, str):
-        raise opts.err("speculative-config.method", f"expected a name, got {method!r}")
+        raise opts.err(
+            "speculative-config.method",
+            f"expected a method name, got {_describe(method)}",
+            "e.g. eagle3, mtp, draft_model, ngram",
+        )
+    if method is not None and method not in SPECULATIVE_METHODS:
+        raise opts.err(
+            "speculative-config.method",
+            f"unknown speculative method {method!r} for vLLM 0.33.0",
+            did_you_mean(method, SPECULATIVE_METHODS) or "e.g. eagle3, mtp, draft_model, ngram",
+        )
+    if method in MTP_METHODS:
+        method = "mtp"
     if method in ("ngram", "suffix", "ngram_gpu") or model in ("ngram", "[ngram]"):
         return (method or "ngram"), []
+    if method in ("custom_class", "extract_hidden_states") or (
+        model is None and method == "dspark"
+    ):
+        # vLLM takes these drafters from a Python class or from the target checkpoint itself;
+        # kvconfig cannot derive their layers from a config.json.
+        raise _hf.UnsupportedArchitecture(f"{method} drafter", opts.source)
+    if model is not None and not isinstance(model, str):
+        raise opts.err(
+            "speculative-config.model",
+            f"expected the drafter's folder, got {_describe(model)}",
+            "e.g. model: ./eagle3-drafter",
+        )
     if method == "mtp":
         if model is None:
             return method, _hf.derive_mtp(target, dtype, context)
-        if not isinstance(model, str):
-            raise opts.err("speculative-config.model", f"expected a path, got {model!r}")
-        own = _hf.read_model(
-            _model_path(opts, "speculative-config.model", model), opts.source,
-            "speculative-config.model",
+        own = _read_model(
+            opts, _model_path(opts, "speculative-config.model", model), "speculative-config.model"
         )
         return method, _hf.derive_mtp(own, dtype, context)
     if model is None:
@@ -453,28 +745,72 @@ def _drafter(
             f"speculative method {method or 'draft_model'!r} needs a draft model",
             "set speculative-config.model to the drafter's folder",
         )
-    if not isinstance(model, str):
-        raise opts.err("speculative-config.model", f"expected a path, got {model!r}")
     if method is None or method == "draft_model":
         low = model.lower()
         method = (
-            "eagle" if "eagle-" in low else
-            "eagle3" if "eagle3" in low else
-            "dflash" if "dflash" in low else
-            "dspark" if "dspark" in low else
-            "draft_model"
+            "eagle"
+            if "eagle-" in low
+            else "eagle3"
+            if "eagle3" in low
+            else "dflash"
+            if "dflash" in low
+            else "dspark"
+            if "dspark" in low
+            else "draft_model"
         )
-    path = _model_path(opts, "speculative-config.model", model)
-    draft = _hf.read_model(path, opts.source, "speculative-config.model")
+    key = "speculative-config.model"
+    path = _model_path(opts, key, model)
+    draft = _read_model(opts, path, key)
     if method in ("eagle", "eagle3"):
-        layers = _hf.derive(
-            draft, dtype, first_index=first_index, draft=True, known=known, context=context
+        layers = _checked(
+            draft,
+            _hf.derive(draft, dtype, first_index=first_index, draft=True, known=known, context=context),
         )
     else:
-        layers = _hf.derive(draft, dtype, first_index=0, known=known, context=context)
+        layers = _checked(draft, _hf.derive(draft, dtype, first_index=0, known=known, context=context))
         for s in layers:
             s["name"] = "draft_model." + str(s["name"])
     return method, layers
+
+
+#: Integer fields of a derived layer set, and the config.json key each comes from.
+_DERIVED_INTS = {
+    "count": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads",
+    "head_size": "head_dim",
+    "head_size_v": "head_dim",
+    "sliding_window": "sliding_window",
+    "tokens_per_state": "num_hidden_layers",
+}
+
+
+def _checked(model: _hf.Model, sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The derived layer sets, refused with a line about config.json if a value is not a
+    positive integer (a config.json can hold anything; vLLM would fail on it too)."""
+    for item in sets:
+        for field_name, config_key in _DERIVED_INTS.items():
+            value = item.get(field_name)
+            if value is None and field_name in ("sliding_window", "head_size_v"):
+                continue
+            if value is None and field_name == "tokens_per_state":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(
+                    f"expected a positive integer, got {_describe(value)}",
+                    source=model.path,
+                    key=config_key,
+                    hint="fix the config.json value",
+                )
+    return sets
+
+
+def _read_model(opts: Options, path: Path, key: str) -> _hf.Model:
+    """``_hf.read_model``, its errors located at the option that named the folder."""
+    try:
+        return _hf.read_model(path, opts.source, key)
+    except InputError as err:
+        raise err.located(opts.source, opts.lines.get(key.split(".", maxsplit=1)[0])) from None
 
 
 def _runner(
@@ -486,10 +822,10 @@ def _runner(
             return "v2" if int(value) else "v1"
         except ValueError as err:
             raise InputError(
-                f"VLLM_USE_V2_MODEL_RUNNER={value!r} is not an integer",
+                f"VLLM_USE_V2_MODEL_RUNNER={value!r} is not an integer; vLLM reads it with int()",
                 source=opts.source,
                 key="VLLM_USE_V2_MODEL_RUNNER",
-                hint="vLLM reads it with int(): use 0 or 1",
+                hint="use 0 or 1",
             ) from err
     if spec is not None:
         if method in ("suffix", "custom_class"):

@@ -1,13 +1,19 @@
 """Safe, bounded YAML reading that remembers where each key was written.
 
-Only YAML's safe subset is constructed (no Python objects). Files over
-``MAX_BYTES`` are refused before parsing, and a document whose aliases would
-expand to more than ``MAX_NODES`` nodes is refused (a "billion laughs" file).
-Duplicate keys are an error rather than a silent override.
+Only YAML's safe subset is constructed, and only its plain types: strings,
+numbers, booleans, null, lists and mappings (a timestamp stays the text it was
+written as, which is what ``vllm serve --config`` passes on). Explicit tags
+(``!!python/...``, ``!!binary``, ``!!set``, ``!custom``) are refused. Only
+regular files are read, and at most ``MAX_BYTES`` of them, so a FIFO or
+``/dev/zero`` cannot hang the reader. A document whose aliases would expand to
+more than ``MAX_NODES`` nodes (a "billion laughs" file) or that nests deeper
+than ``MAX_DEPTH`` is refused. Duplicate keys are an error rather than a silent
+override.
 """
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +26,14 @@ MAX_BYTES = 1024 * 1024
 
 MAX_NODES = 100_000
 """Most YAML nodes a document may expand to, aliases included."""
+
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings a document may have."""
+
+_PLAIN_TAGS = frozenset(
+    "tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float", "str", "map", "seq")
+)
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
 Path_ = tuple[str | int, ...]
 
@@ -42,33 +56,76 @@ class Document:
         return None
 
 
-def read_text(path: Path, source: str) -> str:
-    """The file's text: refuses directories, unreadable, oversized and non-UTF-8 files."""
-    if path.is_dir():
-        raise InputError("is a directory", source=source, hint="pass a file, or a folder to lint with --recursive")
+def read_bytes(path: Path, source: str, limit: int, *, what: str = "file") -> bytes:
+    """At most ``limit`` bytes of a regular file; one-line InputErrors for everything else.
+
+    Refuses folders, missing and unreadable paths, and anything that is not a regular
+    file (a FIFO, a device such as ``/dev/zero``) before reading it, and files over
+    ``limit`` bytes without reading past the limit.
+    """
     try:
-        size = path.stat().st_size
-    except FileNotFoundError as err:
-        raise InputError("no such file", source=source, hint="check the path") from err
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", source=source, hint="check the path") from err
-    if size > MAX_BYTES:
+        st = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"no such {what}", source=source, hint="check the path") from None
+    except NotADirectoryError:
         raise InputError(
-            f"file is {size} bytes; kvconfig reads at most {MAX_BYTES}",
+            f"no such {what}", source=source, hint="check the path: part of it is a file"
+        ) from None
+    except OSError as err:
+        raise InputError(
+            f"cannot read: {err.strerror or err}", source=source, hint="check the path"
+        ) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(
+            "is a folder, not a file",
             source=source,
-            hint="a serve config or deployment file is a few KiB",
+            hint="pass a file; kvconfig lint also takes folders and lints their .yaml files",
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            "is a pipe, socket or device, not a regular file",
+            source=source,
+            hint="pass a file saved on disk",
+        )
+    if st.st_size > limit:
+        raise InputError(
+            f"is {st.st_size} bytes; kvconfig reads at most {limit} bytes",
+            source=source,
+            hint=f"a {what} like this is a few KiB: check that this is the right path",
         )
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as f:
+            raw = f.read(limit + 1)
     except OSError as err:
-        raise InputError(f"cannot read: {err.strerror}", source=source, hint="check permissions") from err
+        raise InputError(
+            f"cannot read: {err.strerror or err}", source=source, hint="check its permissions"
+        ) from None
+    if len(raw) > limit:
+        raise InputError(
+            f"is over {limit} bytes; kvconfig reads at most {limit} bytes",
+            source=source,
+            hint=f"a {what} like this is a few KiB: check that this is the right path",
+        )
+    return raw
+
+
+def decode(raw: bytes, source: str, *, what: str = "the file") -> str:
+    """UTF-8 text (a leading byte-order mark is dropped); InputError names the bad byte's line."""
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
         raise InputError(
-            f"not UTF-8 (byte {err.start})", source=source, line=line, hint="save the file as UTF-8"
-        ) from err
+            f"not UTF-8 text: byte {err.start} is 0x{raw[err.start]:02x}",
+            source=source,
+            line=line,
+            hint=f"save {what} as UTF-8",
+        ) from None
+
+
+def read_text(path: Path, source: str) -> str:
+    """The file's text: refuses folders, non-files, unreadable, oversized and non-UTF-8 files."""
+    return decode(read_bytes(path, source, MAX_BYTES), source)
 
 
 def parse(text: str, source: str) -> Document:
@@ -76,92 +133,158 @@ def parse(text: str, source: str) -> Document:
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_cls(text)
+    try:
+        loader = loader_cls(text)
+    except yaml.YAMLError as err:
+        raise _syntax_error(err, text, source) from None
     try:
         node = loader.get_single_node()
         if node is None:
             return Document(source, None, {})
         lines: dict[Path_, int] = {}
-        data = _build(node, (), lines, [MAX_NODES], source, loader)
+        data = _build(node, (), lines, [MAX_NODES], source, 0)
         return Document(source, data, lines)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        problem = (err.problem or err.context or "invalid YAML").strip()
-        raise InputError(
-            f"invalid YAML: {problem}",
-            source=source,
-            line=mark.line + 1 if mark is not None else None,
-            hint="fix the YAML syntax",
-        ) from err
     except yaml.YAMLError as err:
-        raise InputError(f"invalid YAML: {err}", source=source, hint="fix the YAML syntax") from err
+        raise _syntax_error(err, text, source) from None
     finally:
         loader.dispose()
 
 
-def _build(
-    node: Any, path: Path_, lines: dict[Path_, int], budget: list[int], source: str, loader: Any
+def _syntax_error(err: Any, text: str, source: str) -> InputError:
+    """One line for a PyYAML error (its own text spans several lines)."""
+    import yaml
+
+    hint = "fix the YAML syntax"
+    if isinstance(err, yaml.MarkedYAMLError):
+        mark = err.problem_mark or err.context_mark
+        problem = " ".join((err.problem or err.context or "not valid YAML").split())
+        rows = text.splitlines()
+        row = rows[mark.line] if mark is not None and mark.line < len(rows) else ""
+        if problem == "but found another document":
+            problem, hint = "more than one YAML document ('---')", "keep one document per file"
+        elif "\t" in row[: len(row) - len(row.lstrip())]:
+            hint = "indent with spaces: YAML does not allow tabs there"
+        elif problem.startswith("mapping values are not allowed"):
+            hint = "check this line's indentation, and quote values that hold ': '"
+        elif (
+            err.problem
+            and err.context_mark is not None
+            and str(err.context).startswith("while parsing a flow")
+        ):
+            opened = "[" if "sequence" in str(err.context) else "{"
+            hint = f"check the '{opened}' opened on line {err.context_mark.line + 1}"
+        return InputError(
+            f"invalid YAML: {problem}",
+            source=source,
+            line=mark.line + 1 if mark is not None else None,
+            hint=hint,
+        )
+    if isinstance(err, yaml.reader.ReaderError):
+        at = text[: err.position].count("\n") + 1
+        char = (
+            err.character if isinstance(err.character, int) else ord(str(err.character)[:1] or " ")
+        )
+        return InputError(
+            f"invalid YAML: control character U+{char:04X} is not allowed",
+            source=source,
+            line=at,
+            hint="remove control characters from the file",
+        )
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return InputError(f"invalid YAML: {first}", source=source, hint=hint)
+
+
+def _tag(node: Any) -> str:
+    """``!!binary`` for YAML's own tags, the tag as written otherwise."""
+    tag = str(node.tag)
+    return tag.replace("tag:yaml.org,2002:", "!!")
+
+
+def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
+    node: Any, path: Path_, lines: dict[Path_, int], budget: list[int], source: str, depth: int
 ) -> Any:
     import yaml
 
+    line = node.start_mark.line + 1
     budget[0] -= 1
     if budget[0] < 0:
         raise InputError(
-            f"document expands to more than {MAX_NODES} nodes",
+            f"the document expands to more than {MAX_NODES} values",
             source=source,
-            line=node.start_mark.line + 1,
-            hint="YAML aliases (&/*) that nest this deep are refused",
+            line=lines.get(path[:1], line),
+            hint="write the values out; aliases that multiply like this are refused",
+        )
+    if depth > MAX_DEPTH:
+        raise InputError(
+            f"lists and mappings nest more than {MAX_DEPTH} levels deep",
+            source=source,
+            line=line,
+            hint="a deployment file is a few levels deep: check the brackets and indentation",
         )
     if path:
-        lines.setdefault(path, node.start_mark.line + 1)
+        lines.setdefault(path, line)
+    if node.tag == _TIMESTAMP:
+        return str(node.value)
+    if node.tag not in _PLAIN_TAGS:
+        raise InputError(
+            f"unsupported YAML tag {_tag(node)}",
+            source=source,
+            line=line,
+            hint="write plain strings, numbers, booleans, lists and mappings, without tags",
+        )
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
+            key_line = key_node.start_mark.line + 1
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise InputError(
-                    "YAML merge keys (<<) are not supported",
+                    "YAML merge keys '<<' are not supported",
                     source=source,
-                    line=key_node.start_mark.line + 1,
+                    line=key_line,
                     hint="write the keys out",
                 )
             if not isinstance(key_node, yaml.ScalarNode):
                 raise InputError(
-                    "keys must be plain names",
+                    "a key is a list or mapping",
                     source=source,
-                    line=key_node.start_mark.line + 1,
-                    hint="use 'name: value'",
+                    line=key_line,
+                    hint="keys are plain names: write 'name: value'",
                 )
-            key = _scalar(key_node, source, loader)
+            key = _build(key_node, (), {}, budget, source, depth + 1)
             if not isinstance(key, (str, int)) or isinstance(key, bool):
                 key = str(key)
             if key in out:
                 raise InputError(
-                    f"duplicate key {key!r}",
+                    f"duplicate key {key!r}, first set on line {lines[(*path, key)]}",
                     source=source,
-                    line=key_node.start_mark.line + 1,
-                    hint="keep one",
+                    line=key_line,
+                    hint="keep one of them",
                 )
             sub = (*path, key)
-            lines[sub] = key_node.start_mark.line + 1
-            out[key] = _build(value_node, sub, lines, budget, source, loader)
+            lines[sub] = key_line
+            out[key] = _build(value_node, sub, lines, budget, source, depth + 1)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_build(v, (*path, i), lines, budget, source, loader) for i, v in enumerate(node.value)]
-    return _scalar(node, source, loader)
+        return [
+            _build(v, (*path, i), lines, budget, source, depth + 1)
+            for i, v in enumerate(node.value)
+        ]
+    return _scalar(node, source)
 
 
-def _scalar(node: Any, source: str, loader: Any) -> Any:
+def _scalar(node: Any, source: str) -> Any:
     import yaml
 
+    constructor = yaml.constructor.SafeConstructor()
     try:
-        return loader.construct_object(node, deep=True)
-    except yaml.constructor.ConstructorError as err:
+        return constructor.construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError, OverflowError):
         raise InputError(
-            f"unsupported YAML value: {err.problem}",
+            f"cannot read the value {node.value!r} as {_tag(node)}",
             source=source,
             line=node.start_mark.line + 1,
-            hint="use plain strings, numbers, booleans, lists and mappings",
-        ) from err
+            hint="remove the tag, or fix the value",
+        ) from None
 
 
 def load(path: Path, source: str) -> Document:

@@ -1,18 +1,30 @@
 """``kvconfig``: plan, lint, explain and export KV-cache kernel block-size plans.
 
 Exit codes: 0 every deployment is safe; 1 some deployment is rejected; 2 usage or
-input error (one line on stderr, nothing on stdout).
+input error; 3 a kvconfig bug (one line on stderr; ``KVCONFIG_TRACEBACK=1`` shows it).
+
+Every input error is one line on stderr (docs/errors.md). A usage error, or a bad
+file given to ``plan``, ``explain`` or ``export``, prints nothing on stdout. ``lint``
+reports every file: a file it cannot read is an ``error`` row of the complete report
+on stdout, and its line on stderr; the exit code is then 2, whatever the other files
+gave.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from kvconfig.errors import InputError, KVConfigError
+
+if TYPE_CHECKING:
+    from kvconfig._platforms import PlatformId
+    from kvconfig._report import Outcome
 
 FORMATS = ("text", "json", "github", "sarif")
 
@@ -21,16 +33,40 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(message, source=self.prog, hint=f"see '{self.prog} --help'")
+        message = re.sub(r" \(choose from (.*)\)$", r"; choose from \1", message)
+        hint = f"see '{self.prog} --help'"
+        if message.startswith("unrecognized arguments: "):
+            first = message.split(": ", 1)[1].split()[0].split("=")[0]
+            if first.startswith("-"):
+                from kvconfig._suggest import did_you_mean
+
+                hint = did_you_mean(first, self._every_option()) or hint
+        raise InputError(message, key=self.prog.removeprefix("kvconfig").strip(), hint=hint)
+
+    def _every_option(self) -> list[str]:
+        """Option strings of this parser and of its sub-commands."""
+        found = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found.extend(sub._option_string_actions)
+        return sorted(set(found))
 
 
 def _env_pairs(items: Sequence[str]) -> dict[str, str]:
+    from kvconfig._serve import check_env
+
     env = {}
     for item in items:
         name, eq, value = item.partition("=")
-        if not eq or not name:
-            raise InputError(f"expected KEY=VALUE, got {item!r}", key="--env", hint="e.g. --env VLLM_USE_V2_MODEL_RUNNER=0")
-        env[name] = value
+        if not eq or not name.strip():
+            raise InputError(
+                f"expected KEY=VALUE, got {item!r}",
+                key="--env",
+                hint="e.g. --env VLLM_USE_V2_MODEL_RUNNER=0",
+            )
+        env[name.strip()] = value
+    check_env(env, "")
     return env
 
 
@@ -48,17 +84,28 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
         p.add_argument(
             "--platform",
-            help="GPU name (H200, B200, GB300, RTX PRO 6000, ...), smXY or X.Y; a comma list for several",
+            help="GPU name (H200, B200, GB300, RTX PRO 6000, ...), smXY or X.Y; "
+            "a comma list for several",
         )
-        p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                       help="environment of the vLLM process (e.g. VLLM_USE_V2_MODEL_RUNNER=0)")
-        p.add_argument("--hooks", choices=("none", "enforce"),
-                       help="whether the kvconfig vLLM hooks will be installed")
+        p.add_argument(
+            "--env",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="environment of the vLLM process (e.g. VLLM_USE_V2_MODEL_RUNNER=0)",
+        )
+        p.add_argument(
+            "--hooks",
+            choices=("none", "enforce"),
+            help="whether the kvconfig vLLM hooks will be installed",
+        )
         p.add_argument("--vllm-version", help="vLLM release to plan for (default 0.33.0)")
         p.add_argument("--format", choices=formats, default="text")
 
     p_plan = sub.add_parser("plan", help="print the plan of one deployment")
-    p_plan.add_argument("deployment", nargs="?", help="vllm serve YAML or native kvconfig file")
+    p_plan.add_argument(
+        "deployments", nargs="*", metavar="deployment", help="vllm serve YAML or native file"
+    )
     common(p_plan, ("text", "json"))
 
     p_lint = sub.add_parser("lint", help="check deployments; exit 1 if any is rejected")
@@ -70,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p_explain, ("text",))
 
     p_export = sub.add_parser("export", help="write a plan (or the JSON Schemas) to files")
-    p_export.add_argument("deployment", nargs="?")
+    p_export.add_argument("deployments", nargs="*", metavar="deployment")
     p_export.add_argument("-o", "--output", help="output file (plan) or folder (--schema)")
     p_export.add_argument("--schema", action="store_true", help="write the JSON Schemas instead")
     common(p_export, ("json",))
@@ -80,10 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_cat.add_argument("--platform", help="evaluate the sizes on this platform")
     p_cat.add_argument("--vllm-version", default=None)
     p_cat.add_argument("--format", choices=("text", "json"), default="text")
-    p_cat.add_argument("--from-vllm", action="store_true",
-                       help="regenerate the catalog from the installed vLLM")
-    p_cat.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two versions' catalogs")
-    p_cat.add_argument("-o", "--output", help="where --from-vllm writes (default: the shipped file)")
+    p_cat.add_argument(
+        "--from-vllm", action="store_true", help="regenerate the catalog from the installed vLLM"
+    )
+    p_cat.add_argument(
+        "--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two versions' catalogs"
+    )
+    p_cat.add_argument(
+        "-o", "--output", help="where --from-vllm writes (default: the shipped file)"
+    )
     return parser
 
 
@@ -97,19 +149,41 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         args_list, command = args_list[:cut], args_list[cut + 1 :]
     try:
         args = build_parser().parse_args(args_list)
-        handler: Callable[[argparse.Namespace, list[str] | None], tuple[str, int]] = _HANDLERS[args.command]
+        handler: Callable[[argparse.Namespace, list[str] | None], tuple[str, int]] = _HANDLERS[
+            args.command
+        ]
         text, code = handler(args, command)
-    except InputError as err:
-        print(f"kvconfig: {err}", file=sys.stderr)
-        return 2
     except KVConfigError as err:
-        print(f"kvconfig: {err}", file=sys.stderr)
+        _say(str(err))
         return 2
-    out.write(text)
+    except Exception as err:
+        if os.environ.get("KVCONFIG_TRACEBACK"):
+            raise
+        _say(
+            f"internal error: {type(err).__name__}: {err} (a kvconfig bug; please report it "
+            "with the input, and rerun with KVCONFIG_TRACEBACK=1 for the traceback)"
+        )
+        return 3
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        # the reader went away (``kvconfig lint ... | head``): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return code
     return code
 
 
-def _targets(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[str | list[str]]:
+def _say(text: str) -> None:
+    """One line on stderr, ``kvconfig: ...``."""
+    line = " ".join(text.split("\n"))
+    print(f"kvconfig: {line}", file=sys.stderr)
+
+
+def _targets(
+    args: argparse.Namespace, command: list[str] | None, many: bool
+) -> list[str | list[str]]:
     items: list[str] = list(getattr(args, "deployments", None) or [])
     single = getattr(args, "deployment", None)
     if single:
@@ -118,9 +192,15 @@ def _targets(args: argparse.Namespace, command: list[str] | None, many: bool) ->
     for item in items:
         path = Path(item)
         if path.is_dir():
-            found = sorted(str(p) for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+            found = sorted(
+                str(p) for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+            )
             if not found:
-                raise InputError("folder holds no .yaml or .yml files", source=item, hint="pass files")
+                raise InputError(
+                    "the folder holds no .yaml or .yml files",
+                    source=item,
+                    hint="pass the deployment files, or a folder that holds them",
+                )
             targets.extend(found)
         else:
             targets.append(item)
@@ -129,11 +209,14 @@ def _targets(args: argparse.Namespace, command: list[str] | None, many: bool) ->
     if not targets:
         raise InputError("no deployment given", hint="pass a file, or '-- vllm serve ...'")
     if not many and len(targets) > 1:
-        raise InputError("one deployment at a time here", hint="use 'kvconfig lint' for several")
+        raise InputError(
+            f"{args.command} takes one deployment, got {len(targets)}",
+            hint="use 'kvconfig lint' for several",
+        )
     return targets
 
 
-def _platforms(args: argparse.Namespace) -> list[object]:
+def _platforms(args: argparse.Namespace) -> list[PlatformId | None]:
     from kvconfig._platforms import parse_platforms
 
     if args.platform:
@@ -141,40 +224,80 @@ def _platforms(args: argparse.Namespace) -> list[object]:
     return [None]
 
 
-def _outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[object]:
+def _outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:
+    """One outcome per (deployment, platform).
+
+    With ``many`` (``lint``) a deployment that cannot be read or planned becomes an
+    error outcome and its line goes to stderr; otherwise the InputError propagates.
+    """
+    from kvconfig._report import Outcome
+
+    env = _env_pairs(args.env)
+    platforms = _platforms(args)
+    outcomes: list[Outcome] = []
+    for target in _targets(args, command, many):
+        source = target if isinstance(target, str) else "<command>"
+        failed: list[tuple[str, InputError]] = []
+        for platform in platforms:
+            label = platform.label() if platform is not None else "-"
+            try:
+                outcomes.append(_outcome(args, target, source, platform, env))
+            except InputError as err:
+                if not many:
+                    raise
+                failed.append((label, err))
+        if len(failed) == len(platforms) > 1 and len({str(f) for _, f in failed}) == 1:
+            failed = [("all platforms", failed[0][1])]
+        for label, problem in failed:
+            _say(str(problem))
+            outcomes.append(Outcome(source, label, error=str(problem), problem=problem))
+    return outcomes
+
+
+def _outcome(
+    args: argparse.Namespace,
+    target: str | list[str],
+    source: str,
+    platform: PlatformId | None,
+    env: dict[str, str],
+) -> Outcome:
+    """Load, resolve and report one deployment on one platform."""
+    from kvconfig import _findings as F
     from kvconfig._hf import UnsupportedArchitecture
     from kvconfig._load import load_setup
     from kvconfig._report import Outcome
     from kvconfig._resolve import PlanResult, resolve_setup
-    from kvconfig import _findings as F
+    from kvconfig._setup import LayerSet, Setup
 
-    env = _env_pairs(args.env)
-    outcomes: list[object] = []
-    for target in _targets(args, command, many):
-        source = target if isinstance(target, str) else "<command>"
-        for platform in _platforms(args):
-            try:
-                setup = load_setup(
-                    target, platform, env=env, vllm_version=args.vllm_version, hooks=args.hooks  # type: ignore[arg-type]
-                )
-            except UnsupportedArchitecture as err:
-                from kvconfig._platforms import PlatformId
-                from kvconfig._setup import LayerSet, Setup
-
-                plat = platform if isinstance(platform, PlatformId) else None
-                if plat is None:
-                    raise InputError("no platform given", source=source, key="--platform",
-                                     hint="pass --platform (e.g. --platform h200)") from None
-                stub = Setup(source=source, platform=plat, layers=(LayerSet(),))
-                plan = PlanResult(stub, (), (F.architecture(err.architecture, err.source, err.snippet),))
-                outcomes.append(Outcome(source, plat.label(), plan))
-                continue
-            if setup.platform is None:
-                raise InputError("no platform given", source=source, key="--platform",
-                                 hint="pass --platform (e.g. --platform h200) or set 'platform' in the file")
-            plan = resolve_setup(setup)
-            outcomes.append(Outcome(source, setup.platform.label(), plan, line_of=_key_lines(target)))
-    return outcomes
+    try:
+        setup = load_setup(
+            target,
+            platform,
+            env=env,
+            vllm_version=args.vllm_version,
+            hooks=args.hooks,
+        )
+    except UnsupportedArchitecture as err:
+        plat = platform
+        if plat is None:
+            raise InputError(
+                "no platform given",
+                source=source,
+                key="--platform",
+                hint="pass --platform, e.g. --platform h200",
+            ) from None
+        stub = Setup(source=source, platform=plat, layers=(LayerSet(),))
+        plan = PlanResult(stub, (), (F.architecture(err.architecture, err.source, err.snippet),))
+        return Outcome(source, plat.label(), plan)
+    if setup.platform is None:
+        raise InputError(
+            "no platform given",
+            source=source,
+            key="--platform",
+            hint="pass --platform, e.g. --platform h200, or set 'platform' in the file",
+        )
+    plan = resolve_setup(setup)
+    return Outcome(source, setup.platform.label(), plan, line_of=_key_lines(target))
 
 
 def _key_lines(target: str | list[str]) -> dict[str, int]:
@@ -206,8 +329,20 @@ def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
     from kvconfig._report import Outcome, render_github, render_json, render_lint, render_sarif
 
     outcomes = [o for o in _outcomes(args, command, many=True) if isinstance(o, Outcome)]
-    render = {"text": render_lint, "json": render_json, "github": render_github, "sarif": render_sarif}
-    return render[args.format](outcomes), 1 if any(o.verdict != "ok" for o in outcomes) else 0
+    render = {
+        "text": render_lint,
+        "json": render_json,
+        "github": render_github,
+        "sarif": render_sarif,
+    }
+    verdicts = {o.verdict for o in outcomes}
+    if "error" in verdicts:
+        # Bad input: each bad deployment has had its line on stderr. A report or a JSON
+        # document with holes in it is worse than none; annotations (github, sarif) are
+        # per problem, so they carry the input errors beside the findings.
+        text = render[args.format](outcomes) if args.format in ("github", "sarif") else ""
+        return text, 2
+    return render[args.format](outcomes), 1 if "reject" in verdicts else 0
 
 
 def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
@@ -225,7 +360,15 @@ def _cmd_export(args: argparse.Namespace, command: list[str] | None) -> tuple[st
     from kvconfig._export import export_plan, export_schemas
 
     if args.schema:
-        return export_schemas(args.output), 0
+        # 'kvconfig export --schema DIR' and 'kvconfig export --schema -o DIR' both name the folder
+        folders = [*args.deployments, *([args.output] if args.output else [])]
+        if len(folders) > 1 or command:
+            raise InputError(
+                f"writes to one folder, got {len(folders) + (1 if command else 0)}",
+                key="--schema",
+                hint="kvconfig export --schema DIR",
+            )
+        return export_schemas(folders[0] if folders else None), 0
     from kvconfig._report import Outcome
 
     outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]

@@ -24,7 +24,8 @@ def _rebuild(cls: type[KVConfigError], state: dict[str, Any], text: str) -> KVCo
 class InputError(KVConfigError):
     """Bad input: a file, a key or a command-line value kvconfig cannot use.
 
-    Renders as one line: ``where: what (how to fix)``.
+    Renders as one line, ``file:line: key: what was wrong (how to fix it)``; the
+    parts that are unknown are left out (docs/errors.md).
     """
 
     def __init__(
@@ -52,10 +53,16 @@ class InputError(KVConfigError):
         text = ": ".join([*parts, self.message])
         if self.hint:
             text = f"{text} ({self.hint})"
-        return text
+        # one line, always: a file name or value with a line break must not split it
+        return text.replace("\r", "\\r").replace("\n", "\\n")
 
     def located(self, source: str, line: int | None = None) -> InputError:
-        """The same error, attributed to ``source`` (and ``line``) if it had none."""
+        """The same error, attributed to ``source`` (and ``line``) if it had no source.
+
+        An error about another file (a model's ``config.json``) keeps its own place.
+        """
+        if self.source and self.source != source:
+            return self
         return InputError(
             self.message,
             source=self.source or source,

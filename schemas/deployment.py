@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from schemas._base import Strict
 from schemas._base import KernelSizeField as KernelSize
+from schemas._base import Strict
 
 Role = Literal["target", "draft"]
 """Whether a layer belongs to the served (target) model or to the speculator's drafter."""
@@ -45,6 +45,19 @@ SpeculativeMethod = Literal[
 """vLLM's ``speculative-config.method`` values kvconfig plans for."""
 
 PositiveInt = Annotated[int, Field(ge=1, strict=True)]
+
+MAX_LAYERS = 10_000
+"""Most layers one deployment may list (real models have a few hundred)."""
+
+
+class DeploymentError(ValueError):
+    """A contradiction inside a deployment, with the path of the key it is about."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...], hint: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self.hint = hint
 
 
 class AttentionSettings(Strict):
@@ -114,9 +127,12 @@ class LayerSet(Strict):
 
     def names(self) -> list[str]:
         """The expanded layer names."""
+        first = self.first_index
         if "{i}" not in self.name:
-            return [self.name] if self.count == 1 else [f"{self.name}.{i}" for i in range(self.count)]
-        return [self.name.replace("{i}", str(self.first_index + i)) for i in range(self.count)]
+            if self.count == 1:
+                return [self.name]
+            return [f"{self.name}.{i}" for i in range(first, first + self.count)]
+        return [self.name.replace("{i}", str(first + i)) for i in range(self.count)]
 
 
 class GroupSettings(Strict):
@@ -189,32 +205,70 @@ class Deployment(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> Deployment:
+        total = sum(s.count for s in self.layers)
+        if total > MAX_LAYERS:
+            raise DeploymentError(
+                f"{total} layers in all; kvconfig plans at most {MAX_LAYERS}",
+                ("layers",),
+                "check the 'count' of each layer set",
+            )
         explicit = [s.group is not None for s in self.layers]
         if any(explicit) and not all(explicit):
-            raise ValueError("either every layer set has a 'group' or none has")
-        if self.speculative_method not in (None, "ngram", "suffix") and not any(
-            s.role == "draft" for s in self.layers
-        ):
-            raise ValueError(
-                f"speculative method {self.speculative_method!r} has no draft layers; "
-                "add layers with role: draft"
+            i = explicit.index(False)
+            raise DeploymentError(
+                "this layer set has no 'group', but others have one",
+                ("layers", i),
+                "give every layer set a 'group' id, or none",
             )
-        if any(s.role == "draft" for s in self.layers) and self.speculative_method is None:
-            raise ValueError("draft layers need a speculative_method (eagle, eagle3, mtp, ...)")
-        if any(s.role == "draft" for s in self.layers) and not any(
-            s.role == "target" for s in self.layers
-        ):
-            raise ValueError("draft layers without target layers")
-        for s in self.layers:
+        roles = [s.role for s in self.layers]
+        if self.speculative_method not in (None, "ngram", "suffix") and "draft" not in roles:
+            raise DeploymentError(
+                f"speculative method {self.speculative_method!r} needs draft layers",
+                ("speculative_method",),
+                "add the drafter's layers with 'role: draft'",
+            )
+        if "draft" in roles and self.speculative_method is None:
+            raise DeploymentError(
+                "draft layers need a speculative_method",
+                ("layers", roles.index("draft"), "role"),
+                "set speculative_method: eagle, eagle3, mtp, draft_model, dflash or dspark",
+            )
+        if "draft" in roles and "target" not in roles:
+            raise DeploymentError(
+                "draft layers without target layers",
+                ("layers",),
+                "add the served model's layers; role: target is the default",
+            )
+        for i, s in enumerate(self.layers):
             if s.kind == "mamba" and (s.state_bytes is None or s.mamba_type is None):
-                raise ValueError(f"mamba layers {s.name!r} need state_bytes and mamba_type")
-        names: set[str] = set()
-        for s in self.layers:
+                raise DeploymentError(
+                    "mamba layers need state_bytes and mamba_type",
+                    ("layers", i, "kind"),
+                    "give the mixer's per-rank state size in bytes and its type (mamba2, ...)",
+                )
+        seen: dict[str, int] = {}
+        for i, s in enumerate(self.layers):
             for n in s.names():
-                if n in names:
-                    raise ValueError(f"layer {n!r} appears twice")
-                names.add(n)
+                if n in seen:
+                    j = seen[n]
+                    other = self.layers[j]
+                    groups = (
+                        f", in group {other.group} there and group {s.group} here"
+                        if s.group is not None and other.group != s.group
+                        else ""
+                    )
+                    raise DeploymentError(
+                        f"layer {n!r} is also in layers[{j}]{groups}",
+                        ("layers", i, "name"),
+                        "list each layer once: a layer belongs to one KV-cache group",
+                    )
+                seen[n] = i
         ids = [g.id for g in self.groups]
-        if len(ids) != len(set(ids)):
-            raise ValueError("a group id appears twice in 'groups'")
+        for i, gid in enumerate(ids):
+            if gid in ids[:i]:
+                raise DeploymentError(
+                    f"group id {gid} appears twice",
+                    ("groups", i, "id"),
+                    "give each group one entry",
+                )
         return self

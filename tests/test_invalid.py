@@ -1,0 +1,240 @@
+"""Bad input: every case under ``tests/invalid/`` gives exit 2 and exactly its golden line.
+
+A case is ``NAME.err`` (the one stderr line it must produce) with either ``NAME.args``
+(the command line, shell-quoted, run from ``tests/invalid/``) or ``NAME.yaml`` (linted
+as ``kvconfig lint --platform h200 NAME.yaml``). The golden lines are the contract of
+docs/errors.md: file and line, key, what was expected, how to fix it.
+
+Set ``KVCONFIG_WRITE_GOLDEN=1`` to write missing ``.err`` files from the current output
+(then read every new line before committing it).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvconfig import _yaml
+from kvconfig.cli import main
+
+HERE = Path(__file__).parent / "invalid"
+ROOT = Path(__file__).parent.parent
+
+
+def _argv(name: str) -> list[str]:
+    args = HERE / f"{name}.args"
+    if args.exists():
+        return shlex.split(args.read_text(encoding="utf-8"))
+    return ["lint", "--platform", "h200", f"{name}.yaml"]
+
+
+def _cases() -> list[str]:
+    names = {p.stem for p in HERE.glob("*.args")} | {p.stem for p in HERE.glob("*.yaml")}
+    return sorted(names)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    out = io.StringIO()
+    code = main(argv, stdout=out)
+    captured = capsys.readouterr()
+    return code, out.getvalue() + captured.out, captured.err
+
+
+CASES = _cases()
+
+
+def test_there_are_enough_cases() -> None:
+    assert len(CASES) >= 60
+    missing = [n for n in CASES if not (HERE / f"{n}.err").exists()]
+    if not os.environ.get("KVCONFIG_WRITE_GOLDEN"):
+        assert not missing, f"cases without a golden .err file: {missing}"
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_bad_input_gives_its_one_line(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(HERE)
+    argv = _argv(name)
+    code, out, err = _run(argv, capsys)
+    golden = HERE / f"{name}.err"
+    if not golden.exists() and os.environ.get("KVCONFIG_WRITE_GOLDEN"):
+        golden.write_text(err, encoding="utf-8")
+    assert code == 2, (code, out, err)
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    assert err == golden.read_text(encoding="utf-8")
+    assert "Traceback" not in err
+    if argv[0] == "lint" and out:
+        # lint reports every file: the bad one is an error row of a complete report
+        line = err.removeprefix("kvconfig: ").rstrip("\n")
+        rows = out.splitlines()
+        assert rows[-1] == f"0 of {len(rows) - 1} safe"
+        assert any(r.startswith("error   ") and r.endswith(line.split(": ", 1)[-1]) for r in rows)
+    else:
+        assert out == "", out
+
+
+@pytest.mark.parametrize(
+    "name", ["yaml-alias-bomb", "speculative-config-bad-json", "env-v2-true", "native-count-huge"]
+)
+def test_a_real_process_prints_the_same_line_and_no_traceback(name: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("KVCONFIG_TRACEBACK", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kvconfig", *_argv(name)],
+        cwd=HERE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (HERE / f"{name}.err").read_text(encoding="utf-8")
+    assert "Traceback" not in proc.stderr
+
+
+def test_one_bad_file_among_many_stops_the_report(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every file is read; each bad one gets its line on stderr; stdout gets no report
+    # with holes in it, and the exit code says input error.
+    monkeypatch.chdir(HERE)
+    good = "../../examples/qwen3-8b-eagle3-gh200-triton-64.yaml"
+    rejected = "../../examples/qwen3-8b-eagle3-gh200-triton-128.yaml"
+    code, out, err = _run(
+        ["lint", "--platform", "h200", good, "block-size-zero.yaml", rejected, "empty.yaml"],
+        capsys,
+    )
+    assert (code, out) == (2, "")
+    assert err == (HERE / "block-size-zero.err").read_text(encoding="utf-8") + (
+        HERE / "empty.err"
+    ).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["json"])
+def test_machine_formats_write_nothing_on_bad_input(
+    fmt: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(HERE)
+    good = "../../examples/qwen3-8b-eagle3-gh200-triton-64.yaml"
+    code, out, err = _run(
+        ["lint", "--platform", "h200", "--format", fmt, good, "yaml-duplicate-key.yaml"],
+        capsys,
+    )
+    assert (code, out) == (2, "")
+    assert err == (HERE / "yaml-duplicate-key.err").read_text(encoding="utf-8")
+
+
+def test_an_error_shared_by_every_platform_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(HERE)
+    code, out, err = _run(["lint", "--platform", "h200,b200", "empty.yaml"], capsys)
+    assert (code, out) == (2, "")
+    assert err == (HERE / "empty.err").read_text(encoding="utf-8")
+
+
+def test_a_folder_lints_the_yaml_files_inside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "deploy"
+    (folder / "nested").mkdir(parents=True)
+    examples = ROOT / "examples"
+    (folder / "a.yaml").write_text(f"model: {examples / 'models/qwen3-8b'}\nblock-size: 16\n")
+    (folder / "nested" / "b.yml").write_text("model: [\n")
+    (folder / "notes.txt").write_text("not a deployment\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(["lint", "--platform", "h200", "deploy"], capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith("kvconfig: deploy/nested/b.yml:2: invalid YAML: ")
+    (folder / "nested" / "b.yml").unlink()
+    code, out, err = _run(["lint", "--platform", "h200", "deploy"], capsys)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].split()[:2] == ["ok", "deploy/a.yaml"]
+
+
+def test_an_oversized_file_is_refused_before_parsing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text("model: x\n" + "# padding\n" * (_yaml.MAX_BYTES // 10 + 1))
+    size = big.stat().st_size
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(["plan", "--platform", "h200", "big.yaml"], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"kvconfig: big.yaml: is {size} bytes; kvconfig reads at most {_yaml.MAX_BYTES} bytes "
+        "(a file like this is a few KiB: check that this is the right path)\n"
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_pipe_or_device_is_refused_without_reading_it(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # reading either would block or never end; kvconfig must refuse them by their type
+    if kind == "fifo":
+        path = tmp_path / "serve.yaml"
+        os.mkfifo(path)
+        target = "serve.yaml"
+    else:
+        target = "/dev/zero"
+        if not stat.S_ISCHR(os.stat(target).st_mode):
+            pytest.skip("no /dev/zero")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(["lint", "--platform", "h200", target], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"kvconfig: {target}: is a pipe, socket or device, not a regular file "
+        "(pass a file saved on disk)\n"
+    )
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "serve.yaml"
+    path.write_text("model: x\n")
+    path.chmod(0)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(["plan", "--platform", "h200", "serve.yaml"], capsys)
+    assert (code, out) == (2, "")
+    assert err == "kvconfig: serve.yaml: cannot read: Permission denied (check its permissions)\n"
+
+
+def test_an_internal_error_is_one_line_and_exit_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kvconfig import cli
+
+    def broken(*_: object) -> tuple[str, int]:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setitem(cli._HANDLERS, "plan", broken)
+    monkeypatch.delenv("KVCONFIG_TRACEBACK", raising=False)
+    code, out, err = _run(["plan", "--platform", "h200", "x.yaml"], capsys)
+    assert (code, out) == (3, "")
+    assert err.count("\n") == 1
+    assert err.startswith("kvconfig: internal error: ZeroDivisionError: division by zero")
+    monkeypatch.setenv("KVCONFIG_TRACEBACK", "1")
+    with pytest.raises(ZeroDivisionError):
+        main(["plan", "--platform", "h200", "x.yaml"])
+
+
+def test_a_line_break_in_a_name_cannot_split_the_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(["plan", "--platform", "h200", "two\nlines.yaml"], capsys)
+    assert code == 2
+    assert err == "kvconfig: two\\nlines.yaml: no such file (check the path)\n"

@@ -1,0 +1,79 @@
+"""The names kvconfig checks bad input against are vLLM 0.33.0's own.
+
+kvconfig's lint path cannot import vLLM, so it keeps these lists as data; each is
+compared here with the vLLM definition it mirrors.
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+
+from kvconfig import _serve
+from kvconfig._catalog import load_catalog
+
+pytest.importorskip("vllm")
+pytestmark = pytest.mark.vllm
+
+
+def _flatten(literal: object) -> set[str]:
+    out: set[str] = set()
+    for arg in get_args(literal):
+        out |= _flatten(arg) if get_args(arg) else {arg}
+    return out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _emulated() -> None:
+    from kvconfig.introspect import emulate
+
+    emulate.install()
+
+
+def test_speculative_methods_are_vllms() -> None:
+    from vllm.config.speculative import MTPModelTypes, SpeculativeMethod
+
+    assert set(_serve.SPECULATIVE_METHODS) == _flatten(SpeculativeMethod)
+    assert set(_serve.MTP_METHODS) == _flatten(MTPModelTypes)
+
+
+def test_backend_per_kind_keys_are_vllms_spec_kinds() -> None:
+    from vllm.v1.kv_cache_interface import KVCacheSpecKind
+
+    assert set(_serve.SPEC_KINDS) == {k.value for k in KVCacheSpecKind}
+
+
+def test_backend_names_are_vllms_enum() -> None:
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+    known = set(load_catalog("0.33.0").registry) | set(_serve.VLLM_ONLY_BACKENDS)
+    assert known == {e.name for e in AttentionBackendEnum}
+
+
+def test_env_choices_are_vllms() -> None:
+    import os
+
+    from vllm import envs
+
+    choices = _serve.ENV_CHOICES["VLLM_KV_CACHE_LAYOUT"]
+    assert choices is not None
+    for value in choices:
+        os.environ["VLLM_KV_CACHE_LAYOUT"] = value
+        try:
+            assert envs.environment_variables["VLLM_KV_CACHE_LAYOUT"]() == value
+        finally:
+            del os.environ["VLLM_KV_CACHE_LAYOUT"]
+    os.environ["VLLM_KV_CACHE_LAYOUT"] = "nhd"
+    try:
+        with pytest.raises(ValueError):
+            envs.environment_variables["VLLM_KV_CACHE_LAYOUT"]()
+    finally:
+        del os.environ["VLLM_KV_CACHE_LAYOUT"]
+    for name in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_BATCH_INVARIANT"):
+        os.environ[name] = "true"
+        try:
+            with pytest.raises(ValueError):  # vLLM's int(): what kvconfig refuses
+                envs.environment_variables[name]()
+        finally:
+            del os.environ[name]
