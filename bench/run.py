@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -92,7 +91,9 @@ def bench_cold(runs: int) -> dict[str, Any]:
     ours = wall(kvconfig, runs)
     script = VLLM_ONLY.format(root=str(ROOT))
     vllm_runs = max(3, runs // 10)
-    theirs = wall([sys.executable, "-c", script], vllm_runs, env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"})
+    theirs = wall(
+        [sys.executable, "-c", script], vllm_runs, env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"}
+    )
     probe = (
         "import resource, runpy, sys\n"
         f"sys.argv = {['kvconfig', 'lint', '--platform', 'gh200', str(EXAMPLE)]!r}\n"
@@ -102,7 +103,9 @@ def bench_cold(runs: int) -> dict[str, Any]:
     )
     rss = []
     for _ in range(5):
-        res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+        res = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=False
+        )
         rss.append(int(res.stderr.strip().splitlines()[-1].split()[1]))
     return {
         "kvconfig_lint_s": stats(ours),
@@ -145,7 +148,9 @@ def bench_batch(runs: int, n: int = 1000) -> dict[str, Any]:
         times = []
         for _ in range(runs):
             start = time.perf_counter()
-            code = main(["lint", "--platform", "gh200", "--format", "json", *files], stdout=io.StringIO())
+            code = main(
+                ["lint", "--platform", "gh200", "--format", "json", *files], stdout=io.StringIO()
+            )
             times.append(time.perf_counter() - start)
             assert code == 1
     return {"deployments": n, "seconds": stats(times)}
@@ -157,14 +162,31 @@ def resolver_setup() -> Any:
     from kvconfig._setup import LayerSet, Setup
 
     layers = [
-        LayerSet(name=f"model.layers.{{i}}.g{g}", count=32, first_index=32 * g,
-                 backend="FLASHINFER", group=g)
+        LayerSet(
+            name=f"model.layers.{{i}}.g{g}",
+            count=32,
+            first_index=32 * g,
+            backend="FLASHINFER",
+            group=g,
+        )
         for g in range(4)
     ]
-    layers.append(LayerSet(name="model.layers.{i}.self_attn.attn", first_index=128,
-                           role="draft", backend="TRITON_ATTN", group=0))
-    return Setup(source="bench", platform=parse_platform("h200"), layers=tuple(layers),
-                 block_size=64, speculative_method="eagle3")
+    layers.append(
+        LayerSet(
+            name="model.layers.{i}.self_attn.attn",
+            first_index=128,
+            role="draft",
+            backend="TRITON_ATTN",
+            group=0,
+        )
+    )
+    return Setup(
+        source="bench",
+        platform=parse_platform("h200"),
+        layers=tuple(layers),
+        block_size=64,
+        speculative_method="eagle3",
+    )
 
 
 def timeit(fn: Callable[[], object], runs: int, inner: int = 1) -> list[float]:
@@ -190,7 +212,9 @@ def bench_resolver(runs: int) -> dict[str, Any]:
     bad = replace(safe, block_size=128)
     return {
         "safe_us": stats([t * 1e6 for t in timeit(lambda: resolve_setup(safe), runs, 10)]),
-        "mismatch_with_fixes_us": stats([t * 1e6 for t in timeit(lambda: resolve_setup(bad), runs, 10)]),
+        "mismatch_with_fixes_us": stats(
+            [t * 1e6 for t in timeit(lambda: resolve_setup(bad), runs, 10)]
+        ),
     }
 
 
@@ -199,8 +223,12 @@ def bench_hooks(runs: int) -> dict[str, Any] | None:
     script = ROOT / "bench" / "hooks_overhead.py"
     if not script.exists():
         return None
-    res = subprocess.run([sys.executable, str(script), "--runs", str(runs)],
-                         capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        [sys.executable, str(script), "--runs", str(runs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if res.returncode != 0:
         return {"error": res.stderr[-2000:]}
     return json.loads(res.stdout.strip().splitlines()[-1])

@@ -35,7 +35,18 @@ _WHERE = {
     "NoCommonKernelBlockSize": "kvconfig.errors",
 }
 
-__all__ = sorted([*_WHERE, "__version__"])
+__all__ = [
+    "InputError",
+    "KVConfigError",
+    "KernelBlockSizeMismatch",
+    "NoCommonKernelBlockSize",
+    "UnsupportedArchitecture",
+    "__version__",
+    "expand_block_table",
+    "load_deployment",
+    "plan_result",
+    "resolve",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,10 @@ def explain_code(code: str) -> str:
     if code not in CODES:
         from kvconfig._suggest import did_you_mean
 
-        raise InputError(f"unknown finding code {code!r}", hint=did_you_mean(code, CODES) or "see docs/findings.md")
+        raise InputError(
+            f"unknown finding code {code!r}",
+            hint=did_you_mean(code, CODES) or "see docs/findings.md",
+        )
     name, severity, text = CODES[code]
     return f"{code} {name} ({severity}): {text}.\nSee docs/findings.md#{code.lower()}.\n"
 
@@ -49,16 +52,25 @@ def explain_plan(plan: PlanResult) -> str:
             out.append(f"   every backend accepts {g.block_size}-token pages: k = B")
         else:
             cands = sorted(
-                {x for _, sizes in voters for x in sizes if isinstance(x, int) and g.block_size % x == 0},
+                {
+                    x
+                    for _, sizes in voters
+                    for x in sizes
+                    if isinstance(x, int) and g.block_size % x == 0
+                },
                 reverse=True,
             )
-            out.append(f"   not every backend accepts {g.block_size}; exact sizes dividing B: {cands or 'none'}")
+            shown = cands or "none"
+            out.append(
+                f"   not every backend accepts {g.block_size}; exact sizes dividing B: {shown}"
+            )
             for c in cands:
                 ok = all_accept(voters, c)
                 out.append(f"      {c}: {'accepted by all -> k' if ok else 'rejected by some'}")
                 if ok:
                     break
-        out.append(f"   runner votes {g.runner}; speculator {g.speculator if g.speculator is not None else '-'}")
+        spec = "-" if g.speculator is None else g.speculator
+        out.append(f"   runner votes {g.runner}; speculator {spec}")
     if plan.findings:
         out.append("")
         out.append("3. Findings")

@@ -82,20 +82,27 @@ def fa_version(
         version = forced
     if major >= 10 and version == 3:
         version = 4 if ok(4) else 2
-    if version == 3 and major == 9 and ok(4):
-        if head_size is not None and head_size > 256:
-            version = 4
-        elif has_sinks and head_size is not None and head_size_v is not None and head_size != head_size_v:
-            version = 4
+    # SM90 cases FA3 cannot run are upgraded to FA4.
+    wide = head_size is not None and head_size > 256
+    diff_kv_sinks = (
+        has_sinks and head_size is not None and head_size_v is not None and head_size != head_size_v
+    )
+    if version == 3 and major == 9 and ok(4) and (wide or diff_kv_sinks):
+        version = 4
     if batch_invariant and version == 4:
         version = 2
-    if version == 4 and _hd256(major, head_size, head_size_v):
-        if not supports_fa4_hd256:
-            version = 2
-        elif has_sinks or requires_softcap or softcap_model or quantized_kv or dcp:
-            version = 2
-        elif kv_cache_block_size is not None and kv_cache_block_size % 128:
-            version = 2
+    # FA4's head-size-256 kernel falls back to FA2 (_fa4_hd256_fallback_reason).
+    hd256_fallback = (
+        not supports_fa4_hd256
+        or has_sinks
+        or requires_softcap
+        or softcap_model
+        or quantized_kv
+        or dcp
+        or (kv_cache_block_size is not None and kv_cache_block_size % 128 != 0)
+    )
+    if version == 4 and _hd256(major, head_size, head_size_v) and hd256_fallback:
+        version = 2
     if (
         version == 4
         and major >= 10

@@ -16,7 +16,7 @@ from kvconfig._catalog import Entry
 from kvconfig._facts import kv_quant
 from kvconfig._grouping import SpecGroup, bytes_per_block, group_specs
 from kvconfig._select import Selection
-from kvconfig._setup import expand_names, LayerSet, Setup
+from kvconfig._setup import LayerSet, Setup, expand_names
 from kvconfig._specs import (
     DS_MLA_BYTES,
     Spec,
@@ -116,7 +116,9 @@ class Group:
         return [(info, name) for info, names in self.runs for name in names]
 
 
-def runs_of(members: Sequence[tuple[LayerInfo, str]]) -> tuple[tuple[LayerInfo, tuple[str, ...]], ...]:
+def runs_of(
+    members: Sequence[tuple[LayerInfo, str]],
+) -> tuple[tuple[LayerInfo, tuple[str, ...]], ...]:
     """Consecutive layers of the same layer set, merged into runs."""
     runs: list[tuple[LayerInfo, list[str]]] = []
     for info, name in members:
@@ -267,8 +269,8 @@ def _explicit(
 ) -> list[Group]:
     by_id: dict[int, list[tuple[LayerInfo, tuple[str, ...]]]] = {}
     for info in layers:
-        assert info.layer.group is not None
         l = info.layer
+        assert l.group is not None
         by_id.setdefault(l.group, []).append((info, expand_names(l.name, l.count, l.first_index)))
     settings = {g.id: g for g in setup.groups}
     unknown = sorted(set(settings) - set(by_id))

@@ -15,14 +15,13 @@ The steps follow vLLM 0.33.0's start-up order (reference: docs/how-the-plan-is-c
 from __future__ import annotations
 
 import operator
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from kvconfig import _blocksize
 from kvconfig import _findings as F
 from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog
-from kvconfig._facts import hd256_quantized, fa_version, is_quantized, kv_quant, trtllm_usable
+from kvconfig._facts import fa_version, hd256_quantized, kv_quant, trtllm_usable
 from kvconfig._grouping import GroupingError
 from kvconfig._groups import (
     MLA_KINDS,
@@ -170,26 +169,37 @@ class _Ctx:
     trtllm: bool
     findings: list[F.Found] = field(default_factory=list)
     hybrid: bool = False
-    memo: dict[tuple[object, ...], object] = field(default_factory=dict)
-    """Results already computed in this plan: a model repeats the same layer many times."""
+    selections: dict[tuple[object, ...], Selection] = field(default_factory=dict)
+    """Backend selections already made in this plan: a model repeats the same layer."""
+    choices: dict[tuple[object, ...], tuple[Selection, str]] = field(default_factory=dict)
+    """Per distinct layer (names aside): its selection and backend class."""
+    declared: dict[tuple[object, ...], tuple[KernelSize, ...]] = field(default_factory=dict)
+    """Sizes already evaluated, per backend class and layer geometry (and without a spec)."""
+    target: SizeContext | None = None
+    """What backends read when asked without a spec (the target model's config)."""
 
     def select(self, requested: str | None, request: Request, source: str) -> Selection:
         """``_select.select``, computed once per distinct request."""
-        key = ("select", requested, request, source)
-        hit = self.memo.get(key)
+        key = (requested, request, source)
+        hit = self.selections.get(key)
         if hit is None:
-            hit = self.memo[key] = select(requested, request, self.machine, source)
-        assert isinstance(hit, Selection)
+            hit = self.selections[key] = select(requested, request, self.machine, source)
         return hit
 
     def sizes(self, entry: Entry, layer: LayerSet, cache: str) -> tuple[KernelSize, ...]:
         """A catalog entry's sizes for a layer, computed once per distinct geometry."""
-        key = ("sizes", entry.class_path, cache, layer.head_size, layer.head_size_v,
-               layer.tokens_per_state, layer.kind)
-        hit = self.memo.get(key)
+        key = (
+            entry.class_path,
+            cache,
+            layer.head_size,
+            layer.head_size_v,
+            layer.tokens_per_state,
+            layer.kind,
+        )
+        hit = self.declared.get(key)
         if hit is None:
-            hit = self.memo[key] = entry.sizes(_size_context(self, layer, cache))
-        return hit  # type: ignore[return-value]
+            hit = self.declared[key] = entry.sizes(_size_context(self, layer, cache))
+        return hit
 
 
 def _per_rank(layer: LayerSet, tp: int) -> tuple[int, int]:
@@ -292,21 +302,18 @@ def _model_layer(s: Setup) -> LayerSet:
 
 def _target_context(ctx: _Ctx) -> SizeContext:
     """What a backend sees when asked for sizes without a spec (it reads the target config)."""
-    hit = ctx.memo.get(("target",))
-    if hit is None:
-        hit = ctx.memo[("target",)] = _size_context(
-            ctx, _model_layer(ctx.setup), ctx.setup.kv_cache_dtype
-        )
-    return hit  # type: ignore[return-value]
+    if ctx.target is None:
+        ctx.target = _size_context(ctx, _model_layer(ctx.setup), ctx.setup.kv_cache_dtype)
+    return ctx.target
 
 
 def _nospec_sizes(ctx: _Ctx, name: str) -> tuple[KernelSize, ...]:
     """A backend's sizes asked without a spec: it reads the target model's config."""
-    key = ("nospec", name)
-    hit = ctx.memo.get(key)
+    key: tuple[object, ...] = ("no spec", name)
+    hit = ctx.declared.get(key)
     if hit is None:
-        hit = ctx.memo[key] = _nospec_sizes_uncached(ctx, name)
-    return hit  # type: ignore[return-value]
+        hit = ctx.declared[key] = _nospec_sizes_uncached(ctx, name)
+    return hit
 
 
 def _nospec_sizes_uncached(ctx: _Ctx, name: str) -> tuple[KernelSize, ...]:
@@ -384,11 +391,11 @@ def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
     for index, layer in enumerate(s.layers):
         kv_dtype = layer.kv_cache_dtype or s.kv_cache_dtype
         q, _ = _per_rank(layer, s.tensor_parallel_size)
-        key = ("choose", _layer_key(layer), kv_dtype, q)
-        chosen = ctx.memo.get(key)
+        key = (_layer_key(layer), kv_dtype, q)
+        chosen = ctx.choices.get(key)
         if chosen is None:
-            chosen = ctx.memo[key] = _choose(ctx, layer, kv_dtype, q)
-        sel, path = chosen  # type: ignore[misc]
+            chosen = ctx.choices[key] = _choose(ctx, layer, kv_dtype, q)
+        sel, path = chosen
         entry: Entry | None = None
         sizes: tuple[KernelSize, ...] = ()
         cache = kv_dtype
@@ -418,9 +425,7 @@ def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
 
 
 _NAMING = frozenset({"name", "count", "first_index", "group"})
-_layer_key = operator.attrgetter(
-    *(f for f in LayerSet.__slots__ if f not in _NAMING)  # type: ignore[attr-defined]
-)
+_layer_key = operator.attrgetter(*(f for f in LayerSet.__slots__ if f not in _NAMING))
 """Everything about a layer set but its names and group: what selection depends on."""
 
 
@@ -566,8 +571,14 @@ def _vote_group(ctx: _Ctx, g: Group) -> GroupResult:
             if isinstance(own, int) and own != runner_k:
                 ctx.findings.append(F.fixed_by_hooks(g, runner_k, own, everyone))
     narrowed = tuple(
-        Voter(v.name, v.class_path, v.sizes, v.roles, v.layers,
-              _narrow(runner_k, v) if runner_k is not None else None)
+        Voter(
+            v.name,
+            v.class_path,
+            v.sizes,
+            v.roles,
+            v.layers,
+            _narrow(runner_k, v) if runner_k is not None else None,
+        )
         for v in everyone
     )
     return GroupResult(
@@ -646,9 +657,7 @@ def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
         else:
             alt = replace(
                 g,
-                runs=tuple(
-                    (swapped[drafts.index(i)] if i in drafts else i, n) for i, n in g.runs
-                ),
+                runs=tuple((swapped[drafts.index(i)] if i in drafts else i, n) for i, n in g.runs),
             )
             everyone = [v.declared for v in _voters(alt, frozenset({"target", "draft"}))]
             own = [v.declared for v in _voters(alt, frozenset({"draft"}))]

@@ -134,12 +134,16 @@ def _fa_combination(r: Request, m: Machine) -> str | None:
         kv_cache_block_size=r.block_size,
     ):
         return "FP8 KV cache requires FA3 on SM90, FA4 with head_size=512 on SM90, or FA4 on SM100"
-    if r.use_mm_prefix and m.fa(
-        head_size=r.head_size,
-        has_sinks=r.has_sink,
-        kv_cache_block_size=r.block_size,
-        supports_fa4_hd256=True,
-    ) != 4:
+    if (
+        r.use_mm_prefix
+        and m.fa(
+            head_size=r.head_size,
+            has_sinks=r.has_sink,
+            kv_cache_block_size=r.block_size,
+            supports_fa4_hd256=True,
+        )
+        != 4
+    ):
         return "mm_prefix (PrefixLM bidirectional attention) requires FlashAttention v4"
     return None
 
@@ -194,7 +198,7 @@ def _composite(
     """``create_composite_attention_backend``: both members must accept (composite.py)."""
 
     def combination(r: Request, m: Machine) -> str | None:
-        for variant, (member, name) in enumerate(zip((general, causal), names)):
+        for variant, (member, name) in enumerate(zip((general, causal), names, strict=True)):
             why = member.combination(replace(r, use_mm_prefix=r.use_mm_prefix and variant == 0), m)
             if why:
                 return f"{name}: {why}"
@@ -206,10 +210,14 @@ def _composite(
         kv_check=lambda kv, m: all(
             (not t.kv_dtypes or kv in t.kv_dtypes) and t.kv_check(kv, m) for t in (general, causal)
         ),
-        head_sizes=lambda h, m: h in head_sizes and general.head_sizes(h, m) and causal.head_sizes(h, m),
-        capability=lambda m: (device_major is None or m.major == device_major)
-        and general.capability(m)
-        and causal.capability(m),
+        head_sizes=lambda h, m: (
+            h in head_sizes and general.head_sizes(h, m) and causal.head_sizes(h, m)
+        ),
+        capability=lambda m: (
+            (device_major is None or m.major == device_major)
+            and general.capability(m)
+            and causal.capability(m)
+        ),
         sliding_window=general.sliding_window and causal.sliding_window,
         mm_prefix=general.mm_prefix,
         combination=combination,

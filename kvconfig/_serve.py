@@ -764,10 +764,14 @@ def _drafter(
     if method in ("eagle", "eagle3"):
         layers = _checked(
             draft,
-            _hf.derive(draft, dtype, first_index=first_index, draft=True, known=known, context=context),
+            _hf.derive(
+                draft, dtype, first_index=first_index, draft=True, known=known, context=context
+            ),
         )
     else:
-        layers = _checked(draft, _hf.derive(draft, dtype, first_index=0, known=known, context=context))
+        layers = _checked(
+            draft, _hf.derive(draft, dtype, first_index=0, known=known, context=context)
+        )
         for s in layers:
             s["name"] = "draft_model." + str(s["name"])
     return method, layers

@@ -130,9 +130,7 @@ class Setup:
             draft_attention_backend=doc.get("draft_attention_backend"),
             num_speculative_tokens=int(doc.get("num_speculative_tokens") or 0),
             prefix_caching=bool(doc.get("prefix_caching", True)),
-            disable_hybrid_kv_cache_manager=bool(
-                doc.get("disable_hybrid_kv_cache_manager", False)
-            ),
+            disable_hybrid_kv_cache_manager=bool(doc.get("disable_hybrid_kv_cache_manager", False)),
             max_model_len=doc.get("max_model_len"),
             model_facts=dict(doc.get("model_facts") or {}),
             kv_cache_layout=doc.get("kv_cache_layout"),
@@ -141,7 +139,9 @@ class Setup:
             backends={
                 name: (
                     str(b.get("kind", "attention")),
-                    tuple(s if isinstance(s, MultipleOf) else size_from_json(s) for s in b["sizes"]),
+                    tuple(
+                        s if isinstance(s, MultipleOf) else size_from_json(s) for s in b["sizes"]
+                    ),
                 )
                 for name, b in (doc.get("backends") or {}).items()
             },

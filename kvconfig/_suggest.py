@@ -6,9 +6,7 @@ import difflib
 from collections.abc import Callable, Iterable
 
 
-def closest(
-    word: str, choices: Iterable[str], key: Callable[[str], str] = str.lower
-) -> str | None:
+def closest(word: str, choices: Iterable[str], key: Callable[[str], str] = str.lower) -> str | None:
     """The choice closest to ``word``, or None when nothing is close."""
     options = {key(c): c for c in choices}
     hits = difflib.get_close_matches(key(word), list(options), n=1, cutoff=0.6)

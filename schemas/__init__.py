@@ -49,7 +49,26 @@ _WHERE = {
     "MultipleOf": "sizes",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "AttentionSettings",
+    "BackendEntry",
+    "BackendVote",
+    "Catalog",
+    "Components",
+    "Conditions",
+    "CustomBackend",
+    "Deployment",
+    "Finding",
+    "GroupPlan",
+    "GroupSettings",
+    "KernelSize",
+    "LayerSet",
+    "LayersByRole",
+    "MultipleOf",
+    "Plan",
+    "PlatformInfo",
+    "SizeRule",
+]
 
 
 def __getattr__(name: str) -> Any:

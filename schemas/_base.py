@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,5 +22,5 @@ class Strict(BaseModel):
     )
 
 
-KernelSizeField = Union[Annotated[int, Field(ge=1, strict=True)], MultipleOf]
+KernelSizeField = Annotated[int, Field(ge=1, strict=True)] | MultipleOf
 """A kernel size in a schema: a strict positive int (no booleans) or a MultipleOf."""

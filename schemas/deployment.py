@@ -37,7 +37,8 @@ Runner = Literal["v1", "v2"]
 """vLLM's model runner: V1 (``VLLM_USE_V2_MODEL_RUNNER=0``) or V2 (0.33.0's default)."""
 
 HooksMode = Literal["none", "enforce"]
-"""``enforce``: the kvconfig vLLM hooks are installed and hand the runner's plan to the speculator."""
+"""``enforce``: the kvconfig vLLM hooks are installed and hand the runner's plan to the
+speculator."""
 
 SpeculativeMethod = Literal[
     "eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark", "ngram", "suffix"
@@ -68,7 +69,8 @@ class AttentionSettings(Strict):
     backend_per_kind: dict[LayerKind, str] = Field(default_factory=dict)
     """``attention-config.backend_per_kind``: a backend per spec kind, overriding ``backend``."""
     use_trtllm_attention: bool | None = None
-    """``attention-config.use_trtllm_attention``: ``false`` turns FlashInfer's TRTLLM kernels off."""
+    """``attention-config.use_trtllm_attention``: ``false`` turns FlashInfer's TRTLLM
+    kernels off."""
     flash_attn_version: Literal[2, 3, 4] | None = None
     """``attention-config.flash_attn_version``: forces a FlashAttention version."""
 
@@ -96,7 +98,8 @@ class LayerSet(Strict):
     kind: LayerKind = "full_attention"
     """The layer's KV-cache spec kind."""
     backend: str | None = None
-    """The backend the layer asks for (vLLM name, or a class path); null: vLLM's automatic choice."""
+    """The backend the layer asks for (vLLM name, or a class path); null: vLLM's
+    automatic choice."""
     num_heads: PositiveInt = 32
     """Query heads of the whole model (before tensor parallelism)."""
     num_kv_heads: PositiveInt = 8
@@ -123,7 +126,8 @@ class LayerSet(Strict):
     mamba_type: MambaType | None = None
     """``mamba`` layers: which state-space mixer (it picks the layer's vLLM backend)."""
     group: Annotated[int, Field(ge=0, strict=True)] | None = None
-    """Explicit KV-cache group id; when any layer has one, all must, and kvconfig does not regroup."""
+    """Explicit KV-cache group id; when any layer has one, all must, and kvconfig does not
+    regroup."""
 
     def names(self) -> list[str]:
         """The expanded layer names."""

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from schemas._base import KernelSizeField as KernelSize
 from schemas._base import Strict
 from schemas.deployment import LayerKind, Runner
-from schemas._base import KernelSizeField as KernelSize
 
 Severity = Literal["error", "warning", "info"]
 """``error`` rejects the deployment; ``warning`` and ``info`` do not."""

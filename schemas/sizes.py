@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,7 @@ class MultipleOf:
         return f"MultipleOf({self.multiple_of})"
 
 
-KernelSize = Union[int, MultipleOf]
+KernelSize = int | MultipleOf
 """One entry of a backend's supported kernel block sizes: an exact int or a MultipleOf."""
 
 

@@ -48,8 +48,16 @@ def test_json_contract_keys() -> None:
     doc = json.loads(out)
     assert {"verdict", "vllm_version", "platform", "groups", "findings"} <= set(doc)
     group = doc["groups"][0]
-    assert {"id", "kind", "block_size", "kernel_block_size", "split", "layers", "backends",
-            "components"} <= set(group)
+    assert {
+        "id",
+        "kind",
+        "block_size",
+        "kernel_block_size",
+        "split",
+        "layers",
+        "backends",
+        "components",
+    } <= set(group)
     assert set(group["components"]) == {"runner", "speculator"}
     finding = doc["findings"][0]
     assert {"code", "severity", "group", "message"} <= set(finding)
@@ -60,13 +68,31 @@ def test_json_contract_keys() -> None:
 
 def test_pasted_command_matches_the_yaml(tmp_path: Path) -> None:
     models = EXAMPLES / "models"
-    spec = json.dumps({"model": str(models / "qwen3-8b-eagle3-angelslim"), "method": "eagle3",
-                       "num_speculative_tokens": 3, "attention_backend": "TRITON_ATTN"})
+    spec = json.dumps(
+        {
+            "model": str(models / "qwen3-8b-eagle3-angelslim"),
+            "method": "eagle3",
+            "num_speculative_tokens": 3,
+            "attention_backend": "TRITON_ATTN",
+        }
+    )
     code, out = run(
-        "plan", "--platform", "gh200", "--format", "json", "--",
-        "CUDA_VISIBLE_DEVICES=0", "VLLM_USE_V2_MODEL_RUNNER=1",
-        "vllm", "serve", str(models / "qwen3-8b"), "--block-size", "128",
-        "--attention-backend=FLASHINFER", "--speculative-config", spec,
+        "plan",
+        "--platform",
+        "gh200",
+        "--format",
+        "json",
+        "--",
+        "CUDA_VISIBLE_DEVICES=0",
+        "VLLM_USE_V2_MODEL_RUNNER=1",
+        "vllm",
+        "serve",
+        str(models / "qwen3-8b"),
+        "--block-size",
+        "128",
+        "--attention-backend=FLASHINFER",
+        "--speculative-config",
+        spec,
     )
     pasted = json.loads(out)
     _, out2 = run("plan", "--platform", "gh200", "--format", "json", BAD)
@@ -77,8 +103,16 @@ def test_pasted_command_matches_the_yaml(tmp_path: Path) -> None:
 
 
 def test_runner_v1_hands_the_drafter_the_runners_sizes() -> None:
-    code, out = run("plan", "--platform", "gh200", "--format", "json",
-                    "--env", "VLLM_USE_V2_MODEL_RUNNER=0", BAD)
+    code, out = run(
+        "plan",
+        "--platform",
+        "gh200",
+        "--format",
+        "json",
+        "--env",
+        "VLLM_USE_V2_MODEL_RUNNER=0",
+        BAD,
+    )
     doc = json.loads(out)
     assert code == 0 and doc["runner"] == "v1"
     # V1 drafters never inherit the target's backend: TRITON_ATTN was asked for explicitly.
@@ -87,13 +121,36 @@ def test_runner_v1_hands_the_drafter_the_runners_sizes() -> None:
 
 def test_v1_draft_does_not_inherit_the_target_backend() -> None:
     models = EXAMPLES / "models"
-    spec = json.dumps({"model": str(models / "qwen3-8b-eagle3-angelslim"), "method": "eagle3",
-                       "num_speculative_tokens": 3})
-    cmd = ["vllm", "serve", str(models / "qwen3-8b"), "--block-size", "128",
-           "--attention-backend", "FLASHINFER", "--speculative-config", spec]
+    spec = json.dumps(
+        {
+            "model": str(models / "qwen3-8b-eagle3-angelslim"),
+            "method": "eagle3",
+            "num_speculative_tokens": 3,
+        }
+    )
+    cmd = [
+        "vllm",
+        "serve",
+        str(models / "qwen3-8b"),
+        "--block-size",
+        "128",
+        "--attention-backend",
+        "FLASHINFER",
+        "--speculative-config",
+        spec,
+    ]
     _, v2 = run("plan", "--platform", "h100", "--format", "json", "--", *cmd)
-    _, v1 = run("plan", "--platform", "h100", "--format", "json", "--env",
-                "VLLM_USE_V2_MODEL_RUNNER=0", "--", *cmd)
+    _, v1 = run(
+        "plan",
+        "--platform",
+        "h100",
+        "--format",
+        "json",
+        "--env",
+        "VLLM_USE_V2_MODEL_RUNNER=0",
+        "--",
+        *cmd,
+    )
     names = lambda doc: [b["name"] for b in json.loads(doc)["groups"][0]["backends"]]  # noqa: E731
     assert names(v2) == ["FLASHINFER"]  # V2 EAGLE drafters inherit --attention-backend
     assert names(v1) == ["FLASHINFER", "FLASH_ATTN"]  # V1: automatic choice on SM90

@@ -34,7 +34,9 @@ def _plan(*args: str) -> tuple[int, dict[str, object]]:
 
 
 @pytest.mark.parametrize(("name", "verdict", "runner", "speculator", "block"), SEED_ROWS)
-def test_seed_main_column(name: str, verdict: str, runner: int, speculator: int, block: int) -> None:
+def test_seed_main_column(
+    name: str, verdict: str, runner: int, speculator: int, block: int
+) -> None:
     code, plan = _plan(str(EXAMPLES / name), "--platform", "gh200")
     assert plan["verdict"] == verdict
     assert code == (0 if verdict == "ok" else 1)
@@ -72,6 +74,8 @@ def test_fixes_for_the_128_row() -> None:
 def test_blackwell_large_pages_make_128_safe() -> None:
     # On SM100 FlashInfer takes 128-token pages for GQA, so nothing splits (the seed
     # skips its regression test there for this reason).
-    code, plan = _plan(str(EXAMPLES / "qwen3-8b-eagle3-gh200-triton-128.yaml"), "--platform", "b200")
+    code, plan = _plan(
+        str(EXAMPLES / "qwen3-8b-eagle3-gh200-triton-128.yaml"), "--platform", "b200"
+    )
     assert code == 0
     assert plan["groups"][0]["components"] == {"runner": 128, "speculator": 128}  # type: ignore[index]

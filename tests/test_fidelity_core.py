@@ -19,7 +19,7 @@ from kvconfig._setup import Attention, LayerSet, Setup
 
 pytest.importorskip("vllm")
 
-from tests.vllm_truth import emulation_for, vllm_values  # noqa: E402
+from tests.vllm_truth import emulation_for, vllm_values
 
 PLATFORMS = ["a100", "l40s", "h200", "b200", "gb300", "rtx pro 6000"]
 PAIRS: list[tuple[str, str | None]] = [
@@ -35,7 +35,7 @@ HEADS = [(32, 8, 1), (32, 32, 1), (64, 8, 8)]  # (query heads, KV heads, tensor 
 RUNNERS = ["v2", "v1"]
 
 
-def _setup(
+def _setup(  # noqa: PLR0917 (one positional per table column)
     platform: str,
     target: str,
     draft: str | None,
@@ -104,7 +104,7 @@ def _compare(setup: Setup, *, must_vote: bool = False) -> None:
         return
     truth = vllm_values(plan, emulation_for(plan))
     assert len(truth) == len(plan.groups)
-    for g, t in zip(plan.groups, truth):
+    for g, t in zip(plan.groups, truth, strict=True):
         if isinstance(t.runner, str):
             assert g.runner is None, f"vLLM raised {t.runner!r}, kvconfig voted {g.runner}"
             messages = [f.message for f in plan.findings if f.code == "KV201" and f.group == g.id]
@@ -115,7 +115,9 @@ def _compare(setup: Setup, *, must_vote: bool = False) -> None:
         if isinstance(t.speculator, str):
             assert any(f.code == "KV202" and t.speculator in f.message for f in plan.findings)
         else:
-            assert g.speculator == t.speculator, f"speculator: kvconfig {g.speculator}, vLLM {t.speculator}"
+            assert g.speculator == t.speculator, (
+                f"speculator: kvconfig {g.speculator}, vLLM {t.speculator}"
+            )
         mismatch = [f for f in plan.findings if f.code in ("KV101", "KV102") and f.group == g.id]
         disagree = t.speculator is not None and t.speculator != t.runner
         assert bool(mismatch) == disagree
@@ -133,49 +135,172 @@ CASES = list(itertools.product(PLATFORMS, PAIRS, BLOCKS, HEADS, RUNNERS))
     ],
 )
 def test_table(
-    platform: str, pair: tuple[str, str | None], block: int, heads: tuple[int, int, int], runner: str
+    platform: str,
+    pair: tuple[str, str | None],
+    block: int,
+    heads: tuple[int, int, int],
+    runner: str,
 ) -> None:
     _compare(_setup(platform, pair[0], pair[1], block, heads, runner))
 
 
 SPECIAL: list[tuple[str, dict[str, Any]]] = [
     # FA4's Blackwell head_size=256 kernel: 128-token pages only.
-    ("b200-fa-hd256-B256", {"platform": "b200", "target": "FLASH_ATTN", "draft": "FLASHINFER",
-                            "block": 256, "head_size": 256}),
-    ("b200-fa-hd256-fi-B512", {"platform": "b200", "target": "FLASHINFER", "draft": "FLASH_ATTN",
-                               "block": 512, "head_size": 256}),
+    (
+        "b200-fa-hd256-B256",
+        {
+            "platform": "b200",
+            "target": "FLASH_ATTN",
+            "draft": "FLASHINFER",
+            "block": 256,
+            "head_size": 256,
+        },
+    ),
+    (
+        "b200-fa-hd256-fi-B512",
+        {
+            "platform": "b200",
+            "target": "FLASHINFER",
+            "draft": "FLASH_ATTN",
+            "block": 512,
+            "head_size": 256,
+        },
+    ),
     # ... but not for soft-capped models (Gemma 2), which fall back to FA2.
-    ("b200-fa-hd256-softcap", {"platform": "b200", "target": "FLASH_ATTN", "draft": "FLASHINFER",
-                               "block": 256, "head_size": 256, "softcap": True}),
-    ("gb300-fa-hd256-B384", {"platform": "gb300", "target": "FLASH_ATTN", "draft": None,
-                             "block": 384, "head_size": 256}),
+    (
+        "b200-fa-hd256-softcap",
+        {
+            "platform": "b200",
+            "target": "FLASH_ATTN",
+            "draft": "FLASHINFER",
+            "block": 256,
+            "head_size": 256,
+            "softcap": True,
+        },
+    ),
+    (
+        "gb300-fa-hd256-B384",
+        {
+            "platform": "gb300",
+            "target": "FLASH_ATTN",
+            "draft": None,
+            "block": 384,
+            "head_size": 256,
+        },
+    ),
     # SM90 FA4 FP8-KV dequant kernel at head_size 512: 64-token pages.
-    ("h100-fa-fp8-hd512", {"platform": "h100", "target": "FLASH_ATTN", "draft": "TRITON_ATTN",
-                           "block": 256, "head_size": 512, "kv_cache_dtype": "fp8"}),
+    (
+        "h100-fa-fp8-hd512",
+        {
+            "platform": "h100",
+            "target": "FLASH_ATTN",
+            "draft": "TRITON_ATTN",
+            "block": 256,
+            "head_size": 512,
+            "kv_cache_dtype": "fp8",
+        },
+    ),
     # FlashInfer large pages need GQA, SM10x and TRTLLM.
-    ("b200-fi-no-trtllm", {"platform": "b200", "target": "FLASHINFER", "draft": "TRITON_ATTN",
-                           "block": 256, "use_trtllm": False}),
-    ("b200-fi-mha", {"platform": "b200", "target": "FLASHINFER", "draft": "TRITON_ATTN",
-                     "block": 256, "heads": (32, 32, 1)}),
-    ("sm110-fi", {"platform": "sm110", "target": "FLASHINFER", "draft": "TRITON_ATTN", "block": 256}),
+    (
+        "b200-fi-no-trtllm",
+        {
+            "platform": "b200",
+            "target": "FLASHINFER",
+            "draft": "TRITON_ATTN",
+            "block": 256,
+            "use_trtllm": False,
+        },
+    ),
+    (
+        "b200-fi-mha",
+        {
+            "platform": "b200",
+            "target": "FLASHINFER",
+            "draft": "TRITON_ATTN",
+            "block": 256,
+            "heads": (32, 32, 1),
+        },
+    ),
+    (
+        "sm110-fi",
+        {"platform": "sm110", "target": "FLASHINFER", "draft": "TRITON_ATTN", "block": 256},
+    ),
     # The drafter has other heads than the target (FlashInfer still reads the target's).
-    ("b200-draft-heads", {"platform": "b200", "target": "TRITON_ATTN", "draft": "FLASHINFER",
-                          "block": 512, "draft_heads": (32, 32)}),
+    (
+        "b200-draft-heads",
+        {
+            "platform": "b200",
+            "target": "TRITON_ATTN",
+            "draft": "FLASHINFER",
+            "block": 512,
+            "draft_heads": (32, 32),
+        },
+    ),
     # With the hooks, the speculator gets the runner's value.
-    ("h200-hooks", {"platform": "h200", "target": "FLASHINFER", "draft": "TRITON_ATTN",
-                    "block": 128, "hooks": "enforce"}),
+    (
+        "h200-hooks",
+        {
+            "platform": "h200",
+            "target": "FLASHINFER",
+            "draft": "TRITON_ATTN",
+            "block": 128,
+            "hooks": "enforce",
+        },
+    ),
     # Turboquant target + FA draft: r=128, d=256 (reference §4.4).
-    ("h200-turboquant", {"platform": "h200", "target": "TURBOQUANT", "draft": "FLASH_ATTN",
-                         "block": 256, "target_kv": "turboquant_k8v4"}),
+    (
+        "h200-turboquant",
+        {
+            "platform": "h200",
+            "target": "TURBOQUANT",
+            "draft": "FLASH_ATTN",
+            "block": 256,
+            "target_kv": "turboquant_k8v4",
+        },
+    ),
     # Runner 64 (FlashInfer), draft 128 (Turboquant's own), B 256: the speculator split error.
-    ("h200-split-error", {"platform": "h200", "target": "FLASHINFER", "draft": "TURBOQUANT",
-                          "block": 256, "draft_kv": "turboquant_k8v4"}),
-    ("b200-tfi-mm", {"platform": "b200", "target": "TRITON_FLASHINFER", "draft": "FLASHINFER",
-                     "block": 128, "head_size": 256, "use_trtllm": False}),
-    ("b200-fp8-fi", {"platform": "b200", "target": "FLASHINFER", "draft": "FLASH_ATTN",
-                     "block": 512, "kv_cache_dtype": "fp8"}),
-    ("b200-no-common", {"platform": "b200", "target": "FLASH_ATTN", "draft": "FLASHINFER",
-                        "block": 256, "head_size": 256, "use_trtllm": False}),
+    (
+        "h200-split-error",
+        {
+            "platform": "h200",
+            "target": "FLASHINFER",
+            "draft": "TURBOQUANT",
+            "block": 256,
+            "draft_kv": "turboquant_k8v4",
+        },
+    ),
+    (
+        "b200-tfi-mm",
+        {
+            "platform": "b200",
+            "target": "TRITON_FLASHINFER",
+            "draft": "FLASHINFER",
+            "block": 128,
+            "head_size": 256,
+            "use_trtllm": False,
+        },
+    ),
+    (
+        "b200-fp8-fi",
+        {
+            "platform": "b200",
+            "target": "FLASHINFER",
+            "draft": "FLASH_ATTN",
+            "block": 512,
+            "kv_cache_dtype": "fp8",
+        },
+    ),
+    (
+        "b200-no-common",
+        {
+            "platform": "b200",
+            "target": "FLASH_ATTN",
+            "draft": "FLASHINFER",
+            "block": 256,
+            "head_size": 256,
+            "use_trtllm": False,
+        },
+    ),
 ]
 
 

@@ -21,11 +21,18 @@ from kvconfig._select import TRAITS, Machine, Request, invalid_reasons, prioriti
 
 pytest.importorskip("vllm")
 
-from kvconfig.introspect.emulate import Emulation, emulated, load  # noqa: E402
+from kvconfig.introspect.emulate import Emulation, emulated, load
 
 CAPS = [(7, 5), (8, 0), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1)]
-DENSE = ["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT",
-         "TRITON_FLASHINFER", "TRITON_FLASH_ATTN"]
+DENSE = [
+    "FLASH_ATTN",
+    "FLASHINFER",
+    "TRITON_ATTN",
+    "FLEX_ATTENTION",
+    "TURBOQUANT",
+    "TRITON_FLASHINFER",
+    "TRITON_FLASH_ATTN",
+]
 # Backends whose validity (not the reason text) is compared: their device checks query
 # kernels that only a real GPU answers.
 VALIDITY_ONLY = ["B12X", "HPC_ATTN"]
@@ -54,23 +61,35 @@ def _machine(cap: tuple[int, int], head_size: int, kv: str, trtllm_off: bool) ->
         head_size_v=head_size,
         gqa=True,
         trtllm=not trtllm_off and cap[0] == 10,
-        fa_version=fa_version(vendor="cuda", capability=cap, head_size=head_size,
-                              head_size_v=None, supports_fa4_hd256=True),
+        fa_version=fa_version(
+            vendor="cuda",
+            capability=cap,
+            head_size=head_size,
+            head_size_v=None,
+            supports_fa4_hd256=True,
+        ),
     )
 
     def nospec(name: str) -> Any:
         entry = catalog.by_class.get(catalog.registry.get(name, ""))
         return entry.sizes(ctx) if entry is not None else ()
 
-    return Machine(vendor="cuda", capability=cap, use_trtllm_attention=False if trtllm_off else None,
-                   quantized_cache=is_quantized(kv), block_sizes_nospec=nospec)
+    return Machine(
+        vendor="cuda",
+        capability=cap,
+        use_trtllm_attention=False if trtllm_off else None,
+        quantized_cache=is_quantized(kv),
+        block_sizes_nospec=nospec,
+    )
 
 
 CASES = list(itertools.product(CAPS, REQUESTS, [False, True]))
 
 
 @pytest.mark.parametrize(("cap", "req", "trtllm_off"), CASES)
-def test_validate_configuration(cap: tuple[int, int], req: tuple[Any, ...], trtllm_off: bool) -> None:
+def test_validate_configuration(
+    cap: tuple[int, int], req: tuple[Any, ...], trtllm_off: bool
+) -> None:
     import torch
     from vllm.platforms.interface import DeviceCapability
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
@@ -78,8 +97,12 @@ def test_validate_configuration(cap: tuple[int, int], req: tuple[Any, ...], trtl
     head, dtype, kv, block, sw, nc, *rest = req
     sink = bool(rest and rest[0])
     machine = _machine(cap, head, kv, trtllm_off)
-    emu = Emulation(capability=cap, head_size=head, cache_dtype=kv,
-                    use_trtllm_attention=False if trtllm_off else None)
+    emu = Emulation(
+        capability=cap,
+        head_size=head,
+        cache_dtype=kv,
+        use_trtllm_attention=False if trtllm_off else None,
+    )
     checked = 0
     bad: list[str] = []
     for name in DENSE + VALIDITY_ONLY:
@@ -89,16 +112,32 @@ def test_validate_configuration(cap: tuple[int, int], req: tuple[Any, ...], trtl
             continue
         ours = invalid_reasons(
             name,
-            Request(head_size=head, dtype=dtype, kv_cache_dtype=kv, block_size=block,
-                    has_sliding_window=sw, use_non_causal=nc, has_sink=sink),
+            Request(
+                head_size=head,
+                dtype=dtype,
+                kv_cache_dtype=kv,
+                block_size=block,
+                has_sliding_window=sw,
+                use_non_causal=nc,
+                has_sink=sink,
+            ),
             machine,
         )
         with emulated(emu):
             theirs = cls.validate_configuration(
-                head_size=head, dtype=getattr(torch, dtype), kv_cache_dtype=kv, block_size=block,
-                use_mla=False, has_sink=sink, use_sparse=False, use_mm_prefix=False,
-                use_per_head_quant_scales=False, device_capability=DeviceCapability(*cap),
-                attn_type="decoder", has_sliding_window=sw, use_non_causal=nc,
+                head_size=head,
+                dtype=getattr(torch, dtype),
+                kv_cache_dtype=kv,
+                block_size=block,
+                use_mla=False,
+                has_sink=sink,
+                use_sparse=False,
+                use_mm_prefix=False,
+                use_per_head_quant_scales=False,
+                device_capability=DeviceCapability(*cap),
+                attn_type="decoder",
+                has_sliding_window=sw,
+                use_non_causal=nc,
             )
         if name in VALIDITY_ONLY:
             theirs = [t for t in theirs if "not supported on the current device" not in t]
@@ -116,14 +155,34 @@ def _vllm_priorities() -> Any:
 
     source = Path(vllm.platforms.__file__).with_name("cuda.py").read_text()
     tree = ast.parse(source)
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_get_backend_priorities")
+    fn = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and n.name == "_get_backend_priorities"
+    )
     fn.decorator_list = []
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
     from vllm.v1.kv_cache_interface import is_quantized_kv_cache  # noqa: F401
 
     namespace: dict[str, Any] = {"AttentionBackendEnum": AttentionBackendEnum}
-    exec(compile(ast.Module([*[n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
-                               and "typing" in ast.dump(n)], fn], []), "cuda.py", "exec"), namespace)
+    exec(
+        compile(
+            ast.Module(
+                [
+                    *[
+                        n
+                        for n in tree.body
+                        if isinstance(n, (ast.Import, ast.ImportFrom)) and "typing" in ast.dump(n)
+                    ],
+                    fn,
+                ],
+                [],
+            ),
+            "cuda.py",
+            "exec",
+        ),
+        namespace,
+    )
     return namespace["_get_backend_priorities"]
 
 
@@ -136,21 +195,45 @@ def test_priorities(cap: tuple[int, int], mla: bool) -> None:
     for kv, heads, non_causal, head_size, mm in itertools.product(
         ["auto", "fp8"], [8, 16, 128], [False, True], [128, 512, 576], [False, True]
     ):
-        theirs = [b.name for b in vllm_fn(
-            use_mla=mla, device_capability=DeviceCapability(*cap), num_heads=heads,
-            kv_cache_dtype=kv, use_non_causal=non_causal, head_size=head_size, use_mm_prefix=mm,
-        )]
+        theirs = [
+            b.name
+            for b in vllm_fn(
+                use_mla=mla,
+                device_capability=DeviceCapability(*cap),
+                num_heads=heads,
+                kv_cache_dtype=kv,
+                use_non_causal=non_causal,
+                head_size=head_size,
+                use_mm_prefix=mm,
+            )
+        ]
         ours = priorities(
-            Request(head_size=head_size, dtype="bfloat16", kv_cache_dtype=kv, block_size=None,
-                    use_mla=mla, use_non_causal=non_causal, use_mm_prefix=mm, num_heads=heads),
+            Request(
+                head_size=head_size,
+                dtype="bfloat16",
+                kv_cache_dtype=kv,
+                block_size=None,
+                use_mla=mla,
+                use_non_causal=non_causal,
+                use_mm_prefix=mm,
+                num_heads=heads,
+            ),
             Machine(vendor="cuda", capability=cap),
         )
         assert ours == theirs
 
 
 def test_traits_cover_the_priority_lists() -> None:
-    listed = {n for cap in CAPS for mla in (False, True) for n in priorities(
-        Request(head_size=128, dtype="bfloat16", kv_cache_dtype="auto", block_size=None, use_mla=mla),
-        Machine(vendor="cuda", capability=cap))}
+    listed = {
+        n
+        for cap in CAPS
+        for mla in (False, True)
+        for n in priorities(
+            Request(
+                head_size=128, dtype="bfloat16", kv_cache_dtype="auto", block_size=None, use_mla=mla
+            ),
+            Machine(vendor="cuda", capability=cap),
+        )
+    }
     dense = {n for n in listed if "MLA" not in n}
     assert dense <= set(TRAITS)

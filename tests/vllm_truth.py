@@ -91,7 +91,11 @@ def vllm_values(plan: PlanResult, emu: Emulation) -> list[Truth]:
                             table[key] = AttentionGroup(backend, [], spec, g.id)
                         table[key].layer_names.append(name)
                     page = spec.page_size_bytes
-                    tensors.append(KVCacheTensor(size=page * 8, layers=[name], layer_stride=page * 8, block_stride=page))
+                    tensors.append(
+                        KVCacheTensor(
+                            size=page * 8, layers=[name], layer_stride=page * 8, block_stride=page
+                        )
+                    )
             first = next(iter(specs.values()))
             merged: Any
             try:
@@ -111,13 +115,14 @@ def vllm_values(plan: PlanResult, emu: Emulation) -> list[Truth]:
             own: list[int] | str = prepare_kernel_block_sizes(config, attn_draft)
         except ValueError as err:
             own = str(err)
-        for gid, g in enumerate(plan.groups):
+        for gid in range(len(plan.groups)):
             r = runner if isinstance(runner, str) else runner[gid]
             spec_value: int | str | None = None
             if attn_draft[gid] and s.speculative_method is not None and isinstance(r, int):
                 if s.runner == "v1" or s.hooks == "enforce":
                     narrowed = {
-                        select_common_block_size(r, [a.backend], [a.kv_cache_spec]) for a in attn_draft[gid]
+                        select_common_block_size(r, [a.backend], [a.kv_cache_spec])
+                        for a in attn_draft[gid]
                     }
                     spec_value = narrowed.pop() if len(narrowed) == 1 else min(narrowed)
                 else:
