@@ -61,38 +61,15 @@ def wall(cmd: Sequence[str], runs: int, env: dict[str, str] | None = None) -> li
     return times
 
 
-VLLM_ONLY = r"""
-import sys
-sys.path.insert(0, {root!r})
-from kvconfig.introspect import emulate
-emulate.install()
-import torch
-from vllm.v1.worker.utils import AttentionGroup, customize_attention_spec, prepare_kernel_block_sizes
-from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec, KVCacheTensor, UniformTypeKVCacheSpecs
-fi = emulate.load("vllm.v1.attention.backends.flashinfer.FlashInferBackend")
-tr = emulate.load("vllm.v1.attention.backends.triton_attn.TritonAttentionBackend")
-with emulate.emulated(emulate.Emulation(capability=(9, 0))):
-    names = [f"model.layers.{{i}}.self_attn.attn" for i in range(37)]
-    specs = {{}}
-    for i, n in enumerate(names):
-        b = fi if i < 36 else tr
-        specs[n] = customize_attention_spec(b, FullAttentionSpec(block_size=128, num_kv_heads=8, head_size=128, dtype=torch.bfloat16))
-    group = KVCacheGroupSpec(names, UniformTypeKVCacheSpecs.from_specs(specs))
-    tensors = [KVCacheTensor(size=1 << 20, layers=[n], layer_stride=1 << 20, block_stride=1 << 12) for n in names]
-    cfg = KVCacheConfig(num_blocks=256, kv_cache_tensors=tensors, kv_cache_groups=[group])
-    groups = [[AttentionGroup(fi, names[:36], specs[names[0]], 0), AttentionGroup(tr, names[36:], specs[names[36]], 0)]]
-    print(prepare_kernel_block_sizes(cfg, groups), prepare_kernel_block_sizes(cfg, [groups[0][1:]]))
-"""
-
-
 def bench_cold(runs: int) -> dict[str, Any]:
     """1 and 5: cold lint vs vLLM's minimal offline path; peak RSS of the lint."""
     kvconfig = [sys.executable, "-m", "kvconfig", "lint", "--platform", "gh200", str(EXAMPLE)]
     ours = wall(kvconfig, runs)
-    script = VLLM_ONLY.format(root=str(ROOT))
     vllm_runs = max(3, runs // 10)
     theirs = wall(
-        [sys.executable, "-c", script], vllm_runs, env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"}
+        [sys.executable, str(ROOT / "bench" / "vllm_minimal.py")],
+        vllm_runs,
+        env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
     )
     probe = (
         "import resource, runpy, sys\n"
