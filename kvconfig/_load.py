@@ -53,6 +53,9 @@ def document(
                 data["hooks"] = hooks
             if extra_env:
                 data["env"] = {**(data.get("env") or {}), **extra_env}
+                if "VLLM_USE_V2_MODEL_RUNNER" in extra_env:
+                    # --env on the command line decides the runner, as it does for serve configs
+                    data["runner"] = _serve.runner_from_env(extra_env, target)
             return data, doc
         opts = _serve.options_from_yaml(doc, version)
     else:

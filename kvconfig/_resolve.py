@@ -48,7 +48,9 @@ DEFAULT_BLOCK_SIZE = _blocksize.DEFAULT_BLOCK_SIZE
 """``CacheConfig.DEFAULT_BLOCK_SIZE`` in vLLM 0.33.0."""
 
 #: kvconfig layer kinds -> vLLM's ``get_attn_spec_kind`` (the keys of ``backend_per_kind``).
-VLLM_KIND = {"sparse_mla": "mla_attention"}
+VLLM_KIND = {"sparse_mla": "mla_attention", "chunked_local": "full_attention"}
+"""Layer kinds that ``selector.get_attn_spec_kind`` reports as another kind when it looks up
+``attention-config.backend_per_kind`` (it sees only MLA, sliding window and attention type)."""
 
 #: Speculators that go through Model Runner V2's ``DraftModelSpeculator.set_attn``.
 DRAFTING_METHODS = frozenset({"eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark"})

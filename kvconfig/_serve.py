@@ -817,20 +817,25 @@ def _read_model(opts: Options, path: Path, key: str) -> _hf.Model:
         raise err.located(opts.source, opts.lines.get(key.split(".", maxsplit=1)[0])) from None
 
 
+def runner_from_env(env: Mapping[str, str], source: str) -> str:
+    """``VLLM_USE_V2_MODEL_RUNNER`` as vLLM reads it (``int()``): v1 or v2."""
+    value = env["VLLM_USE_V2_MODEL_RUNNER"]
+    try:
+        return "v2" if int(value) else "v1"
+    except ValueError as err:
+        raise InputError(
+            f"VLLM_USE_V2_MODEL_RUNNER={value!r} is not an integer; vLLM reads it with int()",
+            source=source,
+            key="VLLM_USE_V2_MODEL_RUNNER",
+            hint="use 0 or 1",
+        ) from err
+
+
 def _runner(
     opts: Options, env: Mapping[str, str], spec: Mapping[str, Any] | None, method: str | None
 ) -> str:
-    value = env.get("VLLM_USE_V2_MODEL_RUNNER")
-    if value is not None:
-        try:
-            return "v2" if int(value) else "v1"
-        except ValueError as err:
-            raise InputError(
-                f"VLLM_USE_V2_MODEL_RUNNER={value!r} is not an integer; vLLM reads it with int()",
-                source=opts.source,
-                key="VLLM_USE_V2_MODEL_RUNNER",
-                hint="use 0 or 1",
-            ) from err
+    if "VLLM_USE_V2_MODEL_RUNNER" in env:
+        return runner_from_env(env, opts.source)
     if spec is not None:
         if method in ("suffix", "custom_class"):
             return "v1"

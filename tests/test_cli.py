@@ -190,3 +190,28 @@ def test_explain_plan_and_code() -> None:
     assert "FLASHINFER" in out and "64: accepted by all -> k" in out
     code, out = run("explain", "KV101")
     assert code == 0 and "component-mismatch" in out
+
+
+def test_env_decides_the_runner_of_a_native_file_too() -> None:
+    native = str(EXAMPLES / "native" / "qwen3-8b-eagle3-gh200-triton-128.yaml")
+    code, out = run("plan", "--format", "json", native)
+    assert (code, json.loads(out)["runner"]) == (1, "v2")
+    code, out = run("plan", "--format", "json", "--env", "VLLM_USE_V2_MODEL_RUNNER=0", native)
+    assert (code, json.loads(out)["runner"]) == (0, "v1")
+
+
+def test_backend_per_kind_uses_the_kind_vllms_selector_asks_for() -> None:
+    # vLLM's selector looks up backend_per_kind with get_attn_spec_kind(), which knows only
+    # MLA, sliding window and the attention type: chunked-local layers ask as full_attention.
+    from kvconfig._platforms import parse_platform
+    from kvconfig._resolve import _requested_backend
+    from kvconfig._setup import Attention, LayerSet, Setup
+
+    layer = LayerSet(kind="chunked_local")
+    setup = Setup(
+        source="x",
+        platform=parse_platform("h200"),
+        layers=(layer,),
+        attention=Attention(backend_per_kind={"full_attention": "TRITON_ATTN"}),
+    )
+    assert _requested_backend(setup, layer)[0] == "TRITON_ATTN"
