@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvconfig import _facts
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 from schemas.sizes import KernelSize, size_from_json
@@ -34,6 +35,61 @@ class SizeContext:
     trtllm: bool
     fa_version: int | None
     tokens_per_state: int = 1
+
+
+def size_context(
+    *,
+    vendor: str,
+    capability: tuple[int, int] | None,
+    layer_cache_dtype: str,
+    model_cache_dtype: str,
+    head_size: int,
+    head_size_v: int | None,
+    target_heads: tuple[int, int],
+    use_trtllm_attention: bool | None = None,
+    cubins: bool = True,
+    batch_invariant: bool = False,
+    flash_attn_version: int | None = None,
+    tokens_per_state: int = 1,
+    softcap: bool = False,
+    vllm_version: str = "0.33.0",
+) -> SizeContext:
+    """The facts a layer's backend reads, derived the way vLLM derives them.
+
+    ``target_heads`` are the target model's per-rank (query, KV) heads: FlashInfer reads
+    them from the current config even for draft layers. ``model_cache_dtype`` is
+    ``--kv-cache-dtype`` (FlashAttention's head-size-256 fallback reads the model's), and
+    ``layer_cache_dtype`` the layer's own.
+    """
+    q, kv = target_heads
+    return SizeContext(
+        vendor=vendor,
+        capability_major=None if capability is None else capability[0],
+        kv_quant=_facts.kv_quant(layer_cache_dtype),
+        head_size=head_size,
+        head_size_v=head_size_v or head_size,
+        gqa=kv > 0 and q // kv > 1,
+        trtllm=_facts.trtllm_usable(
+            capability=capability,
+            num_heads=q,
+            num_kv_heads=kv,
+            use_trtllm_attention=use_trtllm_attention,
+            cubins=cubins,
+            batch_invariant=batch_invariant,
+        ),
+        fa_version=_facts.fa_version(
+            vendor=vendor,
+            capability=capability,
+            head_size=head_size,
+            head_size_v=head_size_v or None,
+            supports_fa4_hd256=True,
+            forced=flash_attn_version,
+            batch_invariant=batch_invariant,
+            quantized_kv=_facts.hd256_quantized(model_cache_dtype, vllm_version),
+            softcap_model=softcap,
+        ),
+        tokens_per_state=tokens_per_state,
+    )
 
 
 @dataclass(frozen=True, slots=True)

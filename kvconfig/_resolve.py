@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 
 from kvconfig import _blocksize
 from kvconfig import _findings as F
-from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog
-from kvconfig._facts import fa_version, hd256_quantized, kv_quant, trtllm_usable
+from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
+from kvconfig._facts import hd256_quantized, trtllm_usable
 from kvconfig._grouping import GroupingError
 from kvconfig._groups import (
     MLA_KINDS,
@@ -264,27 +264,21 @@ def _size_context(ctx: _Ctx, layer: LayerSet, kv_dtype: str) -> SizeContext:
     s = ctx.setup
     p = s.platform
     assert p is not None
-    head_v = layer.head_size_v or layer.head_size
-    return SizeContext(
+    return size_context(
         vendor=p.vendor,
-        capability_major=p.major,
-        kv_quant=kv_quant(kv_dtype),
+        capability=p.capability,
+        layer_cache_dtype=kv_dtype,
+        model_cache_dtype=s.kv_cache_dtype,
         head_size=layer.head_size,
-        head_size_v=head_v,
-        gqa=ctx.gqa,
-        trtllm=ctx.trtllm,
-        fa_version=fa_version(
-            vendor=p.vendor,
-            capability=p.capability,
-            head_size=layer.head_size,
-            head_size_v=head_v,
-            supports_fa4_hd256=True,
-            forced=s.attention.flash_attn_version,
-            batch_invariant=ctx.machine.batch_invariant,
-            quantized_kv=hd256_quantized(s.kv_cache_dtype, s.vllm_version),
-            softcap_model=bool(s.model_facts.get("attn_logit_softcapping")),
-        ),
+        head_size_v=layer.head_size_v,
+        target_heads=ctx.target_heads,
+        use_trtllm_attention=s.attention.use_trtllm_attention,
+        cubins=s.trtllm_cubins,
+        batch_invariant=ctx.machine.batch_invariant,
+        flash_attn_version=s.attention.flash_attn_version,
         tokens_per_state=layer.tokens_per_state,
+        softcap=bool(s.model_facts.get("attn_logit_softcapping")),
+        vllm_version=s.vllm_version,
     )
 
 

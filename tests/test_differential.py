@@ -27,8 +27,7 @@ from typing import Any
 
 import pytest
 
-from kvconfig import _facts
-from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog
+from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
 from kvconfig._kernel import GroupInput, SpecKind, prepare_kernel_block_sizes
 from kvconfig.errors import NoCommonKernelBlockSize
 from kvconfig.introspect.grid import PLATFORMS, cache_dtypes
@@ -284,34 +283,20 @@ def _vllm_run(case: Case, classes: dict[str, Any]) -> tuple[list[int] | None, st
 
 def _context(case: Case, layer: Layer) -> SizeContext:
     q, kv = case.heads
-    if case.use_mla:
-        kv = 1
-    return SizeContext(
+    return size_context(
         vendor=case.vendor,
-        capability_major=None if case.capability is None else case.capability[0],
-        kv_quant=_facts.kv_quant(layer.kv_dtype),
+        capability=case.capability,
+        layer_cache_dtype=layer.kv_dtype,
+        model_cache_dtype=case.cache_dtype,
         head_size=layer.head_size,
-        head_size_v=layer.head_size_v,
-        gqa=kv > 0 and q // kv > 1,
-        trtllm=_facts.trtllm_usable(
-            capability=case.capability,
-            num_heads=q,
-            num_kv_heads=kv,
-            use_trtllm_attention=case.use_trtllm,
-            cubins=case.cubins,
-            batch_invariant=case.batch_invariant,
-        ),
-        fa_version=_facts.fa_version(
-            vendor=case.vendor,
-            capability=case.capability,
-            head_size=layer.head_size,
-            head_size_v=layer.head_size_v or None,
-            supports_fa4_hd256=True,
-            forced=case.fa_forced,
-            batch_invariant=case.batch_invariant,
-            quantized_kv=_facts.hd256_quantized(case.cache_dtype, VERSION),
-        ),
+        head_size_v=layer.head_size_v or None,
+        target_heads=(q, 1 if case.use_mla else kv),
+        use_trtllm_attention=case.use_trtllm,
+        cubins=case.cubins,
+        batch_invariant=case.batch_invariant,
+        flash_attn_version=case.fa_forced,
         tokens_per_state=layer.tokens_per_state,
+        vllm_version=VERSION,
     )
 
 

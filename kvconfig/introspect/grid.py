@@ -19,8 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kvconfig import _facts
-from kvconfig._catalog import SizeContext
+from kvconfig._catalog import SizeContext, size_context
 from kvconfig.introspect import emulate
 from schemas.sizes import KernelSize, MultipleOf
 
@@ -161,34 +160,20 @@ def emulation(p: Point, kind: str) -> emulate.Emulation:
 def context(p: Point, kind: str, vllm_version: str = "0.33.0") -> SizeContext:
     """The facts kvconfig computes for a point, with kvconfig's own mirrors."""
     q, kv = p.heads
-    if _mla(kind):
-        kv = 1
-    return SizeContext(
+    return size_context(
         vendor=p.vendor,
-        capability_major=None if p.capability is None else p.capability[0],
-        kv_quant=_facts.kv_quant(p.cache_dtype),
+        capability=p.capability,
+        layer_cache_dtype=p.cache_dtype,
+        model_cache_dtype=p.cache_dtype,
         head_size=p.head_size,
-        head_size_v=p.head_size_v,
-        gqa=kv > 0 and q // kv > 1,
-        trtllm=_facts.trtllm_usable(
-            capability=p.capability,
-            num_heads=q,
-            num_kv_heads=kv,
-            use_trtllm_attention=p.use_trtllm_attention,
-            cubins=p.cubins,
-            batch_invariant=p.batch_invariant,
-        ),
-        fa_version=_facts.fa_version(
-            vendor=p.vendor,
-            capability=p.capability,
-            head_size=p.head_size,
-            head_size_v=p.head_size_v or None,
-            supports_fa4_hd256=True,
-            forced=p.flash_attn_version,
-            batch_invariant=p.batch_invariant,
-            quantized_kv=_facts.hd256_quantized(p.cache_dtype, vllm_version),
-        ),
+        head_size_v=p.head_size_v or None,
+        target_heads=(q, 1 if _mla(kind) else kv),
+        use_trtllm_attention=p.use_trtllm_attention,
+        cubins=p.cubins,
+        batch_invariant=p.batch_invariant,
+        flash_attn_version=p.flash_attn_version,
         tokens_per_state=p.tokens_per_state,
+        vllm_version=vllm_version,
     )
 
 
