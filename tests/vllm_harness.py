@@ -112,28 +112,10 @@ def _model_config(setup: Setup, model_json: dict[str, Any] | None, emu: Emulatio
 
 
 def _emulation(setup: Setup, plan: PlanResult) -> Emulation:
-    p = setup.platform
-    assert p is not None
-    attention = [
-        i.layer
-        for i in plan.layers
-        if i.layer.role == "target"
-        and i.layer.kind in ("full_attention", "sliding_window", "mla_attention", "sparse_mla")
-    ]
-    first = attention[0]
-    return Emulation(
-        vendor=p.vendor,
-        capability=p.capability,
-        num_heads=first.num_heads,
-        num_kv_heads=first.num_kv_heads,
-        head_size=first.head_size,
-        cache_dtype=setup.kv_cache_dtype,
-        tensor_parallel_size=setup.tensor_parallel_size,
-        use_trtllm_attention=setup.attention.use_trtllm_attention,
-        cubins=setup.trtllm_cubins,
-        use_mla=first.kind in ("mla_attention", "sparse_mla"),
-        hf_extra=dict(setup.model_facts),
-    )
+    from tests.vllm_truth import emulation_for
+
+    assert plan.setup is setup
+    return emulation_for(plan)
 
 
 @contextmanager

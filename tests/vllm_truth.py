@@ -132,25 +132,31 @@ def vllm_values(plan: PlanResult, emu: Emulation) -> list[Truth]:
 
 
 def emulation_for(plan: PlanResult) -> Emulation:
-    """The emulated machine and target config matching a plan's deployment."""
+    """The emulated machine and target config matching a plan's deployment.
+
+    The target's config is what the first target attention layer says (the model config
+    vLLM's backends read); model facts (MLA dimensions, soft-capping, ...) become the
+    emulated ``hf_text_config``.
+    """
     s = plan.setup
     assert s.platform is not None
-    target = next(l for l in s.layers if l.role == "target")
+    attention = ("full_attention", "sliding_window", "mla_attention", "sparse_mla")
+    targets = [i.layer for i in plan.layers if i.layer.role == "target"]
+    first = next((l for l in targets if l.kind in attention), targets[0])
     return Emulation(
         vendor=s.platform.vendor,
         capability=s.platform.capability,
-        num_heads=target.num_heads,
-        num_kv_heads=target.num_kv_heads,
-        head_size=target.head_size,
+        num_heads=first.num_heads,
+        num_kv_heads=first.num_kv_heads,
+        head_size=first.head_size,
         cache_dtype=s.kv_cache_dtype,
         tensor_parallel_size=s.tensor_parallel_size,
         use_trtllm_attention=s.attention.use_trtllm_attention,
         flash_attn_version=s.attention.flash_attn_version,
         cubins=s.trtllm_cubins,
         batch_invariant=s.env.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0"),
-        hf_extra={"attn_logit_softcapping": 30.0}
-        if s.model_facts.get("attn_logit_softcapping")
-        else {},
+        use_mla=first.kind in ("mla_attention", "sparse_mla"),
+        hf_extra=dict(s.model_facts),
     )
 
 
