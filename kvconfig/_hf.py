@@ -11,15 +11,14 @@ docs/layouts.md says how each is derived and grouped.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kvconfig import _derive_mamba, _derive_minimax, _derive_mla, _derive_window
 from kvconfig._hfmodel import Context, Model, attention_geometry, pos_int, runs
-from kvconfig._snippet import native_snippet
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 
@@ -99,6 +98,18 @@ def dense(model: Model, ctx: Context) -> list[dict[str, Any]]:
 
 Deriver = Callable[[Model, Context], list[dict[str, Any]]]
 
+
+def _lazy(module: str, name: str) -> Deriver:
+    """A deriver of a family module, imported on first use (dense models never pay for it)."""
+
+    def deriver(model: Model, ctx: Context) -> list[dict[str, Any]]:
+        found: Deriver = getattr(importlib.import_module(f"kvconfig.{module}"), name)
+        return found(model, ctx)
+
+    deriver.__name__ = deriver.__qualname__ = name
+    return deriver
+
+
 #: Architectures kvconfig derives, and how.
 DERIVERS: dict[str, Deriver] = {
     **{
@@ -113,22 +124,22 @@ DERIVERS: dict[str, Deriver] = {
             "MixtralForCausalLM",
         )
     },
-    "Gemma2ForCausalLM": _derive_window.gemma2,
-    "Gemma3ForCausalLM": _derive_window.gemma3,
-    "Gemma3ForConditionalGeneration": _derive_window.gemma3_mm,
-    "GptOssForCausalLM": _derive_window.gpt_oss,
-    "DeepseekV2ForCausalLM": _derive_mla.deepseek,
-    "DeepseekV3ForCausalLM": _derive_mla.deepseek,
-    "DeepseekV32ForCausalLM": _derive_mla.deepseek,
-    "MiniMaxM3SparseForCausalLM": _derive_minimax.minimax_m3,
-    "MiniMaxM3SparseForConditionalGeneration": _derive_minimax.minimax_m3_mm,
-    "Qwen3NextForCausalLM": _derive_mamba.qwen3_next,
-    "Qwen3_5ForCausalLM": _derive_mamba.qwen3_5,
-    "Qwen3_5MoeForCausalLM": _derive_mamba.qwen3_5,
-    "Qwen3_5ForConditionalGeneration": _derive_mamba.qwen3_5_mm,
-    "Qwen3_5MoeForConditionalGeneration": _derive_mamba.qwen3_5_mm,
-    "NemotronHForCausalLM": _derive_mamba.nemotron_h,
-    "JambaForCausalLM": _derive_mamba.jamba,
+    "Gemma2ForCausalLM": _lazy("_derive_window", "gemma2"),
+    "Gemma3ForCausalLM": _lazy("_derive_window", "gemma3"),
+    "Gemma3ForConditionalGeneration": _lazy("_derive_window", "gemma3_mm"),
+    "GptOssForCausalLM": _lazy("_derive_window", "gpt_oss"),
+    "DeepseekV2ForCausalLM": _lazy("_derive_mla", "deepseek"),
+    "DeepseekV3ForCausalLM": _lazy("_derive_mla", "deepseek"),
+    "DeepseekV32ForCausalLM": _lazy("_derive_mla", "deepseek"),
+    "MiniMaxM3SparseForCausalLM": _lazy("_derive_minimax", "minimax_m3"),
+    "MiniMaxM3SparseForConditionalGeneration": _lazy("_derive_minimax", "minimax_m3_mm"),
+    "Qwen3NextForCausalLM": _lazy("_derive_mamba", "qwen3_next"),
+    "Qwen3_5ForCausalLM": _lazy("_derive_mamba", "qwen3_5"),
+    "Qwen3_5MoeForCausalLM": _lazy("_derive_mamba", "qwen3_5"),
+    "Qwen3_5ForConditionalGeneration": _lazy("_derive_mamba", "qwen3_5_mm"),
+    "Qwen3_5MoeForConditionalGeneration": _lazy("_derive_mamba", "qwen3_5_mm"),
+    "NemotronHForCausalLM": _lazy("_derive_mamba", "nemotron_h"),
+    "JambaForCausalLM": _lazy("_derive_mamba", "jamba"),
 }
 
 #: Drafter architectures whose attention layers are dense (EAGLE and EAGLE3 heads).
@@ -156,13 +167,13 @@ DRAFT_DERIVERS: dict[str, Deriver] = {
 
 #: Targets whose own MTP layers serve ``speculative-config: {method: mtp}`` (no model).
 MTP_DERIVERS: dict[str, Deriver] = {
-    "DeepseekV3ForCausalLM": _derive_mla.deepseek_mtp,
-    "DeepseekV32ForCausalLM": _derive_mla.deepseek_mtp,
-    "Qwen3NextForCausalLM": _derive_mamba.qwen3_next_mtp,
-    "Qwen3_5ForCausalLM": _derive_mamba.qwen3_5_mtp,
-    "Qwen3_5MoeForCausalLM": _derive_mamba.qwen3_5_mtp,
-    "Qwen3_5ForConditionalGeneration": _derive_mamba.qwen3_5_mtp,
-    "Qwen3_5MoeForConditionalGeneration": _derive_mamba.qwen3_5_mtp,
+    "DeepseekV3ForCausalLM": _lazy("_derive_mla", "deepseek_mtp"),
+    "DeepseekV32ForCausalLM": _lazy("_derive_mla", "deepseek_mtp"),
+    "Qwen3NextForCausalLM": _lazy("_derive_mamba", "qwen3_next_mtp"),
+    "Qwen3_5ForCausalLM": _lazy("_derive_mamba", "qwen3_5_mtp"),
+    "Qwen3_5MoeForCausalLM": _lazy("_derive_mamba", "qwen3_5_mtp"),
+    "Qwen3_5ForConditionalGeneration": _lazy("_derive_mamba", "qwen3_5_mtp"),
+    "Qwen3_5MoeForConditionalGeneration": _lazy("_derive_mamba", "qwen3_5_mtp"),
 }
 
 #: Target ``config.json`` keys that backends read when they validate a layer.
@@ -290,6 +301,8 @@ def derive(
                 key="architectures",
                 hint=did_you_mean(arch, known, key=str) or "check the model's config.json",
             )
+        from kvconfig._snippet import native_snippet
+
         raise UnsupportedArchitecture(arch, model.path, native_snippet(model, draft=draft))
     ctx = context or Context()
     ctx = Context(

@@ -42,7 +42,7 @@ from kvconfig._select import (
 from kvconfig._setup import LayerSet, Setup
 from kvconfig._vote import Declared, select_common
 from kvconfig.errors import InputError, NoCommonKernelBlockSize
-from schemas.sizes import KernelSize, MultipleOf
+from schemas.sizes import KernelSize, MultipleOf, accepts
 
 DEFAULT_BLOCK_SIZE = _blocksize.DEFAULT_BLOCK_SIZE
 """``CacheConfig.DEFAULT_BLOCK_SIZE`` in vLLM 0.33.0."""
@@ -179,6 +179,8 @@ class _Ctx:
     """Sizes already evaluated, per backend class and layer geometry (and without a spec)."""
     target: SizeContext | None = None
     """What backends read when asked without a spec (the target model's config)."""
+    contexts: dict[tuple[object, ...], SizeContext] = field(default_factory=dict)
+    """Size contexts already derived, per layer geometry and cache dtype."""
 
     def select(self, requested: str | None, request: Request, source: str) -> Selection:
         """``_select.select``, computed once per distinct request."""
@@ -260,7 +262,15 @@ def _request(s: Setup, layer: LayerSet, kv_dtype: str, heads: int) -> Request:
 
 
 def _size_context(ctx: _Ctx, layer: LayerSet, kv_dtype: str) -> SizeContext:
-    """The facts the layer's backend reads when it declares its sizes."""
+    """The facts the layer's backend reads when it declares its sizes (once per geometry)."""
+    key = (kv_dtype, layer.head_size, layer.head_size_v, layer.tokens_per_state)
+    hit = ctx.contexts.get(key)
+    if hit is None:
+        hit = ctx.contexts[key] = _new_size_context(ctx, layer, kv_dtype)
+    return hit
+
+
+def _new_size_context(ctx: _Ctx, layer: LayerSet, kv_dtype: str) -> SizeContext:
     s = ctx.setup
     p = s.platform
     assert p is not None
@@ -489,6 +499,10 @@ def _plan(ctx: _Ctx, layers: list[LayerInfo]) -> PlanResult:
     return PlanResult(s, results, tuple(F.sort(ctx.findings)), tuple(layers))
 
 
+EVERYONE = frozenset({"target", "draft"})
+DRAFTS = frozenset({"draft"})
+
+
 def _voters(group: Group, roles: frozenset[str]) -> list[Voter]:
     """vLLM's attention groups: one per (backend class, layer spec, heads), in layer order."""
     found: dict[tuple[object, ...], tuple[list[LayerInfo], list[str]]] = {}
@@ -522,7 +536,7 @@ def _vote_group(ctx: _Ctx, g: Group) -> GroupResult:
     s = ctx.setup
     B = g.block_size
     runs = g.runs
-    everyone = _voters(g, frozenset({"target", "draft"}))
+    everyone = _voters(g, EVERYONE)
     has_draft = any(i.layer.role == "draft" for i, _ in runs)
     speculating = s.speculative_method in DRAFTING_METHODS and has_draft
     if g.kind == "mamba" or not g.has_layer_views:
@@ -538,7 +552,7 @@ def _vote_group(ctx: _Ctx, g: Group) -> GroupResult:
         runner_k = runner
     speculator_k: int | None = None
     if speculating and runner_k is not None:
-        drafts = _voters(g, frozenset({"draft"}))
+        drafts = _voters(g, DRAFTS)
         if s.runner == "v1" or s.hooks == "enforce":
             values = {_narrow(runner_k, d) for d in drafts}
             speculator_k = runner_k if values == {runner_k} else min(values)
@@ -600,6 +614,8 @@ def _names_of(runs: Sequence[tuple[LayerInfo, tuple[str, ...]]], role: str) -> t
 
 def _narrow(k: int, voter: Voter) -> int:
     """``create_metadata_builders``: the group's k narrowed by one backend."""
+    if accepts(voter.sizes, k):
+        return k
     try:
         return select_common(k, [voter.declared])
     except NoCommonKernelBlockSize:
@@ -608,8 +624,8 @@ def _narrow(k: int, voter: Voter) -> int:
 
 def _agreeing_block_sizes(g: Group, runner_k: int) -> list[int]:
     """Block sizes (multiples of 16 up to 1024) at which runner and speculator agree."""
-    everyone = [v.declared for v in _voters(g, frozenset({"target", "draft"}))]
-    drafts = [v.declared for v in _voters(g, frozenset({"draft"}))]
+    everyone = [v.declared for v in _voters(g, EVERYONE)]
+    drafts = [v.declared for v in _voters(g, DRAFTS)]
     good = []
     for b in sorted({runner_k, *range(16, 1025, 16)}):
         try:
@@ -655,8 +671,8 @@ def _agreeing_drafter_backends(ctx: _Ctx, g: Group) -> list[str]:
                 g,
                 runs=tuple((swapped[drafts.index(i)] if i in drafts else i, n) for i, n in g.runs),
             )
-            everyone = [v.declared for v in _voters(alt, frozenset({"target", "draft"}))]
-            own = [v.declared for v in _voters(alt, frozenset({"draft"}))]
+            everyone = [v.declared for v in _voters(alt, EVERYONE)]
+            own = [v.declared for v in _voters(alt, DRAFTS)]
             try:
                 if select_common(g.block_size, everyone) == select_common(g.block_size, own):
                     found.append(name)
