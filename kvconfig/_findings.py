@@ -246,10 +246,13 @@ def no_block_size(names: Sequence[str], ctx: _Ctx) -> Found:
     )
 
 
-def backend_refused(layer: LayerSet, sel: Selection, setup: Setup) -> Found:
-    """KV301/KV302/KV303: no usable backend for a layer."""
-    where = f"{layer.role} layers {layer.names()[0]}" + (
-        f" (+{layer.count - 1})" if layer.count > 1 else ""
+def backend_refused(layers: Sequence[LayerSet], sel: Selection, setup: Setup) -> Found:
+    """KV301/KV302/KV303: no usable backend for some layers (one finding for all of them)."""
+    names = [n for layer in layers for n in layer.names()]
+    where = (
+        f"{layers[0].role} layer {names[0]}"
+        if len(names) == 1
+        else (f"{len(names)} {layers[0].role} layers ({names[0]} .. {names[-1]})")
     )
     p = setup.platform
     plat = p.label() if p is not None else "this platform"

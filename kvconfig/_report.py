@@ -129,7 +129,7 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
             continue
         p = o.plan
         errors = [f for f in p.findings if f.severity == "error"]
-        summary = ", ".join(f"{f.code} {f.name}" for f in errors) or "safe"
+        summary = ", ".join(dict.fromkeys(f"{f.code} {f.name}" for f in errors)) or "safe"
         lines.append(f"{p.verdict:<7} {o.source} [{o.platform}]: {summary}")
         lines += finding_lines(p.findings, indent="  ")
     ok = sum(o.verdict == "ok" for o in outcomes)

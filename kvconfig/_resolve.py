@@ -394,6 +394,7 @@ def resolve_setup(s: Setup) -> PlanResult:
 def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
     s = ctx.setup
     infos: list[LayerInfo] = []
+    refused: dict[tuple[str, int], tuple[Selection, list[LayerSet]]] = {}
     for index, layer in enumerate(s.layers):
         kv_dtype = layer.kv_cache_dtype or s.kv_cache_dtype
         q, _ = _per_rank(layer, s.tensor_parallel_size)
@@ -406,7 +407,7 @@ def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
         sizes: tuple[KernelSize, ...] = ()
         cache = kv_dtype
         if sel.backend is None:
-            ctx.findings.append(F.backend_refused(layer, sel, s))
+            refused.setdefault((layer.role, id(sel)), (sel, []))[1].append(layer)
         elif sel.backend in s.backends:
             sizes = s.backends[sel.backend][1]
         else:
@@ -427,6 +428,8 @@ def _select_backends(ctx: _Ctx) -> list[LayerInfo]:
                 cache_dtype=cache,
             )
         )
+    for sel, layers in refused.values():
+        ctx.findings.append(F.backend_refused(layers, sel, s))
     return infos
 
 

@@ -215,3 +215,15 @@ def test_backend_per_kind_uses_the_kind_vllms_selector_asks_for() -> None:
         attention=Attention(backend_per_kind={"full_attention": "TRITON_ATTN"}),
     )
     assert _requested_backend(setup, layer)[0] == "TRITON_ATTN"
+
+
+def test_a_refused_backend_is_one_finding_per_layer_kind() -> None:
+    # GPT-OSS asks FLASHINFER for every layer; A100 cannot run its sinks. vLLM refuses
+    # the request once per kind of layer (sliding window, full), and so does kvconfig.
+    gpt_oss = str(EXAMPLES / "gpt-oss-120b-eagle3-h200-triton-128.yaml")
+    code, out = run("plan", "--platform", "a100", "--format", "json", gpt_oss)
+    refused = [f for f in json.loads(out)["findings"] if f["code"] == "KV301"]
+    assert code == 1
+    assert len(refused) == 2
+    assert all("18 target layers" in f["message"] for f in refused)
+    assert all("attention sinks not supported" in f["message"] for f in refused)
