@@ -11,6 +11,7 @@ the hooks fall back to ``warn``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import inspect
 from collections.abc import Callable
@@ -167,33 +168,38 @@ def _check_params(name: str, func: Any, params: tuple[str, ...]) -> str | None:
 def verify() -> list[str]:
     """Every reason the hooks cannot be installed on the vLLM found (empty: all is well)."""
     problems: list[str] = []
-    for t in TARGETS:
-        try:
-            _, func = _resolve(t.module, t.owner, t.attr)
-        except LookupError as err:
-            problems.append(str(err))
-            continue
-        if (p := _check_params(t.name, func, t.params)) is not None:
-            problems.append(p)
-    for module, owner, attr, params in USED:
-        name = ".".join(x for x in (module, owner, attr) if x)
-        try:
-            _, func = _resolve(module, owner, attr)
-        except LookupError as err:
-            problems.append(str(err))
-            continue
-        if (p := _check_params(name, func, params)) is not None:
-            problems.append(p)
-    for module, owner, attr, callee in CALLS:
-        name = ".".join(x for x in (module, owner, attr) if x)
-        try:
-            _, func = _resolve(module, owner, attr)
-        except LookupError as err:
-            problems.append(str(err))
-            continue
+
+    def dotted(module: str, owner: str | None, attr: str) -> str:
+        return ".".join(x for x in (module, owner, attr) if x)
+
+    def calls(name: str, func: Any, callee: str) -> str | None:
         code = getattr(_unwrapped(func), "__code__", None)
         if code is None or callee not in code.co_names:
-            problems.append(f"{name} no longer calls {callee}")
+            return f"{name} no longer calls {callee}"
+        return None
+
+    checks: list[tuple[str, str, str | None, str, Callable[[str, Any], str | None]]] = [
+        *(
+            (t.name, t.module, t.owner, t.attr, functools.partial(_check_params, params=t.params))
+            for t in TARGETS
+        ),
+        *(
+            (dotted(m, o, a), m, o, a, functools.partial(_check_params, params=params))
+            for m, o, a, params in USED
+        ),
+        *(
+            (dotted(m, o, a), m, o, a, functools.partial(calls, callee=callee))
+            for m, o, a, callee in CALLS
+        ),
+    ]
+    for name, module, owner, attr, check in checks:
+        try:
+            _, func = _resolve(module, owner, attr)
+        except LookupError as err:
+            problems.append(str(err))
+            continue
+        if (problem := check(name, func)) is not None:
+            problems.append(problem)
     try:
         utils = importlib.import_module(f"{WORKER}.utils")
         spec = importlib.import_module(f"{WORKER}.gpu.spec_decode.speculator")
