@@ -227,3 +227,11 @@ def test_a_refused_backend_is_one_finding_per_layer_kind() -> None:
     assert len(refused) == 2
     assert all("18 target layers" in f["message"] for f in refused)
     assert all("attention sinks not supported" in f["message"] for f in refused)
+
+
+def test_every_finding_code_is_documented() -> None:
+    from kvconfig._findings import CODES
+
+    doc = (EXAMPLES.parent / "docs" / "findings.md").read_text(encoding="utf-8")
+    for code, (name, severity, _) in CODES.items():
+        assert f'id="{code.lower()}"></a>{code} | {name} | {severity} |' in doc, code
