@@ -289,9 +289,17 @@ def load_setup(
     vllm_version: str | None = None,
     hooks: str | None = None,
     cwd: Path | None = None,
+    trtllm_cubins: bool | None = None,
 ) -> Setup:
-    """A deployment ready to resolve; raises InputError or UnsupportedArchitecture."""
+    """A deployment ready to resolve; raises InputError or UnsupportedArchitecture.
+
+    ``trtllm_cubins=False`` says FlashInfer's TRTLLM cubins cannot be fetched where the
+    engine runs (no ``flashinfer-cubin`` package and no network), which vLLM checks at
+    start-up and which decides FlashInfer's large pages on SM10x.
+    """
     data, doc = document(target, env=env, vllm_version=vllm_version, hooks=hooks, cwd=cwd)
+    if trtllm_cubins is not None:
+        data["trtllm_cubins"] = trtllm_cubins
     if doc is not None and is_native(doc):
         data = validate_native(data, doc)
     return Setup.from_dict(data, platform)

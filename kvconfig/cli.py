@@ -100,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="whether the kvconfig vLLM hooks will be installed",
         )
         p.add_argument("--vllm-version", help="vLLM release to plan for (default 0.33.0)")
+        p.add_argument(
+            "--no-trtllm-cubins",
+            dest="trtllm_cubins",
+            action="store_false",
+            default=None,
+            help="FlashInfer's TRTLLM cubins cannot be fetched where vLLM runs "
+            "(no flashinfer-cubin, no network): no large FlashInfer pages on SM10x",
+        )
         p.add_argument("--format", choices=formats, default="text")
 
     p_plan = sub.add_parser("plan", help="print the plan of one deployment")
@@ -276,6 +284,7 @@ def _outcome(
             env=env,
             vllm_version=args.vllm_version,
             hooks=args.hooks,
+            trtllm_cubins=args.trtllm_cubins,
         )
     except UnsupportedArchitecture as err:
         plat = platform

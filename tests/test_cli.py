@@ -235,3 +235,15 @@ def test_every_finding_code_is_documented() -> None:
     doc = (EXAMPLES.parent / "docs" / "findings.md").read_text(encoding="utf-8")
     for code, (name, severity, _) in CODES.items():
         assert f'id="{code.lower()}"></a>{code} | {name} | {severity} |' in doc, code
+
+
+def test_without_trtllm_cubins_blackwell_flashinfer_splits_again() -> None:
+    # FlashInfer takes pages over 64 tokens on SM10x only when TRTLLM attention is usable,
+    # which vLLM checks by finding flashinfer-cubin or reaching NVIDIA's artifactory.
+    code, out = run("plan", "--platform", "b200", "--format", "json", BAD)
+    assert code == 0 and json.loads(out)["groups"][0]["kernel_block_size"] == 128
+    code, out = run("plan", "--platform", "b200", "--no-trtllm-cubins", "--format", "json", BAD)
+    assert code == 1 and json.loads(out)["groups"][0]["components"] == {
+        "runner": 64,
+        "speculator": 128,
+    }
