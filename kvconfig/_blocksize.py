@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kvconfig._groups import MLA_KINDS, BlockPlan, LayerInfo
+from kvconfig._hfmodel import per_rank
 from kvconfig._select import PREFERRED_BLOCK_SIZE, Machine, supports_block_size
 from kvconfig._setup import Setup
 from kvconfig._specs import dtype_bytes, torch_dtype
@@ -145,7 +146,7 @@ def attention_page_per_token(s: Setup, layers: Sequence[LayerInfo]) -> int:
     dtype = torch_dtype(target.kind, kv, target.dtype)
     if target.kind in MLA_KINDS:
         return target.head_size * dtype_bytes(dtype)
-    heads = max(1, target.num_kv_heads // s.tensor_parallel_size)
+    heads = per_rank(target.num_kv_heads, s.tensor_parallel_size)
     return heads * 2 * target.head_size * dtype_bytes(dtype)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kvconfig._catalog import Entry
 from kvconfig._facts import kv_quant
 from kvconfig._grouping import SpecGroup, bytes_per_block, group_specs
+from kvconfig._hfmodel import per_rank
 from kvconfig._select import Selection
 from kvconfig._setup import LayerSet, Setup, expand_names
 from kvconfig._specs import (
@@ -180,7 +181,7 @@ def layer_spec(info: LayerInfo, setup: Setup, plan: BlockPlan) -> Spec:
         fields = (l.head_size, 0, dtype, "none", 1 if v32 else None, None, None, "indexer", False)
         spec = Spec("mla", B, 1, l.head_size * dtype_bytes(dtype), fields=fields)
     else:
-        heads = max(1, l.num_kv_heads // setup.tensor_parallel_size)
+        heads = per_rank(l.num_kv_heads, setup.tensor_parallel_size)
         hv = l.head_size_v or l.head_size
         dtype = torch_dtype(l.kind, kv, l.dtype)
         content = (l.head_size + hv) * dtype_bytes(dtype)

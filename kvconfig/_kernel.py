@@ -73,9 +73,3 @@ def prepare_kernel_block_sizes(groups: Sequence[GroupInput]) -> list[int]:
         if size is not None:
             out.append(size)
     return out
-
-
-def by_group(groups: Sequence[GroupInput]) -> list[int | None]:
-    """What each group id ends up with after the encoder-only shift (None: no entry)."""
-    sizes = prepare_kernel_block_sizes(groups)
-    return [sizes[i] if i < len(sizes) else None for i in range(len(groups))]

@@ -31,6 +31,7 @@ from kvconfig._groups import (
     canonical_cache_dtype,
     make_groups,
 )
+from kvconfig._hfmodel import per_rank
 from kvconfig._select import (
     MAMBA_BACKENDS,
     Machine,
@@ -207,8 +208,8 @@ class _Ctx:
 
 
 def _per_rank(layer: LayerSet, tp: int) -> tuple[int, int]:
-    q = max(1, layer.num_heads // tp)
-    kv = 1 if layer.kind in MLA_KINDS else max(1, layer.num_kv_heads // tp)
+    q = per_rank(layer.num_heads, tp)
+    kv = 1 if layer.kind in MLA_KINDS else per_rank(layer.num_kv_heads, tp)
     return q, kv
 
 
@@ -292,13 +293,6 @@ def _new_size_context(ctx: _Ctx, layer: LayerSet, kv_dtype: str) -> SizeContext:
     )
 
 
-def _entry(ctx: _Ctx, name: str, source: str) -> Entry | tuple[str, tuple[KernelSize, ...]]:
-    """A catalog entry, or ``(name, sizes)`` of an out-of-tree backend from the file."""
-    if name in ctx.setup.backends:
-        return name, ctx.setup.backends[name][1]
-    return ctx.catalog.lookup(name, source=source, key="backend")
-
-
 def _model_layer(s: Setup) -> LayerSet:
     """The target's first attention layer: what ``model_config`` says about attention."""
     targets = [l for l in s.layers if l.role == "target"]
@@ -332,7 +326,7 @@ def _nospec_sizes_uncached(ctx: _Ctx, name: str) -> tuple[KernelSize, ...]:
     return entry.sizes(_target_context(ctx))
 
 
-def _machine(s: Setup, nospec: object = None) -> Machine:
+def _machine(s: Setup) -> Machine:
     p = s.platform
     assert p is not None
     return Machine(
