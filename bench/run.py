@@ -156,8 +156,8 @@ def bench_batch(runs: int, n: int = 1000) -> dict[str, Any]:
 
 def resolver_setup() -> Any:
     """A 128-layer model with a drafter, in 4 KV-cache groups, on H200."""
-    from kvconfig._platforms import parse_platform
-    from kvconfig._setup import LayerSet, Setup
+    from kvconfig.load.platforms import parse_platform
+    from kvconfig.plan.setup import LayerSet, Setup
 
     layers = [
         LayerSet(
@@ -204,7 +204,7 @@ def bench_resolver(runs: int) -> dict[str, Any]:
     """3: resolve_setup on the 128-layer, 4-group model (safe and mismatching variants)."""
     from dataclasses import replace
 
-    from kvconfig._resolve import resolve_setup
+    from kvconfig.plan.resolve import resolve_setup
 
     safe = resolver_setup()
     bad = replace(safe, block_size=128)

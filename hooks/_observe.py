@@ -30,9 +30,10 @@ from hooks._enforce import (
 )
 from hooks._log import logger
 from hooks._state import STATE
-from kvconfig._catalog import CatalogData, SizeContext, load_catalog
-from kvconfig._platforms import PlatformId
-from kvconfig._runtime import (
+from kvconfig.errors import InputError, KernelBlockSizeMismatch
+from kvconfig.load.platforms import PlatformId
+from kvconfig.mirror.catalog import CatalogData, SizeContext, load_catalog
+from kvconfig.plan.runtime import (
     KEEPS_B,
     SKIPPED,
     VOTES,
@@ -42,7 +43,6 @@ from kvconfig._runtime import (
     RuntimeVoter,
     runtime_report,
 )
-from kvconfig.errors import InputError, KernelBlockSizeMismatch
 from schemas.sizes import KernelSize, MultipleOf, format_sizes
 
 #: vLLM spec class -> kvconfig layer kind (the most specific class in the MRO wins).
@@ -219,7 +219,7 @@ def deployment(
     draft_names: set[str],
     record: SpeculatorRecord | None,
 ) -> RuntimeDeployment:
-    """The running engine as ``kvconfig._runtime`` records."""
+    """The running engine as ``kvconfig.plan.runtime`` records."""
     runner = session.runner
     config = runner.kv_cache_config
     vllm_config = runner.vllm_config
@@ -398,7 +398,7 @@ def export(report: RuntimeReport) -> str | None:
     template = os.environ.get(EXPORT_ENV, "").strip()
     if not template:
         return None
-    from kvconfig._export import atomic_write
+    from kvconfig.report.export import atomic_write
 
     path = template.replace("{rank}", str(rank()))
     try:

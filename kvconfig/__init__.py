@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from kvconfig._blocktable import expand_block_table
     from kvconfig.api import UnsupportedArchitecture, load_deployment, plan_result, resolve
     from kvconfig.errors import (
         InputError,
@@ -22,13 +21,14 @@ if TYPE_CHECKING:
         KVConfigError,
         NoCommonKernelBlockSize,
     )
+    from kvconfig.mirror.block_table import expand_block_table
 
 _WHERE = {
     "load_deployment": "kvconfig.api",
     "resolve": "kvconfig.api",
     "plan_result": "kvconfig.api",
     "UnsupportedArchitecture": "kvconfig.api",
-    "expand_block_table": "kvconfig._blocktable",
+    "expand_block_table": "kvconfig.mirror.block_table",
     "InputError": "kvconfig.errors",
     "KernelBlockSizeMismatch": "kvconfig.errors",
     "KVConfigError": "kvconfig.errors",

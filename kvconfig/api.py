@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvconfig._hf import UnsupportedArchitecture
-from kvconfig._load import document, is_native, validate_native
-from kvconfig._platforms import parse_platform
-from kvconfig._resolve import PlanResult, resolve_setup
-from kvconfig._setup import Setup
+from kvconfig.derive.architectures import UnsupportedArchitecture
 from kvconfig.errors import InputError
+from kvconfig.load.deployment import document, is_native, validate_native
+from kvconfig.load.platforms import parse_platform
+from kvconfig.plan.resolve import PlanResult, resolve_setup
+from kvconfig.plan.setup import Setup
 
 if TYPE_CHECKING:
     from schemas.deployment import Deployment

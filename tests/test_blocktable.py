@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from kvconfig._blocktable import expand_block_table, kernel_blocks_per_block, kernel_slot
+from kvconfig.mirror.block_table import expand_block_table, kernel_blocks_per_block, kernel_slot
 
 NULL = 0
 """vLLM's null block: padding and sliding-window holes point at it."""

@@ -8,12 +8,12 @@ import random
 
 import pytest
 
-from kvconfig._catalog import DATA, SizeContext, catalog_path, load_catalog, versions
-from kvconfig._catalog_cli import context_for
-from kvconfig._catalog_diff import diff
-from kvconfig._platforms import parse_platform
 from kvconfig.cli import main
 from kvconfig.introspect.learn import FACTS, learn_rules
+from kvconfig.load.platforms import parse_platform
+from kvconfig.mirror.catalog import DATA, SizeContext, catalog_path, load_catalog, versions
+from kvconfig.report.catalog import context_for
+from kvconfig.report.catalog_diff import diff
 from schemas.catalog import Catalog
 from schemas.sizes import MultipleOf, format_sizes
 
@@ -164,7 +164,7 @@ def test_learner_reproduces_its_samples_deterministically() -> None:
     rules = learn_rules(samples, "synthetic")
     assert rules == learn_rules(list(reversed(samples)), "synthetic")
     assert "when" not in rules[-1]
-    from kvconfig._catalog import parse_catalog
+    from kvconfig.mirror.catalog import parse_catalog
 
     entry = parse_catalog(
         {

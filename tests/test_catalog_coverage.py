@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kvconfig._catalog import load_catalog
+from kvconfig.mirror.catalog import load_catalog
 
 SPEC = importlib.util.find_spec("vllm")
 pytestmark = [
@@ -232,7 +232,7 @@ def test_hand_written_entries_are_the_unimportable_ones() -> None:
     cat = load_catalog(_installed_version())
     import json
 
-    from kvconfig._catalog import catalog_path
+    from kvconfig.mirror.catalog import catalog_path
 
     raw = json.loads(catalog_path(_installed_version()).read_text(encoding="utf-8"))
     failed = set(raw["unimportable_modules"])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvconfig._catalog import DATA
+from kvconfig.mirror.catalog import DATA
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm

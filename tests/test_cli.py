@@ -203,9 +203,9 @@ def test_env_decides_the_runner_of_a_native_file_too() -> None:
 def test_backend_per_kind_uses_the_kind_vllms_selector_asks_for() -> None:
     # vLLM's selector looks up backend_per_kind with get_attn_spec_kind(), which knows only
     # MLA, sliding window and the attention type: chunked-local layers ask as full_attention.
-    from kvconfig._platforms import parse_platform
-    from kvconfig._resolve import _requested_backend
-    from kvconfig._setup import Attention, LayerSet, Setup
+    from kvconfig.load.platforms import parse_platform
+    from kvconfig.plan.resolve import _requested_backend
+    from kvconfig.plan.setup import Attention, LayerSet, Setup
 
     layer = LayerSet(kind="chunked_local")
     setup = Setup(
@@ -230,7 +230,7 @@ def test_a_refused_backend_is_one_finding_per_layer_kind() -> None:
 
 
 def test_every_finding_code_is_documented() -> None:
-    from kvconfig._findings import CODES
+    from kvconfig.plan.findings import CODES
 
     doc = (EXAMPLES.parent / "docs" / "findings.md").read_text(encoding="utf-8")
     for code, (name, severity, _) in CODES.items():

@@ -7,7 +7,8 @@ platforms and deployments emulated. vLLM's side runs the real function on real
 ``KVCacheConfig`` / ``KVCacheGroupSpec`` / ``KVCacheTensor`` /
 ``UniformTypeKVCacheSpecs`` objects and ``AttentionGroup``s of the real backend
 classes with ``customize_attention_spec`` applied. kvconfig's side sees only plain
-facts: catalog rules (``Entry.sizes``) and :func:`kvconfig._kernel.prepare_kernel_block_sizes`.
+facts: catalog rules (``Entry.sizes``) and
+:func:`kvconfig.mirror.dispatch.prepare_kernel_block_sizes`.
 Values must be equal; errors must carry vLLM's exact text.
 
 CI runs ``KVCONFIG_DIFF_N`` cases (default 2000). The full run:
@@ -27,10 +28,10 @@ from typing import Any
 
 import pytest
 
-from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
-from kvconfig._kernel import GroupInput, SpecKind, prepare_kernel_block_sizes
 from kvconfig.errors import NoCommonKernelBlockSize
 from kvconfig.introspect.grid import PLATFORMS, cache_dtypes
+from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
+from kvconfig.mirror.dispatch import GroupInput, SpecKind, prepare_kernel_block_sizes
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm

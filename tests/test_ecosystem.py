@@ -18,8 +18,6 @@ from typing import Any
 import pytest
 import yaml
 
-from kvconfig._export import schemas
-from kvconfig._report import Outcome, render_github, render_sarif
 from kvconfig.cli import main
 from kvconfig.errors import (
     InputError,
@@ -27,6 +25,8 @@ from kvconfig.errors import (
     KVConfigError,
     NoCommonKernelBlockSize,
 )
+from kvconfig.report.export import schemas
+from kvconfig.report.render import Outcome, render_github, render_sarif
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"

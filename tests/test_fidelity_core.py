@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from kvconfig._platforms import parse_platform
-from kvconfig._resolve import resolve_setup
-from kvconfig._setup import Attention, LayerSet, Setup
+from kvconfig.load.platforms import parse_platform
+from kvconfig.plan.resolve import resolve_setup
+from kvconfig.plan.setup import Attention, LayerSet, Setup
 
 pytest.importorskip("vllm")
 

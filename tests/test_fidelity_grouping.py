@@ -1,4 +1,4 @@
-"""``kvconfig._grouping`` against vLLM 0.33.0's ``get_kv_cache_groups`` on random spec mixes.
+"""``kvconfig.mirror.grouping`` against vLLM 0.33.0's ``get_kv_cache_groups`` on random spec mixes.
 
 Each drawn layer is one of a few spec descriptions (full attention, sliding window, MLA,
 Mamba, with their own heads, dtypes, alignments and block sizes). The same description
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("vllm")
 
-from kvconfig._grouping import GroupingError, group_specs
-from kvconfig._specs import Spec
+from kvconfig.mirror.grouping import GroupingError, group_specs
+from kvconfig.mirror.specs import Spec
 
 pytestmark = pytest.mark.vllm
 

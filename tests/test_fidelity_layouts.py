@@ -21,10 +21,10 @@ pytest.importorskip("vllm")
 
 from vllm_harness import VllmOutcome, model_json_of, run_vllm
 
-from kvconfig._load import load_setup
-from kvconfig._platforms import parse_platform
-from kvconfig._resolve import PlanResult, resolve_setup
-from kvconfig._setup import Setup
+from kvconfig.load.deployment import load_setup
+from kvconfig.load.platforms import parse_platform
+from kvconfig.plan.resolve import PlanResult, resolve_setup
+from kvconfig.plan.setup import Setup
 
 pytestmark = pytest.mark.vllm
 
@@ -239,7 +239,7 @@ def test_mamba_state_matches_vllm_calculators(tmp_path: Path) -> None:
 
 
 def _per_token(plan: PlanResult) -> int:
-    from kvconfig._blocksize import attention_page_per_token
+    from kvconfig.mirror.block_size import attention_page_per_token
 
     return attention_page_per_token(plan.setup, plan.layers)
 

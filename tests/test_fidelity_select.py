@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kvconfig._catalog import SizeContext, load_catalog
-from kvconfig._facts import fa_version, is_quantized, kv_quant
-from kvconfig._select import TRAITS, Machine, Request, invalid_reasons, priorities
+from kvconfig.mirror.catalog import SizeContext, load_catalog
+from kvconfig.mirror.platform import fa_version, is_quantized, kv_quant
+from kvconfig.mirror.selection import TRAITS, Machine, Request, invalid_reasons, priorities
 
 pytest.importorskip("vllm")
 

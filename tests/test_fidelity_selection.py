@@ -22,9 +22,9 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig._select import Machine, Request, invalid_reasons, priorities
 from kvconfig.introspect import emulate
 from kvconfig.introspect.emulate import Emulation
+from kvconfig.mirror.selection import Machine, Request, invalid_reasons, priorities
 
 pytestmark = pytest.mark.vllm
 
@@ -141,7 +141,7 @@ def test_mla_validity_is_vllms(name: str) -> None:
     import torch
     from vllm.platforms.interface import DeviceCapability
 
-    from kvconfig._catalog import load_catalog
+    from kvconfig.mirror.catalog import load_catalog
 
     cls = emulate.load(load_catalog("0.33.0").registry[name])
     checked = 0
@@ -194,8 +194,8 @@ def test_mla_validity_is_vllms(name: str) -> None:
 
 def test_minimax_m3_backends_are_vllms() -> None:
     """``select_main_backend_and_impl_cls`` and ``select_indexer_impl_cls`` vs
-    ``kvconfig._select.model_backend``."""
-    from kvconfig._select import model_backend
+    ``kvconfig.mirror.selection.model_backend``."""
+    from kvconfig.mirror.selection import model_backend
 
     sparse = emulate.load("vllm.models.minimax_m3.common.sparse_attention")
     indexer = emulate.load("vllm.models.minimax_m3.common.indexer")

@@ -458,7 +458,7 @@ def test_strict_refuses_when_kvconfig_and_vllm_disagree(
     """vLLM changed under kvconfig: its catalog votes 32 where the runner chose 64."""
     import dataclasses
 
-    from kvconfig._catalog import load_catalog
+    from kvconfig.mirror.catalog import load_catalog
 
     real = load_catalog("0.33.0")
     entry = real.by_class[FLASHINFER]

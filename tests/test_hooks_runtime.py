@@ -1,4 +1,4 @@
-"""``kvconfig._runtime``: the plan of a running engine from plain records (no vLLM needed).
+"""``kvconfig.plan.runtime``: the plan of a running engine from plain records (no vLLM needed).
 
 Expected votes are vLLM 0.33.0's (reference §2.7: B=256 with FLASHINFER and FLASH_ATTN
 gives 64; an empty voter set keeps B).
@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from kvconfig._catalog import SizeContext, load_catalog
-from kvconfig._platforms import PlatformId
-from kvconfig._runtime import (
+from kvconfig.load.platforms import PlatformId
+from kvconfig.mirror.catalog import SizeContext, load_catalog
+from kvconfig.plan.runtime import (
     KEEPS_B,
     SKIPPED,
     VOTES,

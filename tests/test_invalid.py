@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from kvconfig import _yaml
 from kvconfig.cli import main
+from kvconfig.load import yamlfile as _yaml
 
 HERE = Path(__file__).parent / "invalid"
 ROOT = Path(__file__).parent.parent
@@ -215,7 +215,7 @@ def test_an_unreadable_file_says_so(
 def test_an_internal_error_is_one_line_and_exit_3(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kvconfig import cli
+    from kvconfig.cli import commands as cli
 
     def broken(*_: object) -> tuple[str, int]:
         raise ZeroDivisionError("division by zero")

@@ -10,8 +10,8 @@ from typing import get_args
 
 import pytest
 
-from kvconfig import _serve
-from kvconfig._catalog import load_catalog
+from kvconfig.load import serve as _serve
+from kvconfig.mirror.catalog import load_catalog
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from layout_cases import CASES, EXAMPLES, MODELS, Case
 
-from kvconfig import _hf
-from kvconfig._hfmodel import Context
-from kvconfig._load import load_setup
-from kvconfig._platforms import parse_platform
-from kvconfig._resolve import PlanResult, resolve_setup
 from kvconfig.cli import main
+from kvconfig.derive import architectures as _hf
+from kvconfig.derive.common import Context
 from kvconfig.errors import InputError
+from kvconfig.load.deployment import load_setup
+from kvconfig.load.platforms import parse_platform
+from kvconfig.plan.resolve import PlanResult, resolve_setup
 
 
 def plan_of(path: str | Path, platform: str, hooks: str | None = None) -> PlanResult:

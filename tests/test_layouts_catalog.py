@@ -3,7 +3,7 @@
 For every MLA, sparse-MLA, indexer, MiniMax-M3 and Mamba backend kvconfig's catalog
 lists, the sizes its rules give must equal what the real class's
 ``get_supported_kernel_block_sizes`` returns for a real spec under the emulated
-platform; and ``kvconfig._specs.customize`` must set the ``block_stride_alignment``
+platform; and ``kvconfig.mirror.specs.customize`` must set the ``block_stride_alignment``
 vLLM's ``customize_attention_spec`` sets. Classes that cannot be imported without a GPU
 are marked ``introspected: false`` in the catalog and skipped here.
 """
@@ -17,11 +17,11 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig._catalog import SizeContext, load_catalog
-from kvconfig._facts import kv_quant
-from kvconfig._specs import Spec, customize
 from kvconfig.introspect import emulate
 from kvconfig.introspect.emulate import Emulation
+from kvconfig.mirror.catalog import SizeContext, load_catalog
+from kvconfig.mirror.platform import kv_quant
+from kvconfig.mirror.specs import Spec, customize
 from schemas.sizes import MultipleOf
 
 pytestmark = pytest.mark.vllm

@@ -38,10 +38,10 @@ from typing import Any
 
 import torch
 
-from kvconfig._resolve import PlanResult
-from kvconfig._setup import Setup
 from kvconfig.introspect import emulate
 from kvconfig.introspect.emulate import Emulation
+from kvconfig.plan.resolve import PlanResult
+from kvconfig.plan.setup import Setup
 
 _TORCH = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 

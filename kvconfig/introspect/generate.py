@@ -16,7 +16,7 @@ Steps, all deterministic:
    vote in ``vllm/v1/worker/utils.py`` call it: ``customize_spec`` first, then
    ``get_supported_kernel_block_sizes`` on the customized, real vLLM spec.
 4. **Compress** the answers into ordered size rules over the facts of
-   :class:`kvconfig._catalog.SizeContext` (:mod:`kvconfig.introspect.learn`), and
+   :class:`kvconfig.mirror.catalog.SizeContext` (:mod:`kvconfig.introspect.learn`), and
    check that the rules reproduce every answer of the grid.
 5. **Merge** the hand-written entries of classes whose module cannot be imported
    here (``manual-<version>.json`` beside this file), validate the document with
@@ -298,7 +298,7 @@ def build(discovery: Discovery, version: str) -> dict[str, Any]:
 
 def _check(entry: Mapping[str, Any], samples: Iterable[Any]) -> None:
     """The learned rules, read by kvconfig's runtime catalog, give every sampled answer."""
-    from kvconfig._catalog import parse_catalog
+    from kvconfig.mirror.catalog import parse_catalog
 
     parsed = parse_catalog({"vllm_version": "", "backends": [dict(entry)]}).entries[0]
     for ctx, sizes in samples:

@@ -6,7 +6,7 @@ sizes, KV-cache dtype and so its ``KVQuantMode``, tokens per state) and the curr
 vLLM config (the target's heads, ``attention_config.use_trtllm_attention`` and
 ``flash_attn_version``, TRTLLM cubins, ``VLLM_BATCH_INVARIANT``).
 
-For every point the facts kvconfig computes itself (:mod:`kvconfig._facts`: the
+For every point the facts kvconfig computes itself (:mod:`kvconfig.mirror.platform`: the
 FlashAttention version, TRTLLM usability, the KV quantization mode) are checked
 against what vLLM computes under the same emulation, so the rules learned over
 those facts mean the same thing at run time.
@@ -19,8 +19,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kvconfig._catalog import SizeContext, size_context
 from kvconfig.introspect import emulate
+from kvconfig.mirror.catalog import SizeContext, size_context
 from schemas.sizes import KernelSize, MultipleOf
 
 PLATFORMS: tuple[tuple[str, tuple[int, int] | None], ...] = (
@@ -271,7 +271,7 @@ def evaluate_all(
                     out[path].append((ctx, sizes_for(classes[path], layer_spec)))
     if mismatches:
         raise RuntimeError(
-            "kvconfig's facts differ from vLLM's (kvconfig/_facts.py):\n  "
+            "kvconfig's facts differ from vLLM's (kvconfig/mirror/platform.py):\n  "
             + "\n  ".join(mismatches)
         )
     return out

@@ -25,8 +25,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from kvconfig._catalog import SizeContext
 from kvconfig.introspect.grid import Sample
+from kvconfig.mirror.catalog import SizeContext
 from schemas.sizes import KernelSize, size_to_json
 
 FACTS = (

@@ -1,6 +1,7 @@
 """Record (or check) the golden plans: every bundled example on every platform it is
-linted for, with and without the kvconfig hooks, on both model runners, as ``kvconfig plan --format json``
-prints it (or the error line and exit code when it refuses the input).
+linted for, with and without the kvconfig hooks, on both model runners, as
+``kvconfig plan --format json`` prints it (or the error line and exit code when it
+refuses the input).
 
     python tests/golden/record.py          # rewrite tests/golden/plans/*.json
     python tests/golden/record.py --check  # exit 1 and list the differences
@@ -49,9 +50,7 @@ def plan(path: Path, platform: str, hooks: str, runner: str) -> dict[str, object
 
 
 def record_one(path: Path) -> dict[str, object]:
-    return {
-        f"{p}/{h}/{r}": plan(path, p, h, r) for p in PLATFORMS for h in HOOKS for r in RUNNERS
-    }
+    return {f"{p}/{h}/{r}": plan(path, p, h, r) for p in PLATFORMS for h in HOOKS for r in RUNNERS}
 
 
 def golden_path(path: Path) -> Path:

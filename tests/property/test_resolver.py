@@ -18,11 +18,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvconfig._platforms import parse_platform
-from kvconfig._resolve import PlanResult, resolve_setup
-from kvconfig._setup import Setup
-from kvconfig._vote import select_common
 from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.load.platforms import parse_platform
+from kvconfig.mirror.vote import select_common
+from kvconfig.plan.resolve import PlanResult, resolve_setup
+from kvconfig.plan.setup import Setup
 from schemas.sizes import KernelSize, MultipleOf, size_to_json
 
 H200 = parse_platform("h200")

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvconfig._vote import select_common
 from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.mirror.vote import select_common
 from schemas.sizes import KernelSize, MultipleOf
 
 pytest.importorskip("vllm")

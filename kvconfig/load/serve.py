@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kvconfig import _hf, _yaml
-from kvconfig._catalog import DATA
 from kvconfig._suggest import did_you_mean
+from kvconfig.derive import architectures as _hf
 from kvconfig.errors import InputError
+from kvconfig.load import yamlfile as _yaml
+from kvconfig.mirror.catalog import DATA
 
 #: Environment variables that change the plan (others are accepted and ignored).
 PLAN_ENV = (
@@ -413,8 +414,8 @@ def _backend_key(name: str) -> str:
 
 def check_backend(name: str, version: str, *, source: str, line: int | None, key: str) -> None:
     """InputError unless ``name`` is one of vLLM's ``AttentionBackendEnum`` names."""
-    from kvconfig._catalog import load_catalog
     from kvconfig._suggest import closest
+    from kvconfig.mirror.catalog import load_catalog
 
     names = list(load_catalog(version).registry)
     if name.upper() in names:

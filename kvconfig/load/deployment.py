@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvconfig import _serve, _yaml
-from kvconfig._hf import UnsupportedArchitecture
-from kvconfig._platforms import PlatformId
-from kvconfig._setup import Setup
 from kvconfig._suggest import did_you_mean
+from kvconfig.derive.architectures import UnsupportedArchitecture
 from kvconfig.errors import InputError
+from kvconfig.load import serve as _serve
+from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.platforms import PlatformId
+from kvconfig.plan.setup import Setup
 
 DEFAULT_VLLM_VERSION = "0.33.0"
 
@@ -156,7 +157,7 @@ def _native_error(err: Any, source: str, doc: _yaml.Document | None) -> InputErr
 
 
 def _describe(value: Any) -> str:
-    from kvconfig._serve import _describe as describe
+    from kvconfig.load.serve import _describe as describe
 
     return describe(value)
 
@@ -218,9 +219,9 @@ def _fields_at(loc: Sequence[str | int]) -> list[str]:
 
 def _check_names(out: Mapping[str, Any], source: str, doc: _yaml.Document | None) -> None:
     """Names a native file may only use if kvconfig and vLLM know them."""
-    from kvconfig._catalog import catalog_path, load_catalog, versions
-    from kvconfig._platforms import parse_platform
-    from kvconfig._serve import check_backend, check_env, facts
+    from kvconfig.load.platforms import parse_platform
+    from kvconfig.load.serve import check_backend, check_env, facts
+    from kvconfig.mirror.catalog import catalog_path, load_catalog, versions
 
     def line(*path: str | int) -> int | None:
         return doc.line(*path) if doc is not None else None

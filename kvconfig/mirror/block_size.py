@@ -21,11 +21,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kvconfig._groups import MLA_KINDS, BlockPlan, LayerInfo
-from kvconfig._hfmodel import per_rank
-from kvconfig._select import PREFERRED_BLOCK_SIZE, Machine, supports_block_size
-from kvconfig._setup import Setup
-from kvconfig._specs import dtype_bytes, torch_dtype
+from kvconfig.derive.common import per_rank
+from kvconfig.mirror.selection import PREFERRED_BLOCK_SIZE, Machine, supports_block_size
+from kvconfig.mirror.specs import dtype_bytes, torch_dtype
+from kvconfig.plan.groups import MLA_KINDS, BlockPlan, LayerInfo
+from kvconfig.plan.setup import Setup
 from schemas.sizes import KernelSize, MultipleOf
 
 DEFAULT_BLOCK_SIZE = 16

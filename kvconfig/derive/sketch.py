@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvconfig._hfmodel import Model
+from kvconfig.derive.common import Model
 
 
 def _int(cfg: Mapping[str, Any], key: str) -> int | None:

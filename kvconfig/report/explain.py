@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kvconfig._findings import CODES
-from kvconfig._resolve import PlanResult
-from kvconfig._vote import all_accept
 from kvconfig.errors import InputError
+from kvconfig.mirror.vote import all_accept
+from kvconfig.plan.findings import CODES
+from kvconfig.plan.resolve import PlanResult
 from schemas.sizes import format_sizes
 
 
@@ -37,7 +37,7 @@ def explain_plan(plan: PlanResult) -> str:
         for name, why in sel.rejected:
             out.append(f"      skipped {name}: {', '.join(why)}")
         if info.entry is not None:
-            from kvconfig._catalog import SizeContext  # noqa: F401  (documentation of the rule)
+            from kvconfig.mirror.catalog import SizeContext  # noqa: F401  (documentation of the rule)
 
             out.append(f"      declares {format_sizes(info.sizes)} [{info.entry.class_path}]")
         elif info.backend_name is not None:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from kvconfig.errors import InputError, KVConfigError
 
 if TYPE_CHECKING:
-    from kvconfig._platforms import PlatformId
-    from kvconfig._report import Outcome
+    from kvconfig.load.platforms import PlatformId
+    from kvconfig.report.render import Outcome
 
 FORMATS = ("text", "json", "github", "sarif")
 
@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _env_pairs(items: Sequence[str]) -> dict[str, str]:
-    from kvconfig._serve import check_env
+    from kvconfig.load.serve import check_env
 
     env = {}
     for item in items:
@@ -225,7 +225,7 @@ def _targets(
 
 
 def _platforms(args: argparse.Namespace) -> list[PlatformId | None]:
-    from kvconfig._platforms import parse_platforms
+    from kvconfig.load.platforms import parse_platforms
 
     if args.platform:
         return list(parse_platforms(args.platform))
@@ -238,7 +238,7 @@ def _outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -
     With ``many`` (``lint``) a deployment that cannot be read or planned becomes an
     error outcome and its line goes to stderr; otherwise the InputError propagates.
     """
-    from kvconfig._report import Outcome
+    from kvconfig.report.render import Outcome
 
     env = _env_pairs(args.env)
     platforms = _platforms(args)
@@ -270,12 +270,12 @@ def _outcome(
     env: dict[str, str],
 ) -> Outcome:
     """Load, resolve and report one deployment on one platform."""
-    from kvconfig import _findings as F
-    from kvconfig._hf import UnsupportedArchitecture
-    from kvconfig._load import load_setup
-    from kvconfig._report import Outcome
-    from kvconfig._resolve import PlanResult, resolve_setup
-    from kvconfig._setup import LayerSet, Setup
+    from kvconfig.derive.architectures import UnsupportedArchitecture
+    from kvconfig.load.deployment import load_setup
+    from kvconfig.plan import findings as F
+    from kvconfig.plan.resolve import PlanResult, resolve_setup
+    from kvconfig.plan.setup import LayerSet, Setup
+    from kvconfig.report.render import Outcome
 
     try:
         setup = load_setup(
@@ -312,7 +312,7 @@ def _outcome(
 def _key_lines(target: str | list[str]) -> dict[str, int]:
     if not isinstance(target, str):
         return {}
-    from kvconfig import _yaml
+    from kvconfig.load import yamlfile as _yaml
 
     try:
         doc = _yaml.load(Path(target), target)
@@ -324,7 +324,7 @@ def _key_lines(target: str | list[str]) -> dict[str, int]:
 
 
 def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig._report import Outcome, render_json, render_plan
+    from kvconfig.report.render import Outcome, render_json, render_plan
 
     outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]
     if args.format == "json":
@@ -335,7 +335,13 @@ def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
 
 
 def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig._report import Outcome, render_github, render_json, render_lint, render_sarif
+    from kvconfig.report.render import (
+        Outcome,
+        render_github,
+        render_json,
+        render_lint,
+        render_sarif,
+    )
 
     outcomes = [o for o in _outcomes(args, command, many=True) if isinstance(o, Outcome)]
     render = {
@@ -355,8 +361,8 @@ def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
 
 
 def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig._explain import explain_code, explain_plan
-    from kvconfig._report import Outcome
+    from kvconfig.report.explain import explain_code, explain_plan
+    from kvconfig.report.render import Outcome
 
     code = (args.deployment or "").upper()
     if code.startswith("KV") and not Path(args.deployment).exists():
@@ -366,7 +372,7 @@ def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[s
 
 
 def _cmd_export(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig._export import export_plan, export_schemas
+    from kvconfig.report.export import export_plan, export_schemas
 
     if args.schema:
         # 'kvconfig export --schema DIR' and 'kvconfig export --schema -o DIR' both name the folder
@@ -378,14 +384,14 @@ def _cmd_export(args: argparse.Namespace, command: list[str] | None) -> tuple[st
                 hint="kvconfig export --schema DIR",
             )
         return export_schemas(folders[0] if folders else None), 0
-    from kvconfig._report import Outcome
+    from kvconfig.report.render import Outcome
 
     outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]
     return export_plan(outcomes, args.output)
 
 
 def _cmd_catalog(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig._catalog_cli import run_catalog
+    from kvconfig.report.catalog import run_catalog
 
     return run_catalog(args)
 

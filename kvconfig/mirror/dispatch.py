@@ -9,7 +9,7 @@ descriptions of the groups, in the order of ``KVCacheConfig.kv_cache_groups``:
 * a group whose spec has no per-layer views (HiSparse) keeps its block size B;
 * an attention group keeps B when a KV-cache tensor it shares is packed
   (``block_stride > layer_stride``), and otherwise takes the vote of
-  :func:`kvconfig._vote.select_common` over its attention groups' declared sizes;
+  :func:`kvconfig.mirror.vote.select_common` over its attention groups' declared sizes;
 * a Mamba (state) group keeps B;
 * any other spec with layer views is an error, as in vLLM.
 
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from kvconfig._vote import Declared, select_common
+from kvconfig.mirror.vote import Declared, select_common
 
 SpecKind = Literal["attention", "encoder_only", "mamba", "other"]
 """What a group's spec is: an ``AttentionSpec`` (any but encoder-only), an

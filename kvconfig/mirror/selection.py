@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from kvconfig._facts import fa_supported, fa_version, is_quantized
+from kvconfig.mirror.platform import fa_supported, fa_version, is_quantized
 from schemas.sizes import KernelSize, MultipleOf
 
 

@@ -4,8 +4,8 @@ Each architecture maps to a *deriver* that returns layer sets in the shape of
 ``schemas.deployment.LayerSet`` (without ``role``), in the order vLLM registers the
 layers. Layer names follow vLLM's module names (``model.layers.{i}.self_attn.attn``);
 draft layers continue the target's numbering, as vLLM's EAGLE drafters do. Families
-beyond dense attention live in ``_derive_window`` (sliding window), ``_derive_mla``
-(MLA, sparse MLA and indexers), ``_derive_minimax`` and ``_derive_mamba`` (hybrids);
+beyond dense attention live in ``derive.window`` (sliding window), ``derive.mla``
+(MLA, sparse MLA and indexers), ``derive.minimax`` and ``derive.mamba`` (hybrids);
 docs/layouts.md says how each is derived and grouped.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kvconfig._hfmodel import Context, Model, attention_geometry, pos_int, runs
 from kvconfig._suggest import did_you_mean
+from kvconfig.derive.common import Context, Model, attention_geometry, pos_int, runs
 from kvconfig.errors import InputError
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -124,22 +124,22 @@ DERIVERS: dict[str, Deriver] = {
             "MixtralForCausalLM",
         )
     },
-    "Gemma2ForCausalLM": _lazy("_derive_window", "gemma2"),
-    "Gemma3ForCausalLM": _lazy("_derive_window", "gemma3"),
-    "Gemma3ForConditionalGeneration": _lazy("_derive_window", "gemma3_mm"),
-    "GptOssForCausalLM": _lazy("_derive_window", "gpt_oss"),
-    "DeepseekV2ForCausalLM": _lazy("_derive_mla", "deepseek"),
-    "DeepseekV3ForCausalLM": _lazy("_derive_mla", "deepseek"),
-    "DeepseekV32ForCausalLM": _lazy("_derive_mla", "deepseek"),
-    "MiniMaxM3SparseForCausalLM": _lazy("_derive_minimax", "minimax_m3"),
-    "MiniMaxM3SparseForConditionalGeneration": _lazy("_derive_minimax", "minimax_m3_mm"),
-    "Qwen3NextForCausalLM": _lazy("_derive_mamba", "qwen3_next"),
-    "Qwen3_5ForCausalLM": _lazy("_derive_mamba", "qwen3_5"),
-    "Qwen3_5MoeForCausalLM": _lazy("_derive_mamba", "qwen3_5"),
-    "Qwen3_5ForConditionalGeneration": _lazy("_derive_mamba", "qwen3_5_mm"),
-    "Qwen3_5MoeForConditionalGeneration": _lazy("_derive_mamba", "qwen3_5_mm"),
-    "NemotronHForCausalLM": _lazy("_derive_mamba", "nemotron_h"),
-    "JambaForCausalLM": _lazy("_derive_mamba", "jamba"),
+    "Gemma2ForCausalLM": _lazy("derive.window", "gemma2"),
+    "Gemma3ForCausalLM": _lazy("derive.window", "gemma3"),
+    "Gemma3ForConditionalGeneration": _lazy("derive.window", "gemma3_mm"),
+    "GptOssForCausalLM": _lazy("derive.window", "gpt_oss"),
+    "DeepseekV2ForCausalLM": _lazy("derive.mla", "deepseek"),
+    "DeepseekV3ForCausalLM": _lazy("derive.mla", "deepseek"),
+    "DeepseekV32ForCausalLM": _lazy("derive.mla", "deepseek"),
+    "MiniMaxM3SparseForCausalLM": _lazy("derive.minimax", "minimax_m3"),
+    "MiniMaxM3SparseForConditionalGeneration": _lazy("derive.minimax", "minimax_m3_mm"),
+    "Qwen3NextForCausalLM": _lazy("derive.mamba", "qwen3_next"),
+    "Qwen3_5ForCausalLM": _lazy("derive.mamba", "qwen3_5"),
+    "Qwen3_5MoeForCausalLM": _lazy("derive.mamba", "qwen3_5"),
+    "Qwen3_5ForConditionalGeneration": _lazy("derive.mamba", "qwen3_5_mm"),
+    "Qwen3_5MoeForConditionalGeneration": _lazy("derive.mamba", "qwen3_5_mm"),
+    "NemotronHForCausalLM": _lazy("derive.mamba", "nemotron_h"),
+    "JambaForCausalLM": _lazy("derive.mamba", "jamba"),
 }
 
 #: Drafter architectures whose attention layers are dense (EAGLE and EAGLE3 heads).
@@ -167,13 +167,13 @@ DRAFT_DERIVERS: dict[str, Deriver] = {
 
 #: Targets whose own MTP layers serve ``speculative-config: {method: mtp}`` (no model).
 MTP_DERIVERS: dict[str, Deriver] = {
-    "DeepseekV3ForCausalLM": _lazy("_derive_mla", "deepseek_mtp"),
-    "DeepseekV32ForCausalLM": _lazy("_derive_mla", "deepseek_mtp"),
-    "Qwen3NextForCausalLM": _lazy("_derive_mamba", "qwen3_next_mtp"),
-    "Qwen3_5ForCausalLM": _lazy("_derive_mamba", "qwen3_5_mtp"),
-    "Qwen3_5MoeForCausalLM": _lazy("_derive_mamba", "qwen3_5_mtp"),
-    "Qwen3_5ForConditionalGeneration": _lazy("_derive_mamba", "qwen3_5_mtp"),
-    "Qwen3_5MoeForConditionalGeneration": _lazy("_derive_mamba", "qwen3_5_mtp"),
+    "DeepseekV3ForCausalLM": _lazy("derive.mla", "deepseek_mtp"),
+    "DeepseekV32ForCausalLM": _lazy("derive.mla", "deepseek_mtp"),
+    "Qwen3NextForCausalLM": _lazy("derive.mamba", "qwen3_next_mtp"),
+    "Qwen3_5ForCausalLM": _lazy("derive.mamba", "qwen3_5_mtp"),
+    "Qwen3_5MoeForCausalLM": _lazy("derive.mamba", "qwen3_5_mtp"),
+    "Qwen3_5ForConditionalGeneration": _lazy("derive.mamba", "qwen3_5_mtp"),
+    "Qwen3_5MoeForConditionalGeneration": _lazy("derive.mamba", "qwen3_5_mtp"),
 }
 
 #: Target ``config.json`` keys that backends read when they validate a layer.
@@ -236,7 +236,7 @@ def read_model(path: Path, source: str, key: str) -> Model:
             key=key,
             hint="point it at a folder holding the model's Hugging Face config.json",
         )
-    from kvconfig._yaml import decode, read_bytes
+    from kvconfig.load.yamlfile import decode, read_bytes
 
     raw = read_bytes(cfg_path, str(cfg_path), MAX_CONFIG_BYTES, what="config.json")
     text = decode(raw, str(cfg_path), what="config.json")
@@ -301,7 +301,7 @@ def derive(
                 key="architectures",
                 hint=did_you_mean(arch, known, key=str) or "check the model's config.json",
             )
-        from kvconfig._snippet import native_snippet
+        from kvconfig.derive.sketch import native_snippet
 
         raise UnsupportedArchitecture(arch, model.path, native_snippet(model, draft=draft))
     ctx = context or Context()

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kvconfig import _facts
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
+from kvconfig.mirror import platform as _facts
 from schemas.sizes import KernelSize, size_from_json
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvconfig import _findings as F
-from kvconfig._catalog import CatalogData, Entry, SizeContext
-from kvconfig._platforms import PlatformId
-from kvconfig._resolve import GroupResult, PlanResult, Voter
-from kvconfig._setup import Setup
-from kvconfig._vote import select_common
 from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.load.platforms import PlatformId
+from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext
+from kvconfig.mirror.vote import select_common
+from kvconfig.plan import findings as F
+from kvconfig.plan.resolve import GroupResult, PlanResult, Voter
+from kvconfig.plan.setup import Setup
 from schemas.sizes import KernelSize, format_sizes
 
 #: What ``prepare_kernel_block_sizes`` does with a group, by the spec it dispatches on.

@@ -6,15 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kvconfig._vote import Declared
 from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.mirror.vote import Declared
 from schemas.sizes import format_sizes
 
 if TYPE_CHECKING:
-    from kvconfig._groups import Group
-    from kvconfig._resolve import Voter, _Ctx
-    from kvconfig._select import Selection
-    from kvconfig._setup import LayerSet, Setup
+    from kvconfig.mirror.selection import Selection
+    from kvconfig.plan.groups import Group
+    from kvconfig.plan.resolve import Voter, _Ctx
+    from kvconfig.plan.setup import LayerSet, Setup
 
 #: code -> (name, severity, one-line summary); the documented, stable list.
 CODES: dict[str, tuple[str, str, str]] = {
@@ -208,7 +208,7 @@ def fixed_by_hooks(g: Group, runner: int, own: int, voters: Sequence[Voter]) -> 
 
 def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Declared]) -> Found:
     """KV201: the runner's vote raises."""
-    from kvconfig._vote import working_block_sizes
+    from kvconfig.mirror.vote import working_block_sizes
 
     good = working_block_sizes(voters)
     fixes = (f"--block-size {good[0]} (works: {', '.join(map(str, good[:8]))})",) if good else ()

@@ -23,7 +23,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from kvconfig._specs import Spec
+from kvconfig.mirror.specs import Spec
 
 
 class GroupingError(Exception):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from kvconfig._facts import kv_quant
+from kvconfig.mirror.platform import kv_quant
 from schemas.sizes import KernelSize, MultipleOf
 
 #: Spec classes by vLLM name: what grouping and ``prepare_kernel_block_sizes`` dispatch on.

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvconfig._platforms import PlatformId, parse_platform
+from kvconfig.load.platforms import PlatformId, parse_platform
 from schemas.sizes import KernelSize, MultipleOf, size_from_json
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from kvconfig import _facts
-from kvconfig._catalog import Entry, SizeContext, load_catalog
-from kvconfig._platforms import PlatformId, parse_platform
+from kvconfig.load.platforms import PlatformId, parse_platform
+from kvconfig.mirror import platform as _facts
+from kvconfig.mirror.catalog import Entry, SizeContext, load_catalog
 from schemas.sizes import format_sizes, size_to_json
 
 ASSUMED = (
@@ -113,7 +113,7 @@ def run_catalog(args: argparse.Namespace) -> tuple[str, int]:
 
         return regenerate(args.output), 0
     if args.diff:
-        from kvconfig._catalog_diff import diff
+        from kvconfig.report.catalog_diff import diff
 
         return diff(args.diff[0], args.diff[1]), 0
     cat = load_catalog(args.vllm_version or "0.33.0")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig._hfmodel import (
+from kvconfig.derive.common import (
     Context,
     Model,
     attention_geometry,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kvconfig._catalog import Entry, Rule, load_catalog
+from kvconfig.mirror.catalog import Entry, Rule, load_catalog
 from schemas.sizes import format_sizes
 
 

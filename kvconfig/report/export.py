@@ -8,8 +8,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kvconfig._report import Outcome, render_json
 from kvconfig.errors import InputError
+from kvconfig.report.render import Outcome, render_json
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig._hfmodel import Context, Model, attention_geometry, int_list, ordered, pos_int
+from kvconfig.derive.common import Context, Model, attention_geometry, int_list, ordered, pos_int
 from kvconfig.errors import InputError
 
 SPARSE = "MINIMAX_M3_SPARSE"
-"""Model-owned backend request, resolved per platform by ``kvconfig._select``."""
+"""Model-owned backend request, resolved per platform by ``kvconfig.mirror.selection``."""
 INDEXER = "MINIMAX_M3_SPARSE_INDEXER"
 """Model-owned backend request of the indexer caches."""
 

@@ -6,9 +6,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvconfig._findings import CODES, Found
-from kvconfig._resolve import GroupResult, PlanResult
 from kvconfig.errors import InputError
+from kvconfig.plan.findings import CODES, Found
+from kvconfig.plan.resolve import GroupResult, PlanResult
 from schemas.sizes import format_sizes
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kvconfig._catalog import Entry
-from kvconfig._facts import kv_quant
-from kvconfig._grouping import SpecGroup, bytes_per_block, group_specs
-from kvconfig._hfmodel import per_rank
-from kvconfig._select import Selection
-from kvconfig._setup import LayerSet, Setup, expand_names
-from kvconfig._specs import (
+from kvconfig.derive.common import per_rank
+from kvconfig.errors import InputError
+from kvconfig.mirror.catalog import Entry
+from kvconfig.mirror.grouping import SpecGroup, bytes_per_block, group_specs
+from kvconfig.mirror.platform import kv_quant
+from kvconfig.mirror.selection import Selection
+from kvconfig.mirror.specs import (
     DS_MLA_BYTES,
     Spec,
     customize,
@@ -27,7 +27,7 @@ from kvconfig._specs import (
     mla_cache_dtype,
     torch_dtype,
 )
-from kvconfig.errors import InputError
+from kvconfig.plan.setup import LayerSet, Setup, expand_names
 from schemas.sizes import KernelSize
 
 #: Spec kinds that ``UniformTypeKVCacheSpecs`` treats as one base type (FullAttentionSpec).

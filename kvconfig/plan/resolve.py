@@ -18,21 +18,13 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from kvconfig import _blocksize
-from kvconfig import _findings as F
-from kvconfig._catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
-from kvconfig._facts import hd256_quantized, trtllm_usable
-from kvconfig._grouping import GroupingError
-from kvconfig._groups import (
-    MLA_KINDS,
-    BlockPlan,
-    Group,
-    LayerInfo,
-    canonical_cache_dtype,
-    make_groups,
-)
-from kvconfig._hfmodel import per_rank
-from kvconfig._select import (
+from kvconfig.derive.common import per_rank
+from kvconfig.errors import InputError, NoCommonKernelBlockSize
+from kvconfig.mirror import block_size as _blocksize
+from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
+from kvconfig.mirror.grouping import GroupingError
+from kvconfig.mirror.platform import hd256_quantized, trtllm_usable
+from kvconfig.mirror.selection import (
     MAMBA_BACKENDS,
     Machine,
     Request,
@@ -40,9 +32,17 @@ from kvconfig._select import (
     model_backend,
     select,
 )
-from kvconfig._setup import LayerSet, Setup
-from kvconfig._vote import Declared, select_common
-from kvconfig.errors import InputError, NoCommonKernelBlockSize
+from kvconfig.mirror.vote import Declared, select_common
+from kvconfig.plan import findings as F
+from kvconfig.plan.groups import (
+    MLA_KINDS,
+    BlockPlan,
+    Group,
+    LayerInfo,
+    canonical_cache_dtype,
+    make_groups,
+)
+from kvconfig.plan.setup import LayerSet, Setup
 from schemas.sizes import KernelSize, MultipleOf, accepts
 
 DEFAULT_BLOCK_SIZE = _blocksize.DEFAULT_BLOCK_SIZE

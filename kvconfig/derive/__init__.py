@@ -1,0 +1,1 @@
+"""From a model's config.json to its KV-cache layers, one module per model family."""

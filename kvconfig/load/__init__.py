@@ -1,0 +1,1 @@
+"""Reading what operators write: vllm serve configs, pasted commands, native files, platforms."""

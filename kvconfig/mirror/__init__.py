@@ -1,0 +1,1 @@
+"""Thin mirrors of vLLM's own functions, one module per function family; no kvconfig policy."""

@@ -1,0 +1,1 @@
+"""From a deployment to its plan: backends, groups, votes, findings."""

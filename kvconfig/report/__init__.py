@@ -1,0 +1,1 @@
+"""Plans and findings as text, JSON, GitHub annotations and SARIF; explain, export, catalog."""
