@@ -83,6 +83,16 @@ CODES: dict[str, tuple[str, str, str]] = {
         "info",
         "vLLM changes the block size itself (hybrid alignment)",
     ),
+    "KV601": (
+        "vllm-refuses",
+        "error",
+        "vLLM's own start-up (--engine vllm) raised: the deployment does not start",
+    ),
+    "KV602": (
+        "engine-differs",
+        "warning",
+        "the offline plan differs from vLLM's own start-up (--engine both): an offline bug",
+    ),
 }
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}

@@ -1,0 +1,163 @@
+"""vLLM's own start-up, run on a CPU under an emulated NVIDIA GPU: ``--engine vllm``.
+
+The offline resolver mirrors vLLM's rules; this mode runs vLLM's code itself, on the same
+``vllm serve`` config or command, up to the allocated KV cache, and reads the plan off the
+objects vLLM built. It is exact for any model the installed vLLM can build from its
+``config.json``, takes seconds, and is the oracle the offline resolver is tested against.
+
+* ``kvconfig.engine.pool``: child processes, their environment, timeouts (no vLLM here);
+* ``kvconfig.engine.child``: the child's loop; ``emulate``: the GPU stand-ins;
+  ``startup``: vLLM's start-up steps; ``readout``: the facts read off vLLM's objects
+  (these import vLLM and run only in a child);
+* ``kvconfig.engine.plan``: the facts in the plan's JSON shape, with findings.
+
+Needs vLLM installed (``pip install 'kvconfig[vllm]'``) and a C compiler (for the stub
+CUDA driver, built once). Never imported by ``kvconfig lint`` without ``--engine``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvconfig.errors import InputError
+
+#: What ``torch.cuda`` calls each platform's GPU, and its memory in GiB (NVIDIA's data).
+DEVICES: dict[str, tuple[str, int]] = {
+    "A100": ("NVIDIA A100-SXM4-80GB", 80),
+    "L40S": ("NVIDIA L40S", 48),
+    "H100": ("NVIDIA H100 80GB HBM3", 80),
+    "H200": ("NVIDIA H200", 141),
+    "GH200": ("NVIDIA GH200 480GB", 96),
+    "B200": ("NVIDIA B200", 180),
+    "GB200": ("NVIDIA GB200", 186),
+    "B300": ("NVIDIA B300", 288),
+    "GB300": ("NVIDIA GB300", 279),
+    "RTX PRO 6000": ("NVIDIA RTX PRO 6000 Blackwell Server Edition", 96),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One deployment on one platform, as vLLM's start-up receives it."""
+
+    source: str
+    """What the user named (a file, or ``<command>``)."""
+    argv: tuple[str, ...]
+    """What follows ``vllm serve``."""
+    cwd: str
+    """Where vLLM starts (a serve config's folder: its relative paths resolve from it)."""
+    platform: Any
+    """A ``kvconfig.load.platforms.PlatformId``."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    cubins: bool = True
+    hooks: str = "none"
+    download: bool = False
+
+
+def available() -> str | None:
+    """Why the engine mode cannot run here (None: it can)."""
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed (pip install 'kvconfig[vllm]')"
+    return None
+
+
+def _gpu(platform: Any) -> Any:
+    from kvconfig.engine.pool import Gpu
+
+    if platform.vendor != "cuda" or platform.capability is None:
+        raise InputError(
+            f"the engine mode emulates NVIDIA GPUs; {platform.name} is not one",
+            key="--platform",
+            hint="use --engine offline for this platform",
+        )
+    name, gib = DEVICES.get(platform.name, (f"NVIDIA {platform.name}", 80))
+    return Gpu(name=name, capability=platform.capability, memory_bytes=gib * 1024**3)
+
+
+def description(version: str | None, platform: Any) -> str:
+    """``vllm 0.33.0 start-up, emulated H100``."""
+    return f"vllm {version or '?'} start-up, emulated {platform.name}"
+
+
+def plans(
+    targets: Sequence[Target], *, jobs: int = 1, timeout: float = 300.0
+) -> list[dict[str, Any] | InputError]:
+    """The plan JSON of each target from vLLM's start-up, or the InputError that stops it."""
+    why = available()
+    if why is not None:
+        raise InputError(
+            f"--engine vllm needs vLLM: {why}", key="--engine", hint="or use --engine offline"
+        )
+    from kvconfig.engine import emulate
+    from kvconfig.engine.plan import plan_json
+    from kvconfig.engine.pool import EngineUnavailable, Pool, Request
+
+    requests = [
+        Request(
+            argv=t.argv,
+            cwd=t.cwd,
+            gpu=_gpu(t.platform),
+            env=dict(t.env),
+            cubins=t.cubins,
+            hooks=t.hooks,
+            download=t.download,
+        )
+        for t in targets
+    ]
+    try:
+        with Pool(jobs=jobs, timeout=timeout) as pool:
+            answers = pool.ask_all(requests)
+    except EngineUnavailable as err:
+        raise InputError(str(err), key="--engine", hint="or use --engine offline") from None
+    out: list[dict[str, Any] | InputError] = []
+    for t, answer in zip(targets, answers, strict=True):
+        p = t.platform
+        if answer.status in ("ok", "refused"):
+            out.append(
+                plan_json(
+                    answer,
+                    source=t.source,
+                    platform={
+                        "name": p.name,
+                        "vendor": p.vendor,
+                        "capability": p.capability_text(),
+                    },
+                    description=description(answer.vllm_version, p),
+                    stood_in=emulate.STOOD_IN,
+                )
+            )
+        elif answer.status == "arguments":
+            out.append(
+                InputError(
+                    f"vLLM's parser rejects the command: {answer.data.get('message')}",
+                    source=t.source,
+                    hint="run the same arguments with 'vllm serve --help' to see what vLLM expects",
+                )
+            )
+        else:
+            out.append(
+                InputError(
+                    str(answer.data.get("message")),
+                    source=t.source,
+                    key="--engine",
+                    hint="raise --engine-timeout, or run with --engine offline"
+                    if answer.status == "timeout"
+                    else "rerun with KVCONFIG_ENGINE_LOG=1 to keep the child's log",
+                )
+            )
+    return out
+
+
+def serve_config_target(path: str, platform: Any, **kw: Any) -> Target:
+    """A ``vllm serve --config`` file: vLLM starts in the file's folder."""
+    full = os.path.abspath(path)
+    return Target(
+        source=path, argv=("--config", full), cwd=os.path.dirname(full), platform=platform, **kw
+    )
+
+
+__all__ = ["DEVICES", "Target", "available", "description", "plans", "serve_config_target"]

@@ -1,0 +1,101 @@
+"""The engine child: ``python -m kvconfig.engine.child``, one emulated GPU, many deployments.
+
+The parent (``kvconfig.engine.pool``) starts one child per emulated GPU and process
+environment. The child reads JSON lines on stdin: first its set-up (the GPU, the
+FlashInfer cubin setting, its cache and scratch folders), then one request per line
+(``{"id", "argv", "cwd"}``), and answers each request with one JSON line on the stdout
+it was started with. vLLM's own output (it logs to stdout) goes to stderr.
+
+An answer is ``{"id", "status": "ok", "facts"}``, ``{"id", "status": "refused", "step",
+"error", "message", "facts"}`` (vLLM raised) or ``{"id", "status": "arguments",
+"message"}`` (vLLM's parser rejected the command).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, TextIO
+
+
+def _answer(out: TextIO, message: dict[str, Any]) -> None:
+    out.write(json.dumps(message) + "\n")
+    out.flush()
+
+
+def _where(error: BaseException) -> str | None:
+    """``vllm/path.py:line`` of the innermost vLLM frame that raised."""
+    frames = traceback.extract_tb(error.__traceback__)
+    for frame in reversed(frames):
+        marker = f"{os.sep}vllm{os.sep}"
+        if marker in frame.filename:
+            return f"vllm/{frame.filename.rsplit(marker, 1)[1]}:{frame.lineno}"
+    return None
+
+
+def _one(request: dict[str, Any]) -> dict[str, Any]:
+    from kvconfig.engine import startup
+
+    rid = request.get("id")
+    cwd = request.get("cwd")
+    if cwd:
+        os.chdir(cwd)
+    t0 = time.perf_counter()
+    try:
+        facts = startup.start([str(a) for a in request["argv"]])
+    except startup.BadArguments as err:
+        return {"id": rid, "status": "arguments", "message": str(err)}
+    except startup.Refused as err:
+        traceback.print_exception(err.error, file=sys.stderr)
+        return {
+            "id": rid,
+            "status": "refused",
+            "step": err.step,
+            "error": type(err.error).__name__,
+            "message": str(err.error),
+            "where": _where(err.error),
+            "facts": err.facts,
+            "seconds": time.perf_counter() - t0,
+        }
+    return {"id": rid, "status": "ok", "facts": facts, "seconds": time.perf_counter() - t0}
+
+
+def main() -> int:
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    setup = json.loads(sys.stdin.readline())
+    t0 = time.perf_counter()
+    from kvconfig.engine import emulate, startup
+    from kvconfig.engine.pool import Gpu
+
+    gpu = Gpu(
+        name=setup["gpu"]["name"],
+        capability=(int(setup["gpu"]["capability"][0]), int(setup["gpu"]["capability"][1])),
+        memory_bytes=int(setup["gpu"]["memory_bytes"]),
+    )
+    emulate.install(
+        gpu,
+        cubins=bool(setup["cubins"]),
+        cache=Path(setup["cache"]),
+        scratch=Path(setup["scratch"]),
+    )
+    startup.remember_runners()
+    import vllm
+
+    _answer(
+        out, {"ready": True, "vllm_version": vllm.__version__, "seconds": time.perf_counter() - t0}
+    )
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        _answer(out, _one(json.loads(line)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

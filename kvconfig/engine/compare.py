@@ -1,0 +1,60 @@
+"""Where the offline plan and vLLM's start-up disagree (``--engine both``).
+
+Both plans have the documented JSON shape. They agree when the verdicts agree and, group
+by group, the kind, the block size B, the kernel block size k, the runner's and the
+speculator's values, packing, and each backend with the layers it serves (by role).
+Findings' wording, block-size reasons and backend class paths are not compared: the
+offline side names a backend class from its catalog, vLLM's side names the class it
+imported, and they may differ for dynamically created subclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _backends(group: Mapping[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
+    return sorted((b["name"], b["role"], tuple(b["layers"])) for b in group["backends"])
+
+
+def _layer_sets(group: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    layers = group["layers"]
+    return tuple(layers.get("target", ())), tuple(layers.get("draft", ()))
+
+
+FIELDS = ("kind", "block_size", "kernel_block_size", "packed")
+
+
+def differences(offline: Mapping[str, Any], engine: Mapping[str, Any]) -> list[str]:
+    """Every disagreement, one sentence each (empty: the plans agree)."""
+    found: list[str] = []
+    if offline["verdict"] != engine["verdict"]:
+        codes_off = ", ".join(f["code"] for f in offline["findings"] if f["severity"] == "error")
+        codes_eng = ", ".join(f["code"] for f in engine["findings"] if f["severity"] == "error")
+        found.append(
+            f"verdict: offline {offline['verdict']}{f' ({codes_off})' if codes_off else ''}, "
+            f"vLLM {engine['verdict']}{f' ({codes_eng})' if codes_eng else ''}"
+        )
+    if engine.get("engine", {}).get("refused"):
+        return found  # vLLM stopped part-way: only the verdict compares
+    off_groups, eng_groups = offline["groups"], engine["groups"]
+    if len(off_groups) != len(eng_groups):
+        found.append(f"groups: offline {len(off_groups)}, vLLM {len(eng_groups)}")
+        return found
+    for a, b in zip(off_groups, eng_groups, strict=True):
+        gid = b["id"]
+        for name in FIELDS:
+            if a[name] != b[name]:
+                found.append(f"group {gid} {name}: offline {a[name]}, vLLM {b[name]}")
+        for part in ("runner", "speculator"):
+            x, y = a["components"][part], b["components"][part]
+            if x != y:
+                found.append(f"group {gid} {part}: offline {x}, vLLM {y}")
+        if _layer_sets(a) != _layer_sets(b):
+            found.append(f"group {gid} layers: offline and vLLM group different layers")
+        elif _backends(a) != _backends(b):
+            off = "; ".join(f"{n} ({r}, {len(ls)})" for n, r, ls in _backends(a))
+            eng = "; ".join(f"{n} ({r}, {len(ls)})" for n, r, ls in _backends(b))
+            found.append(f"group {gid} backends: offline {off}; vLLM {eng}")
+    return found

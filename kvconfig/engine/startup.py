@@ -1,0 +1,209 @@
+"""One deployment through vLLM's own start-up, up to the allocated KV cache.
+
+The steps are vLLM's, in vLLM's order, with its own code:
+
+1. ``parse``: the ``vllm serve`` parser (``FlexibleArgumentParser`` with the serve
+   sub-command's arguments, ``make_arg_parser``), so ``--config``, dashes and
+   underscores, ``--k=v``, repeated options and dotted keys mean what they mean to vLLM;
+   then the serve sub-command's own validation.
+2. ``config``: ``AsyncEngineArgs.from_cli_args(...).create_engine_config()``.
+3. ``engine``: vLLM's ``EngineCore`` with the in-process executor: the worker builds the
+   target and draft model classes (on the meta device), each attention layer picks its
+   backend through vLLM's selector, the executor settles the block size
+   (``update_block_size_for_backend``), the engine core groups the layers' specs and
+   sizes the KV cache (``get_kv_cache_configs``), and the worker initialises it: the
+   runner's vote (``init_attn_backend`` in Model Runner V2, ``initialize_kv_cache`` in
+   V1), the speculator's ``set_attn``, and ``init_kv_cache`` on meta tensors. The
+   scheduler is built as well, so the engine core reports its block sizes.
+
+An exception raised by vLLM in any step is vLLM refusing the deployment: it comes back
+with the step, the exception's type and vLLM's text, and whatever the runner had
+decided by then. Runs in the engine child (imports vLLM).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from kvconfig.engine import readout
+
+
+def _parser() -> Any:
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    top = FlexibleArgumentParser(prog="vllm")
+    subs = top.add_subparsers(dest="subparser", required=True)
+    serve = subs.add_parser("serve", usage="vllm serve [model_tag] [options]")
+    make_arg_parser(serve)
+    return top
+
+
+class Refused(Exception):
+    """vLLM refused the deployment in ``step``."""
+
+    def __init__(self, step: str, error: BaseException, facts: dict[str, Any] | None) -> None:
+        super().__init__(str(error))
+        self.step = step
+        self.error = error
+        self.facts = facts
+
+
+class BadArguments(Exception):
+    """vLLM's parser rejected the arguments (what ``vllm serve`` prints, and exits 2)."""
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[io.StringIO]:
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        yield buf
+
+
+def parse(argv: list[str]) -> Any:
+    """vLLM's parse of ``vllm serve ARGV`` (BadArguments with vLLM's message)."""
+    from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
+
+    parser = _parser()
+    with _quiet_stderr() as err:
+        try:
+            args = parser.parse_args(["serve", *argv])
+        except SystemExit:
+            lines = [line for line in err.getvalue().strip().splitlines() if line.strip()]
+            message = lines[-1] if lines else "vLLM's parser rejected the arguments"
+            raise BadArguments(message) from None
+    if getattr(args, "model_tag", None) is not None:
+        args.model = args.model_tag
+    validate_parsed_serve_args(args)
+    return args
+
+
+def _engine_args(args: Any) -> Any:
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    engine_args = AsyncEngineArgs.from_cli_args(args)
+    engine_args.skip_tokenizer_init = True
+    engine_args.load_format = "dummy"
+    return engine_args
+
+
+def _teardown(core: Any) -> None:
+    from vllm.distributed import parallel_state as ps
+
+    if core is not None:
+        with contextlib.suppress(Exception):
+            core.shutdown()
+    with contextlib.suppress(Exception):
+        ps.destroy_model_parallel()
+    with contextlib.suppress(Exception):
+        ps.destroy_distributed_environment()
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group()
+    _clear_caches()
+
+
+def _clear_caches() -> None:
+    """Per-process caches of vLLM that a previous deployment filled."""
+    from vllm.v1.attention import selector
+
+    for name in ("_cached_get_attn_backend", "_cached_get_mamba_attn_backend"):
+        fn = getattr(selector, name, None)
+        if fn is not None and hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+    import vllm.utils.flashinfer as fi
+
+    for name in ("supports_trtllm_attention", "force_use_trtllm_attention"):
+        fn = getattr(fi, name, None)
+        if fn is not None and hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+
+
+def start(argv: list[str]) -> dict[str, Any]:
+    """The plan facts of one deployment, or Refused / BadArguments."""
+    from kvconfig.engine.emulate import ALIGNED, meta_device
+
+    ALIGNED.clear()
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    step = "parse"
+    core = None
+    runner = None
+    cfg = None
+    try:
+        args = parse(argv)
+        timings["parse"] = time.perf_counter() - t0
+        step = "config"
+        cfg = _engine_args(args).create_engine_config()
+        timings["config"] = time.perf_counter() - t0
+        step = "engine"
+        from vllm.v1.engine.core import EngineCore
+        from vllm.v1.executor.uniproc_executor import UniProcExecutor
+
+        with meta_device():
+            try:
+                core = EngineCore(cfg, UniProcExecutor, log_stats=False)
+            except BaseException:
+                runner = _LAST_RUNNER[-1] if _LAST_RUNNER else None
+                raise
+        runner = core.model_executor.driver_worker.worker.model_runner
+        timings["engine"] = time.perf_counter() - t0
+        facts = readout.read(runner, cfg)
+        facts["runner_version"] = "v2" if cfg.use_v2_model_runner else "v1"
+        facts["speculative_method"] = (
+            cfg.speculative_config.method if cfg.speculative_config is not None else None
+        )
+        facts["block_size"] = int(cfg.cache_config.block_size)
+        facts["block_size_requested"] = getattr(args, "block_size", None)
+        facts["aligned"] = [list(a) for a in ALIGNED if a[0] != a[1]]
+        facts["hooks"] = _hooks_mode()
+        facts["timings"] = timings
+        return facts
+    except BadArguments:
+        raise
+    except Exception as err:
+        facts = None
+        if runner is not None and cfg is not None:
+            with contextlib.suppress(Exception):
+                facts = readout.read(runner, cfg)
+        raise Refused(step, err, facts) from err
+    finally:
+        _teardown(core)
+
+
+def _hooks_mode() -> str:
+    """The kvconfig hooks' mode in this process (``none`` when vLLM did not load them)."""
+    import sys
+
+    if "hooks" not in sys.modules:
+        return "none"
+    from hooks import status
+
+    state = status()
+    return state.mode if state.active else "none"
+
+
+_LAST_RUNNER: list[Any] = []
+"""The model runner the last start-up built (read when that start-up raises)."""
+
+
+def remember_runners() -> None:
+    """Keep a reference to each model runner built, so a failed start-up can be read."""
+    from vllm.v1.worker import gpu_worker
+
+    worker_cls: Any = gpu_worker.Worker
+    real = worker_cls._make_model_runner
+
+    def _make_model_runner(self: Any) -> Any:
+        runner = real(self)
+        _LAST_RUNNER.clear()
+        _LAST_RUNNER.append(runner)
+        return runner
+
+    worker_cls._make_model_runner = _make_model_runner
