@@ -28,6 +28,8 @@ from kvconfig.plan.findings import sort as sort_findings
 #: Texts vLLM 0.33.0 raises, and the finding code each refusal is.
 REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("Selected backend", "is not valid for this configuration"), "KV301"),
+    (("FP8 KV cache is not supported by the",), "KV301"),
+    (("does not support logits soft cap",), "KV301"),
     (("No valid attention backend",), "KV302"),
     (("-token kernel blocks, which packed",), "KV102"),
     (("No common block size for",), "KV201"),
@@ -39,8 +41,10 @@ REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
 KINDS = {"chunked_local_attention": "chunked_local"}
 
 
-def refusal_code(message: str, facts: Mapping[str, Any] | None) -> str:
-    """The finding code of a start-up vLLM refused with ``message``."""
+def refusal_code(message: str, facts: Mapping[str, Any] | None, error: str = "") -> str:
+    """The finding code of a start-up vLLM refused with ``error: message``."""
+    if error == "KernelBlockSizeMismatch":
+        return "KV101"  # the kvconfig hooks (strict) refused the mismatch at start-up
     for parts, code in REFUSALS:
         if all(p in message for p in parts):
             if code == "KV201" and facts and facts.get("kernel_block_sizes") is not None:
@@ -157,7 +161,7 @@ def _group_findings(facts: Mapping[str, Any], method: str | None) -> list[Found]
 def _refusal(answer: Answer) -> Found:
     data = answer.data
     message = str(data.get("message", ""))
-    code = refusal_code(message, data.get("facts"))
+    code = refusal_code(message, data.get("facts"), str(data.get("error", "")))
     where = data.get("where")
     step = {"parse": "argument parsing", "config": "create_engine_config", "engine": "start-up"}
     at = f" ({where})" if where else ""
@@ -182,10 +186,9 @@ def plan_json(
     data = answer.data
     facts: Mapping[str, Any] = data.get("facts") or {"groups": []}
     method = facts.get("speculative_method")
-    findings: list[Found] = []
-    if answer.status == "refused":
-        findings.append(_refusal(answer))
-    findings.extend(_group_findings(facts, method))
+    # a refused start-up is its refusal; what vLLM had built by then is shown, not judged
+    refused = answer.status == "refused"
+    findings = [_refusal(answer)] if refused else _group_findings(facts, method)
     ordered = sort_findings(findings)
     return {
         "verdict": "reject" if any(f.severity == "error" for f in ordered) else "ok",

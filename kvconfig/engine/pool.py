@@ -66,7 +66,8 @@ class Request:
     cubins: bool = True
     """FlashInfer's TRTLLM cubins are reachable (``has_nvidia_artifactory``)."""
     hooks: str = "none"
-    """``none``: the kvconfig hooks are off; ``enforce``: vLLM's plugin loader loads them."""
+    """``none``: the kvconfig hooks are off; ``enforce``, ``strict`` or ``warn``: vLLM's
+    plugin loader loads them in that mode (``KVCONFIG_MODE``)."""
     download: bool = False
     """Allow the Hugging Face Hub (otherwise local folders and the cache only)."""
 
@@ -102,7 +103,7 @@ def _child_env(request: Request, scratch: Path) -> dict[str, str]:
     root = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
-    env["KVCONFIG_MODE"] = "enforce" if request.hooks == "enforce" else "off"
+    env["KVCONFIG_MODE"] = "off" if request.hooks == "none" else request.hooks
     env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     env["VLLM_NO_USAGE_STATS"] = "1"
     env["VLLM_DO_NOT_TRACK"] = "1"
@@ -224,6 +225,8 @@ class Pool:
         self.python = python or sys.executable
         self._scratch = Path(tempfile.mkdtemp(prefix="kvconfig-engine-"))
         self._idle: list[_Child] = []
+        self.started = 0
+        """Children started so far."""
         self._lock = threading.Lock()
 
     def __enter__(self) -> Pool:
@@ -238,6 +241,9 @@ class Pool:
             children, self._idle = self._idle, []
         for child in children:
             child.close()
+        if os.environ.get("KVCONFIG_ENGINE_LOG"):
+            print(f"kvconfig: the engine children's logs are in {self._scratch}", file=sys.stderr)
+            return
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _child(self, request: Request) -> _Child:
@@ -245,6 +251,7 @@ class Pool:
             for i, child in enumerate(self._idle):
                 if child.key == request.key() and child.alive():
                     return self._idle.pop(i)
+            self.started += 1
         return _Child(request, self._scratch, self.python)
 
     def _release(self, child: _Child) -> None:
