@@ -43,7 +43,7 @@ VLLM_TEXTS = {
 
 @pytest.mark.parametrize("code", sorted(VLLM_TEXTS))
 def test_each_refusal_text_maps_to_its_code(code: str) -> None:
-    assert refusal_code(VLLM_TEXTS[code], None) == code.split(" ")[0]
+    assert refusal_code(VLLM_TEXTS[code], None) == code.split(" ", maxsplit=1)[0]
 
 
 def test_a_refusal_after_the_runner_voted_is_the_speculators() -> None:
@@ -53,12 +53,13 @@ def test_a_refusal_after_the_runner_voted_is_the_speculators() -> None:
 
 
 def test_every_refusal_pattern_has_a_sample() -> None:
-    for parts, code in REFUSALS:
+    for parts, _ in REFUSALS:
         assert any(all(p in text for p in parts) for text in VLLM_TEXTS.values()), parts
 
 
 def test_the_hooks_refusing_a_mismatch_is_the_mismatch() -> None:
-    assert refusal_code("kvconfig: KV-cache group 0 ...", None, "KernelBlockSizeMismatch") == "KV101"
+    message = "kvconfig: KV-cache group 0 ..."
+    assert refusal_code(message, None, "KernelBlockSizeMismatch") == "KV101"
 
 
 def _plan(**over: Any) -> dict[str, Any]:
