@@ -23,7 +23,7 @@ HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 if HAS_VLLM:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    from kvconfig.introspect import emulate
+    from tools.catalog import emulate
 
     emulate.install()
 
@@ -49,7 +49,7 @@ def emulated_sm90() -> Iterator[Any]:
     """vLLM sees an SM90 (Hopper) CUDA GPU and a Qwen3-8B-shaped target (32 q, 8 kv heads)."""
     if not HAS_VLLM:
         pytest.skip("needs vllm")
-    from kvconfig.introspect.emulate import Emulation, emulated
+    from tools.catalog.emulate import Emulation, emulated
 
     with emulated(Emulation(capability=(9, 0), num_heads=32, num_kv_heads=8)) as config:
         yield config

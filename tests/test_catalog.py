@@ -9,13 +9,13 @@ import random
 import pytest
 
 from kvconfig.cli import main
-from kvconfig.introspect.learn import FACTS, learn_rules
 from kvconfig.load.platforms import parse_platform
 from kvconfig.mirror.catalog import DATA, SizeContext, catalog_path, load_catalog, versions
 from kvconfig.report.catalog import context_for
 from kvconfig.report.catalog_diff import diff
 from schemas.catalog import Catalog
 from schemas.sizes import MultipleOf, format_sizes
+from tools.catalog.learn import FACTS, learn_rules
 
 VERSIONS = versions()
 

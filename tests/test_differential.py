@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 
 from kvconfig.errors import NoCommonKernelBlockSize
-from kvconfig.introspect.grid import PLATFORMS, cache_dtypes
 from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
 from kvconfig.mirror.dispatch import GroupInput, SpecKind, prepare_kernel_block_sizes
+from tools.catalog.grid import PLATFORMS, cache_dtypes
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm
@@ -150,7 +150,7 @@ def _layer_names(gid: int, kind: str, layers: list[Layer]) -> list[str]:
 
 
 def _emulation(case: Case) -> Any:
-    from kvconfig.introspect import emulate
+    from tools.catalog import emulate
 
     q, kv = case.heads
     return emulate.Emulation(
@@ -346,8 +346,8 @@ def _pools(catalog: CatalogData) -> dict[str, list[Entry]]:
 
 def run_differential(n: int, seed: int) -> Counter[str]:
     """Compare ``n`` random cases; returns outcome counts; fails on the first difference."""
-    from kvconfig.introspect import emulate
-    from kvconfig.introspect.generate import load_class
+    from tools.catalog import emulate
+    from tools.catalog.generate import load_class
 
     catalog = load_catalog(VERSION)
     pools = _pools(catalog)

@@ -249,7 +249,7 @@ def _vllm_state(setup: Setup, plan: PlanResult, model: str) -> int:
     from vllm.v1.kv_cache_interface import MambaSpec
     from vllm_harness import _emulation, _model_class, _vllm_config
 
-    from kvconfig.introspect import emulate
+    from tools.catalog import emulate
 
     emu = _emulation(setup, plan)
     with emulate.emulated(emu) as base:

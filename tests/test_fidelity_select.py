@@ -18,7 +18,7 @@ from kvconfig.mirror.selection import TRAITS, Machine, Request, invalid_reasons,
 
 pytest.importorskip("vllm")
 
-from kvconfig.introspect.emulate import Emulation, emulated, load
+from tools.catalog.emulate import Emulation, emulated, load
 
 CAPS = [(7, 5), (8, 0), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1)]
 DENSE = [

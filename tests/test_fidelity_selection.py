@@ -22,9 +22,9 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig.introspect import emulate
-from kvconfig.introspect.emulate import Emulation
 from kvconfig.mirror.selection import Machine, Request, invalid_reasons, priorities
+from tools.catalog import emulate
+from tools.catalog.emulate import Emulation
 
 pytestmark = pytest.mark.vllm
 

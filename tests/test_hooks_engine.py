@@ -28,7 +28,7 @@ import torch
 import hooks
 from hooks import _enforce, _observe
 from kvconfig.errors import KernelBlockSizeMismatch
-from kvconfig.introspect.emulate import load
+from tools.catalog.emulate import load
 
 FLASHINFER = "vllm.v1.attention.backends.flashinfer.FlashInferBackend"
 TRITON = "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend"
@@ -42,7 +42,7 @@ SPECULATORS = {
 CPU = torch.device("cpu")
 
 # Import vLLM's worker modules under the neutral platform: under an emulated CUDA they
-# would load CUDA-only kernels (kvconfig.introspect.emulate.load).
+# would load CUDA-only kernels (tools.catalog.emulate.load).
 for _module in (
     "vllm.v1.worker.gpu.attn_utils",
     "vllm.v1.worker.gpu.model_runner",

@@ -26,7 +26,7 @@ def _flatten(literal: object) -> set[str]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _emulated() -> None:
-    from kvconfig.introspect import emulate
+    from tools.catalog import emulate
 
     emulate.install()
 

@@ -17,12 +17,12 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig.introspect import emulate
-from kvconfig.introspect.emulate import Emulation
 from kvconfig.mirror.catalog import SizeContext, load_catalog
 from kvconfig.mirror.platform import kv_quant
 from kvconfig.mirror.specs import Spec, customize
 from schemas.sizes import MultipleOf
+from tools.catalog import emulate
+from tools.catalog.emulate import Emulation
 
 pytestmark = pytest.mark.vllm
 

@@ -2,7 +2,7 @@
 
 kvconfig resolves the deployment; this harness then builds what vLLM's worker and
 engine core would hold and runs vLLM's real functions on it, under
-``kvconfig.introspect.emulate``:
+``tools.catalog.emulate``:
 
 1. one stand-in layer per cache layer, registered in ``static_forward_context`` in
    kvconfig's order, whose ``get_kv_cache_spec`` *is* the real layer class's method
@@ -38,10 +38,10 @@ from typing import Any
 
 import torch
 
-from kvconfig.introspect import emulate
-from kvconfig.introspect.emulate import Emulation
 from kvconfig.plan.resolve import PlanResult
 from kvconfig.plan.setup import Setup
+from tools.catalog import emulate
+from tools.catalog.emulate import Emulation
 
 _TORCH = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -91,7 +91,7 @@ class _Attrs(dict):  # type: ignore[type-arg]
 
 
 def _model_config(setup: Setup, model_json: dict[str, Any] | None, emu: Emulation) -> Any:
-    from kvconfig.introspect.emulate import _FakeModelConfig
+    from tools.catalog.emulate import _FakeModelConfig
 
     mc = _FakeModelConfig(emu)
     text = (model_json or {}).get("text_config") or model_json or {}

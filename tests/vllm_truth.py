@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvconfig.introspect.emulate import Emulation, emulated, load
 from kvconfig.plan.resolve import GroupResult, PlanResult
+from tools.catalog.emulate import Emulation, emulated, load
 
 DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 

@@ -136,13 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_cat.add_argument("--vllm-version", default=None)
     p_cat.add_argument("--format", choices=("text", "json"), default="text")
     p_cat.add_argument(
-        "--from-vllm", action="store_true", help="regenerate the catalog from the installed vLLM"
-    )
-    p_cat.add_argument(
         "--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two versions' catalogs"
-    )
-    p_cat.add_argument(
-        "-o", "--output", help="where --from-vllm writes (default: the shipped file)"
     )
     return parser
 

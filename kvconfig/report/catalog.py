@@ -108,10 +108,6 @@ def _explain(e: Entry, ctx: SizeContext, platform: PlatformId) -> list[str]:
 
 def run_catalog(args: argparse.Namespace) -> tuple[str, int]:
     """List the catalog (optionally one backend, evaluated on one platform)."""
-    if args.from_vllm:
-        from kvconfig.introspect.generate import regenerate
-
-        return regenerate(args.output), 0
     if args.diff:
         from kvconfig.report.catalog_diff import diff
 

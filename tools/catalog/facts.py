@@ -1,7 +1,7 @@
 """vLLM facts kvconfig ships as data: the ``vllm serve`` options, the nested config keys,
 the KV-cache dtypes and the model architectures of an installed vLLM.
 
-Run under the vLLM to describe (``kvconfig catalog --from-vllm`` calls it).
+Run under the vLLM to describe (``python -m tools.catalog`` calls it).
 """
 
 from __future__ import annotations

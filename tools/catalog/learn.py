@@ -25,9 +25,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from kvconfig.introspect.grid import Sample
 from kvconfig.mirror.catalog import SizeContext
 from schemas.sizes import KernelSize, size_to_json
+from tools.catalog.grid import Sample
 
 FACTS = (
     "vendor",

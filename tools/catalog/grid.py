@@ -19,9 +19,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kvconfig.introspect import emulate
 from kvconfig.mirror.catalog import SizeContext, size_context
 from schemas.sizes import KernelSize, MultipleOf
+from tools.catalog import emulate
 
 PLATFORMS: tuple[tuple[str, tuple[int, int] | None], ...] = (
     *(

@@ -14,7 +14,7 @@ install of vLLM 0.33.0 answers them:
 * FlashInfer's TRTLLM cubins: ``has_nvidia_artifactory`` answers ``cubins``.
 * The current vLLM config: a small stand-in with the fields backends read.
 
-Only this module (and the tests and ``kvconfig catalog --from-vllm``) imports vLLM.
+Only this module (and the tests and ``python -m tools.catalog``) imports vLLM.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def emulated(emu: Emulation, *, with_config: bool = True) -> Iterator[Any]:
 def import_module(name: str) -> types.ModuleType:
     """Import one module under the neutral platform; its own import error propagates.
 
-    ``kvconfig catalog --from-vllm`` walks vLLM's packages with this and records
+    ``python -m tools.catalog`` walks vLLM's packages with this and records
     the modules that cannot be imported without a GPU.
     """
     install()
