@@ -1,6 +1,6 @@
 """The wrappers installed on vLLM, and the start-up check they run.
 
-How the plan reaches the speculator (vLLM 0.33.0, Model Runner V2):
+How the plan reaches the speculator (Model Runner V2):
 
 * ``GPUModelRunner.initialize_kv_cache`` (``vllm/v1/worker/gpu/model_runner.py``) votes
   one kernel block size per KV-cache group over all layers, target and draft, through

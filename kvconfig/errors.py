@@ -75,7 +75,7 @@ class InputError(KVConfigError):
 class NoCommonKernelBlockSize(KVConfigError):
     """No kernel block size divides B and is accepted by every backend of a group.
 
-    The message matches vLLM 0.33.0's ``select_common_block_size`` error.
+    The message matches vLLM's ``select_common_block_size`` error.
     """
 
     def __init__(self, block_size: int, declared: Sequence[tuple[str, str]]) -> None:

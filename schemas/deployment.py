@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from kvconfig.mirror import versions
 from schemas._base import KernelSizeField as KernelSize
 from schemas._base import Strict
 
@@ -34,7 +35,7 @@ MambaType = Literal["mamba1", "mamba2", "gdn_attention", "linear_attention", "sh
 """The state-space mixer of a ``mamba`` layer (vLLM's ``MambaAttentionBackendEnum``)."""
 
 Runner = Literal["v1", "v2"]
-"""vLLM's model runner: V1 (``VLLM_USE_V2_MODEL_RUNNER=0``) or V2 (0.33.0's default)."""
+"""vLLM's model runner: V1 (``VLLM_USE_V2_MODEL_RUNNER=0``) or V2 (the default)."""
 
 HooksMode = Literal["none", "enforce"]
 """``enforce``: the kvconfig vLLM hooks are installed and hand the runner's plan to the
@@ -159,7 +160,7 @@ class Deployment(Strict):
     """Format version of this file."""
     source: str = ""
     """Where the deployment was read from (filled in by the loader)."""
-    vllm_version: str = "0.33.0"
+    vllm_version: str = versions.DEFAULT
     """The vLLM release to plan for."""
     platform: str | None = None
     """The device: a GPU name (``H200``), ``smXY`` or ``X.Y``; ``--platform`` overrides it."""

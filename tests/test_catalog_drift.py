@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvconfig.mirror.catalog import DATA
+from kvconfig.mirror import versions
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm
@@ -61,7 +61,7 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("name", ["catalog.json", "facts.json"])
 def test_regenerated_equals_shipped(regenerated: Path, name: str) -> None:
     version = importlib.metadata.version("vllm").split("+")[0]
-    shipped_path = DATA / f"vllm-{version}" / name
+    shipped_path = versions.folder(version) / name
     assert shipped_path.is_file(), f"kvconfig ships no {name} for the installed vLLM {version}"
     shipped = shipped_path.read_text(encoding="utf-8")
     fresh = (regenerated / name).read_text(encoding="utf-8")

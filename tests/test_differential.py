@@ -297,7 +297,6 @@ def _context(case: Case, layer: Layer) -> SizeContext:
         batch_invariant=case.batch_invariant,
         flash_attn_version=case.fa_forced,
         tokens_per_state=layer.tokens_per_state,
-        vllm_version=VERSION,
     )
 
 

@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="One authoritative KV-cache kernel block-size plan for vLLM deployments.",
     )
     from kvconfig import __version__
+    from kvconfig.mirror import versions
 
     parser.add_argument("--version", action="version", version=f"kvconfig {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -99,7 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
             choices=("none", "enforce"),
             help="whether the kvconfig vLLM hooks will be installed",
         )
-        p.add_argument("--vllm-version", help="vLLM release to plan for (default 0.33.0)")
+        p.add_argument(
+            "--vllm-version",
+            help=f"vLLM release to plan for: {', '.join(versions.KNOWN)} "
+            f"(default {versions.DEFAULT})",
+        )
         p.add_argument(
             "--no-trtllm-cubins",
             dest="trtllm_cubins",
@@ -135,9 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
     p_cat.add_argument("--platform", help="evaluate the sizes on this platform")
     p_cat.add_argument("--vllm-version", default=None)
     p_cat.add_argument("--format", choices=("text", "json"), default="text")
-    p_cat.add_argument(
-        "--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two versions' catalogs"
-    )
     return parser
 
 

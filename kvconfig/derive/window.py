@@ -1,6 +1,6 @@
 """Sliding-window + full-attention models: Gemma 2, Gemma 3 and GPT-OSS.
 
-Which layers slide follows vLLM 0.33.0's model code, not only ``config.json``:
+Which layers slide follows vLLM's model code, not only ``config.json``:
 
 * Gemma 2 (``model_executor/models/gemma2.py``) and Gemma 3 (``gemma3.py``) read
   ``config.layer_types``; transformers fills it when the file has none, every second

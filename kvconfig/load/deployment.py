@@ -17,9 +17,8 @@ from kvconfig.errors import InputError
 from kvconfig.load import serve as _serve
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.platforms import PlatformId
+from kvconfig.mirror import versions
 from kvconfig.plan.setup import Setup
-
-DEFAULT_VLLM_VERSION = "0.33.0"
 
 
 def is_native(doc: _yaml.Document) -> bool:
@@ -40,7 +39,7 @@ def document(
     Returns the document and, for files, the parsed YAML (for line numbers).
     Native files are returned as written (not yet validated).
     """
-    version = vllm_version or DEFAULT_VLLM_VERSION
+    version = versions.check(vllm_version) if vllm_version else versions.DEFAULT
     extra_env = dict(env or {})
     if isinstance(target, str):
         path = Path(target)
@@ -220,21 +219,15 @@ def _fields_at(loc: Sequence[str | int]) -> list[str]:
 def _check_names(out: Mapping[str, Any], source: str, doc: _yaml.Document | None) -> None:
     """Names a native file may only use if kvconfig and vLLM know them."""
     from kvconfig.load.platforms import parse_platform
-    from kvconfig.load.serve import check_backend, check_env, facts
-    from kvconfig.mirror.catalog import catalog_path, load_catalog, versions
+    from kvconfig.load.serve import check_backend, check_env
+    from kvconfig.mirror.catalog import load_catalog
 
     def line(*path: str | int) -> int | None:
         return doc.line(*path) if doc is not None else None
 
-    version = str(out["vllm_version"])
-    if not catalog_path(version).is_file():
-        raise InputError(
-            f"kvconfig has no catalog for vLLM {version}",
-            source=source,
-            line=line("vllm_version"),
-            key="vllm_version",
-            hint=f"known versions: {', '.join(versions())}",
-        )
+    version = versions.check(
+        str(out["vllm_version"]), source=source, line=line("vllm_version"), key="vllm_version"
+    )
     if out.get("platform") is not None:
         try:
             parse_platform(str(out["platform"]))
@@ -265,7 +258,7 @@ def _check_names(out: Mapping[str, Any], source: str, doc: _yaml.Document | None
                 hint="leave it out, or write null, for vLLM's automatic choice",
             )
         check_backend(str(name), version, source=source, line=line(*path), key=_key(path))
-    dtypes = facts(version)["kv_cache_dtypes"]
+    dtypes = versions.facts(version).kv_cache_dtypes
     for path, dtype in [
         (("kv_cache_dtype",), out.get("kv_cache_dtype")),
         *((("layers", i, "kv_cache_dtype"), s.get("kv_cache_dtype")) for i, s in layers),

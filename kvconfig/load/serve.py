@@ -9,7 +9,6 @@ drafter's from its own, and the settings that change the plan.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -23,7 +22,7 @@ from kvconfig._suggest import did_you_mean
 from kvconfig.derive import architectures as _hf
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.mirror.catalog import DATA
+from kvconfig.mirror import versions
 
 #: Environment variables that change the plan (others are accepted and ignored).
 PLAN_ENV = (
@@ -35,7 +34,7 @@ PLAN_ENV = (
 #: Flags that store the opposite of their name into vLLM's option (argparse store_false).
 NEGATING_FLAGS = frozenset({"disable-prefix-caching", "enable-hybrid-kv-cache-manager"})
 
-#: Accepted values of the plan-changing environment variables, as vLLM 0.33.0 reads them
+#: Accepted values of the plan-changing environment variables, as vLLM reads them
 #: (``vllm/envs.py``): the two flags go through ``int()``; the layout through
 #: ``env_with_choices``. None: any integer.
 ENV_CHOICES: dict[str, tuple[str, ...] | None] = {
@@ -44,37 +43,14 @@ ENV_CHOICES: dict[str, tuple[str, ...] | None] = {
     "VLLM_KV_CACHE_LAYOUT": ("LBNHC", "LBHNC", "LHBNC", "NHD", "HND", "BLHNC", "BLNHC", "BHLNC"),
 }
 
-#: ``speculative-config.method`` values vLLM 0.33.0 accepts (``vllm/config/speculative.py``:
-#: ``SpeculativeMethod``); the ``*_mtp`` names are deprecated aliases of ``mtp``.
-MTP_METHODS = (
-    "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp",
-    "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp",
-    "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp",
-    "bailing_hybrid_v3_mtp", "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp",
-    "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp",
-    "inkling_mtp", "glm5_next_mtp",
-)  # fmt: skip
-SPECULATIVE_METHODS = (
-    "ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3",
-    "extract_hidden_states", *MTP_METHODS, "dflash", "ngram_gpu", "dspark",
-)  # fmt: skip
-
-#: ``attention-config.backend_per_kind`` keys vLLM 0.33.0 accepts: the values of
-#: ``vllm/v1/kv_cache_interface.py:KVCacheSpecKind``.
-SPEC_KINDS = (
-    "full_attention", "mla_attention", "sliding_window", "sliding_window_mla", "mamba",
-    "chunked_local_attention", "sink_full_attention", "encoder_only_attention",
-    "cross_attention", "unknown",
-)  # fmt: skip
-
-#: ``AttentionBackendEnum`` names vLLM 0.33.0 parses that kvconfig cannot plan for, and why.
+#: ``AttentionBackendEnum`` names vLLM parses that kvconfig cannot plan for, and why.
 VLLM_ONLY_BACKENDS = {
     "CUSTOM": (
         "CUSTOM selects an out-of-tree backend registered by a plugin; kvconfig cannot see it",
         "describe the layers in a native kvconfig file, with the backend's sizes under 'backends'",
     ),
     "TORCH_SDPA": (
-        "TORCH_SDPA serves only vision encoders in vLLM 0.33.0",
+        "TORCH_SDPA serves only vision encoders in vLLM",
         "choose a decoder attention backend, e.g. FLASH_ATTN or FLASHINFER",
     ),
 }
@@ -86,22 +62,6 @@ MAX_LAYERS = 10_000
 JSON_OPTIONS = frozenset(
     {"speculative-config", "attention-config", "hf-overrides", "compilation-config"}
 )
-
-
-@functools.cache
-def facts(version: str) -> Mapping[str, Any]:
-    """The shipped facts about a vLLM version (serve options, config keys, dtypes)."""
-    path = DATA / f"vllm-{version}" / "facts.json"
-    if not path.is_file():
-        known = sorted(p.parent.name.removeprefix("vllm-") for p in DATA.glob("vllm-*/facts.json"))
-        raise InputError(
-            f"kvconfig has no data for vLLM {version}",
-            key="--vllm-version",
-            hint=f"known versions: {', '.join(known)}",
-        )
-    with path.open(encoding="utf-8") as f:
-        data: Mapping[str, Any] = json.load(f)
-    return data
 
 
 @dataclass
@@ -132,7 +92,7 @@ def _canonical(name: str) -> str:
 
 
 def _option(opts: Options, raw_key: str, value: Any, line: int | None, version: str) -> None:
-    known: Mapping[str, Any] = facts(version)["serve_options"]
+    known = versions.facts(version).serve_options
     key = _canonical(str(raw_key).removeprefix("--"))
     head, _, nested = key.partition(".")
     spec = known.get(f"--{head}")
@@ -249,7 +209,7 @@ def options_from_command(argv: Sequence[str], version: str, cwd: Path) -> Option
             source="<command>",
             hint="paste it after '--': kvconfig lint --platform h200 -- vllm serve MODEL ...",
         )
-    known: Mapping[str, Any] = facts(version)["serve_options"]
+    known = versions.facts(version).serve_options
     i = 0
     position = 0
     while i < len(tokens):
@@ -515,28 +475,28 @@ def _model_path(opts: Options, key: str, value: Any) -> Path:
 
 def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str, Any]:
     """The ``Deployment`` document of a serve configuration."""
-    f = facts(version)
+    f = versions.facts(version)
     merged_env = {**opts.env, **env}
     check_env(opts.env, opts.source, key="")
     check_env(env, "")
-    known_archs = frozenset(f["architectures"])
+    known_archs = f.architectures
     if "model" not in opts.values:
         raise InputError(
             "no model given", source=opts.source, key="model", hint="add 'model: PATH'"
         )
     dtype_opt = opts.values.get("dtype")
     kv_dtype = opts.values.get("kv-cache-dtype", "auto")
-    if not isinstance(kv_dtype, str) or kv_dtype not in f["kv_cache_dtypes"]:
+    if not isinstance(kv_dtype, str) or kv_dtype not in f.kv_cache_dtypes:
         raise opts.err(
             "kv-cache-dtype",
             f"unknown KV-cache dtype {kv_dtype!r} for vLLM {version}",
-            did_you_mean(str(kv_dtype), f["kv_cache_dtypes"]) or "e.g. auto, fp8",
+            did_you_mean(str(kv_dtype), f.kv_cache_dtypes) or "e.g. auto, fp8",
         )
     tp = _int_option(opts, "tensor-parallel-size", high=1024) or 1
     block_size = _int_option(opts, "block-size", high=1 << 16)
 
     attention = _json_option(opts, "attention-config") or {}
-    _check_keys(opts, "attention-config", attention, f["attention_config_keys"])
+    _check_keys(opts, "attention-config", attention, f.attention_config_keys)
     cli_backend = _backend_name(
         opts, "attention-backend", opts.values.get("attention-backend"), version
     )
@@ -555,11 +515,12 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
             "e.g. {sliding_window: FLASH_ATTN}",
         )
     for kind in per_kind:
-        if kind not in SPEC_KINDS:
+        if kind not in f.spec_kinds:
             raise opts.err(
                 f"attention-config.backend_per_kind.{kind}",
                 f"unknown KV-cache group kind {kind!r}",
-                _same_first_word(str(kind), SPEC_KINDS) or f"use one of {', '.join(SPEC_KINDS)}",
+                _same_first_word(str(kind), f.spec_kinds)
+                or f"use one of {', '.join(f.spec_kinds)}",
             )
     trt = attention.get("use_trtllm_attention")
     if trt is not None and not isinstance(trt, bool):
@@ -600,7 +561,7 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
     method = None
     draft_backend = None
     if spec is not None:
-        _check_keys(opts, "speculative-config", spec, f["speculative_config_keys"])
+        _check_keys(opts, "speculative-config", spec, f.speculative_config_keys)
         if "tensor_parallel_size" in spec:
             raise opts.err(
                 "speculative-config.tensor_parallel_size",
@@ -609,7 +570,7 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
             )
         try:
             method, draft_layers = _drafter(
-                opts, spec, dtype, n_target, known_archs, target=target, context=context
+                opts, spec, dtype, n_target, f, target=target, context=context
             )
         except _hf.UnsupportedArchitecture as err:
             if err.source != opts.source:
@@ -619,12 +580,12 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
             ) from None
         draft_kv = spec.get("kv_cache_dtype")
         if draft_kv is not None and (
-            not isinstance(draft_kv, str) or draft_kv not in f["kv_cache_dtypes"]
+            not isinstance(draft_kv, str) or draft_kv not in f.kv_cache_dtypes
         ):
             raise opts.err(
                 "speculative-config.kv_cache_dtype",
                 f"unknown KV-cache dtype {draft_kv!r} for vLLM {version}",
-                did_you_mean(str(draft_kv), f["kv_cache_dtypes"]) or "e.g. auto, fp8",
+                did_you_mean(str(draft_kv), f.kv_cache_dtypes) or "e.g. auto, fp8",
             )
         for s in draft_layers:
             s["role"] = "draft"
@@ -698,7 +659,7 @@ def _drafter(
     spec: Mapping[str, Any],
     dtype: str,
     first_index: int,
-    known: frozenset[str],
+    f: versions.Facts,
     *,
     target: _hf.Model,
     context: _hf.Context,
@@ -711,13 +672,14 @@ def _drafter(
             f"expected a method name, got {_describe(method)}",
             "e.g. eagle3, mtp, draft_model, ngram",
         )
-    if method is not None and method not in SPECULATIVE_METHODS:
+    if method is not None and method not in f.speculative_methods:
         raise opts.err(
             "speculative-config.method",
-            f"unknown speculative method {method!r} for vLLM 0.33.0",
-            did_you_mean(method, SPECULATIVE_METHODS) or "e.g. eagle3, mtp, draft_model, ngram",
+            f"unknown speculative method {method!r} for vLLM {f.version}",
+            did_you_mean(method, f.speculative_methods) or "e.g. eagle3, mtp, draft_model, ngram",
         )
-    if method in MTP_METHODS:
+    known = f.architectures
+    if method in f.mtp_methods:
         method = "mtp"
     if method in ("ngram", "suffix", "ngram_gpu") or model in ("ngram", "[ngram]"):
         return (method or "ngram"), []

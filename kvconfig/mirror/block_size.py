@@ -1,4 +1,4 @@
-"""The manager block size B, as vLLM 0.33.0 settles it after loading the model.
+"""The manager block size B, as vLLM settles it after loading the model.
 
 Mirrors ``Platform.update_block_size_for_backend`` (``vllm/platforms/interface.py``):
 
@@ -29,10 +29,10 @@ from kvconfig.plan.setup import Setup
 from schemas.sizes import KernelSize, MultipleOf
 
 DEFAULT_BLOCK_SIZE = 16
-"""``CacheConfig.DEFAULT_BLOCK_SIZE`` in vLLM 0.33.0."""
+"""``CacheConfig.DEFAULT_BLOCK_SIZE``."""
 
 CUDA_RUNTIME_MAJOR = 13
-"""The CUDA runtime vLLM 0.33.0's wheels are built against (torch cu130)."""
+"""The CUDA runtime vLLM's wheels are built against (torch cu130)."""
 
 GDN_CHECKPOINT_ALIGNMENT = 64
 """``FLASHINFER_GDN_CHECKPOINT_ALIGNMENT`` (``v1/attention/backends/gdn_attn.py``)."""

@@ -1,8 +1,10 @@
 """The backend catalog at run time: one JSON file per vLLM version, read without pydantic.
 
-The files are validated against ``schemas.catalog.Catalog`` by the tests and when
-they are regenerated; reading them here is a plain ``json.load`` so that
-``kvconfig lint`` starts fast.
+Mirrors what each backend class's ``get_supported_kernel_block_sizes`` returns
+(``vllm/v1/attention/backends/*``), as ordered size rules over the facts the methods
+read. The files (``kvconfig.mirror.versions`` says where) are validated against
+``schemas.catalog.Catalog`` by the tests and when they are regenerated; reading them
+here is a plain ``json.load`` so that ``kvconfig lint`` starts fast.
 """
 
 from __future__ import annotations
@@ -11,15 +13,13 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 from kvconfig.mirror import platform as _facts
+from kvconfig.mirror import versions
 from schemas.sizes import KernelSize, size_from_json
-
-DATA = Path(__file__).parent.parent / "data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,6 @@ def size_context(
     flash_attn_version: int | None = None,
     tokens_per_state: int = 1,
     softcap: bool = False,
-    vllm_version: str = "0.33.0",
 ) -> SizeContext:
     """The facts a layer's backend reads, derived the way vLLM derives them.
 
@@ -85,7 +84,7 @@ def size_context(
             supports_fa4_hd256=True,
             forced=flash_attn_version,
             batch_invariant=batch_invariant,
-            quantized_kv=_facts.hd256_quantized(model_cache_dtype, vllm_version),
+            quantized_kv=_facts.is_quantized(model_cache_dtype),
             softcap_model=softcap,
         ),
         tokens_per_state=tokens_per_state,
@@ -221,25 +220,8 @@ def parse_catalog(raw: Mapping[str, Any]) -> CatalogData:
     )
 
 
-def versions() -> list[str]:
-    """The vLLM versions kvconfig ships a catalog for."""
-    return sorted(p.name.removeprefix("vllm-") for p in DATA.glob("vllm-*") if p.is_dir())
-
-
-def catalog_path(version: str) -> Path:
-    """The catalog file of ``version``."""
-    return DATA / f"vllm-{version}" / "catalog.json"
-
-
 @functools.cache
 def load_catalog(version: str) -> CatalogData:
     """The catalog of a vLLM version; InputError for a version kvconfig does not know."""
-    path = catalog_path(version)
-    if not path.is_file():
-        raise InputError(
-            f"no catalog for vLLM {version}",
-            key="--vllm-version",
-            hint=f"known versions: {', '.join(versions())}",
-        )
-    with path.open(encoding="utf-8") as f:
+    with versions.catalog_file(version).open(encoding="utf-8") as f:
         return parse_catalog(json.load(f))

@@ -1,4 +1,4 @@
-"""One kernel block size per KV-cache group, as vLLM 0.33.0's model runner picks it.
+"""One kernel block size per KV-cache group, as vLLM's model runner picks it.
 
 Mirrors ``prepare_kernel_block_sizes`` in ``vllm/v1/worker/utils.py`` over plain
 descriptions of the groups, in the order of ``KVCacheConfig.kv_cache_groups``:

@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's KV-cache grouping, on kvconfig's ``Spec``s.
+"""vLLM's KV-cache grouping, on kvconfig's ``Spec``s.
 
 Mirrors ``get_kv_cache_groups`` in ``vllm/v1/core/kv_cache_planning.py``, in order:
 

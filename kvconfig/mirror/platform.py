@@ -1,4 +1,4 @@
-"""Platform facts vLLM 0.33.0 derives before any backend votes.
+"""Platform facts vLLM derives before any backend votes.
 
 * ``fa_version`` mirrors ``get_flash_attn_version`` in
   ``vllm/v1/attention/backends/fa_utils.py`` for a CUDA install of vLLM (the wheel
@@ -143,18 +143,3 @@ def trtllm_usable(
     if not (capability == (9, 0) or capability[0] in (10, 12)):
         return False
     return num_kv_heads > 0 and num_heads % num_kv_heads == 0
-
-
-def hd256_quantized(kv_cache_dtype: str, vllm_version: str = "0.33.0") -> bool:
-    """Whether FlashAttention's FA4 head-size-256 path counts the KV-cache dtype as quantized.
-
-    ``_fa4_hd256_fallback_reason`` (``vllm/v1/attention/backends/fa_utils.py``) falls
-    back to FA2 for a quantized cache. vLLM 0.33.0 asks ``is_quantized_kv_cache`` of
-    ``vllm/v1/kv_cache_interface.py`` (any KV quantization mode); vLLM 0.32.0 asked the
-    one of ``vllm/utils/torch_utils.py`` (``fp8*``, ``*per_token_head``, ``nvfp4*``
-    only, so TurboQuant and UltraQuant caches kept FA4).
-    """
-    if vllm_version == "0.32.0":
-        d = kv_cache_dtype
-        return d.startswith(("fp8", "nvfp4")) or d.endswith("per_token_head")
-    return is_quantized(kv_cache_dtype)

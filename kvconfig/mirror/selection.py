@@ -1,4 +1,4 @@
-"""Which backend each layer gets, as vLLM 0.33.0 decides it on CUDA.
+"""Which backend each layer gets, as vLLM decides it on CUDA.
 
 Mirrors ``platforms/cuda.py`` (``_get_backend_priorities``, ``get_attn_backend_cls``)
 and the backends' ``validate_configuration`` checks: an explicitly requested

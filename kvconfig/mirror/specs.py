@@ -1,4 +1,4 @@
-"""Each layer's KV-cache spec, as vLLM 0.33.0's layers report it to the engine core.
+"""Each layer's KV-cache spec, as vLLM's layers report it to the engine core.
 
 A ``Spec`` carries exactly what grouping reads: the spec class, the block size, the
 page size in bytes, the ``block_stride_alignment`` that ``customize_attention_spec``

@@ -1,4 +1,4 @@
-"""The kernel block-size vote, exactly as vLLM 0.33.0 runs it.
+"""The kernel block-size vote, exactly as vLLM runs it.
 
 Mirrors ``_block_size_is_supported`` and ``select_common_block_size`` in
 ``vllm/v1/worker/utils.py``: B wins when every backend accepts it; otherwise the

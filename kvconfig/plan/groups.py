@@ -1,4 +1,4 @@
-"""KV-cache groups: which layers share block tables, as vLLM 0.33.0 forms them.
+"""KV-cache groups: which layers share block tables, as vLLM forms them.
 
 Each layer gets the spec vLLM's layer would report (``_specs``), then the engine
 core's grouping runs on those specs (``_grouping``): one group for uniform models,

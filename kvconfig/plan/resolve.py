@@ -1,6 +1,6 @@
 """From a deployment to its plan: backends per layer, KV-cache groups, B, k, and findings.
 
-The steps follow vLLM 0.33.0's start-up order (reference: docs/how-the-plan-is-computed.md):
+The steps follow vLLM's start-up order (reference: docs/how-the-plan-is-computed.md):
 
 1. each layer picks its backend (``_select``);
 2. each backend declares its kernel-page sizes for the layer (the catalog);
@@ -23,7 +23,7 @@ from kvconfig.errors import InputError, NoCommonKernelBlockSize
 from kvconfig.mirror import block_size as _blocksize
 from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
 from kvconfig.mirror.grouping import GroupingError
-from kvconfig.mirror.platform import hd256_quantized, trtllm_usable
+from kvconfig.mirror.platform import is_quantized, trtllm_usable
 from kvconfig.mirror.selection import (
     MAMBA_BACKENDS,
     Machine,
@@ -46,7 +46,7 @@ from kvconfig.plan.setup import LayerSet, Setup
 from schemas.sizes import KernelSize, MultipleOf, accepts
 
 DEFAULT_BLOCK_SIZE = _blocksize.DEFAULT_BLOCK_SIZE
-"""``CacheConfig.DEFAULT_BLOCK_SIZE`` in vLLM 0.33.0."""
+"""``CacheConfig.DEFAULT_BLOCK_SIZE``."""
 
 #: kvconfig layer kinds -> vLLM's ``get_attn_spec_kind`` (the keys of ``backend_per_kind``).
 VLLM_KIND = {"sparse_mla": "mla_attention", "chunked_local": "full_attention"}
@@ -289,7 +289,6 @@ def _new_size_context(ctx: _Ctx, layer: LayerSet, kv_dtype: str) -> SizeContext:
         flash_attn_version=s.attention.flash_attn_version,
         tokens_per_state=layer.tokens_per_state,
         softcap=bool(s.model_facts.get("attn_logit_softcapping")),
-        vllm_version=s.vllm_version,
     )
 
 
@@ -336,7 +335,7 @@ def _machine(s: Setup) -> Machine:
         use_trtllm_attention=s.attention.use_trtllm_attention,
         cubins=s.trtllm_cubins,
         flash_attn_version=s.attention.flash_attn_version,
-        quantized_cache=hd256_quantized(s.kv_cache_dtype, s.vllm_version),
+        quantized_cache=is_quantized(s.kv_cache_dtype),
         facts=s.model_facts,
     )
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvconfig.load.platforms import PlatformId, parse_platform
+from kvconfig.mirror import versions
 from schemas.sizes import KernelSize, MultipleOf, size_from_json
 
 
@@ -83,7 +84,7 @@ class Setup:
     source: str
     platform: PlatformId | None
     layers: tuple[LayerSet, ...]
-    vllm_version: str = "0.33.0"
+    vllm_version: str = versions.DEFAULT
     runner: str = "v2"
     hooks: str = "none"
     block_size: int | None = None
@@ -114,7 +115,7 @@ class Setup:
             source=str(doc.get("source", "")),
             platform=plat,
             layers=tuple(LayerSet(**dict(s)) for s in doc["layers"]),
-            vllm_version=str(doc.get("vllm_version", "0.33.0")),
+            vllm_version=str(doc.get("vllm_version", versions.DEFAULT)),
             runner=str(doc.get("runner", "v2")),
             hooks=str(doc.get("hooks", "none")),
             block_size=doc.get("block_size"),

@@ -7,6 +7,7 @@ import json
 
 from kvconfig.load.platforms import PlatformId, parse_platform
 from kvconfig.mirror import platform as _facts
+from kvconfig.mirror import versions
 from kvconfig.mirror.catalog import Entry, SizeContext, load_catalog
 from schemas.sizes import format_sizes, size_to_json
 
@@ -108,11 +109,7 @@ def _explain(e: Entry, ctx: SizeContext, platform: PlatformId) -> list[str]:
 
 def run_catalog(args: argparse.Namespace) -> tuple[str, int]:
     """List the catalog (optionally one backend, evaluated on one platform)."""
-    if args.diff:
-        from kvconfig.report.catalog_diff import diff
-
-        return diff(args.diff[0], args.diff[1]), 0
-    cat = load_catalog(args.vllm_version or "0.33.0")
+    cat = load_catalog(args.vllm_version or versions.DEFAULT)
     entries = list(cat.entries)
     if args.backend:
         entries = [cat.lookup(args.backend, key="--backend")]

@@ -7,7 +7,7 @@ under it, and then switch capability and vendor per case by patching that one
 object's class (every module holds a reference to the same object).
 
 The pieces of vLLM that only a real GPU answers are emulated the way a CUDA
-install of vLLM 0.33.0 answers them:
+install of vLLM answers them:
 
 * FlashAttention versions: the wheel ships FA2, FA3 and FA4; FA2 needs SM80+,
   FA3 SM9x, FA4 SM9x/10x/11x (``vllm/vllm_flash_attn/flash_attn_interface.py``).
@@ -113,7 +113,7 @@ def install() -> None:
 
         @classmethod
         def get_cuda_runtime_major(cls) -> int:
-            """The CUDA runtime of vLLM 0.33.0's wheels (torch cu130)."""
+            """The CUDA runtime of vLLM's wheels (torch cu130)."""
             return int(_INSTALLED.get("cuda_runtime", 13))
 
         def is_cuda_alike(self) -> bool:

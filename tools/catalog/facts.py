@@ -1,5 +1,6 @@
 """vLLM facts kvconfig ships as data: the ``vllm serve`` options, the nested config keys,
-the KV-cache dtypes and the model architectures of an installed vLLM.
+the KV-cache dtypes, the speculative methods, the KV-cache spec kinds and the model
+architectures of an installed vLLM.
 
 Run under the vLLM to describe (``python -m tools.catalog`` calls it).
 """
@@ -14,10 +15,7 @@ from typing import Any
 
 def _serve_options() -> dict[str, dict[str, Any]]:
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    try:
-        from vllm.entrypoints.common.cli_args import make_arg_parser
-    except ModuleNotFoundError:  # vLLM 0.32 keeps the serve parser here
-        from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
@@ -46,7 +44,9 @@ def collect() -> dict[str, Any]:
     import vllm
     from vllm.config import AttentionConfig, SpeculativeConfig
     from vllm.config.cache import CacheDType
+    from vllm.config.speculative import MTPModelTypes, SpeculativeMethod
     from vllm.model_executor.models.registry import _VLLM_MODELS
+    from vllm.v1.kv_cache_interface import KVCacheSpecKind
 
     return {
         "vllm_version": vllm.__version__,
@@ -54,5 +54,8 @@ def collect() -> dict[str, Any]:
         "attention_config_keys": _fields(AttentionConfig),
         "speculative_config_keys": _fields(SpeculativeConfig),
         "kv_cache_dtypes": list(get_args(CacheDType)),
+        "speculative_methods": list(get_args(SpeculativeMethod)),
+        "mtp_methods": list(get_args(MTPModelTypes)),
+        "spec_kinds": [kind.value for kind in KVCacheSpecKind],
         "architectures": sorted(_VLLM_MODELS),
     }

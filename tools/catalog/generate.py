@@ -262,7 +262,7 @@ def build(discovery: Discovery, version: str) -> dict[str, Any]:
 
     reg, mamba = registry()
     kinds = {path: classify(path, cls) for path, cls in discovery.classes.items()}
-    samples = evaluate_all(discovery.classes, kinds, version)
+    samples = evaluate_all(discovery.classes, kinds)
     entries: list[dict[str, Any]] = []
     for path in sorted(discovery.classes):
         cls = discovery.classes[path]
@@ -409,9 +409,9 @@ def regenerate(output: str | None = None) -> str:
 
     version = str(vllm.__version__).split("+")[0]
     if output is None:
-        from kvconfig.mirror.catalog import DATA
+        from kvconfig.mirror import versions
 
-        target = DATA / f"vllm-{version}" / "catalog.json"
+        target = versions.folder(version) / "catalog.json"
     elif output.endswith(".json"):
         target = Path(output)
     else:

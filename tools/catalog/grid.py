@@ -157,7 +157,7 @@ def emulation(p: Point, kind: str) -> emulate.Emulation:
     )
 
 
-def context(p: Point, kind: str, vllm_version: str = "0.33.0") -> SizeContext:
+def context(p: Point, kind: str) -> SizeContext:
     """The facts kvconfig computes for a point, with kvconfig's own mirrors."""
     q, kv = p.heads
     return size_context(
@@ -173,7 +173,6 @@ def context(p: Point, kind: str, vllm_version: str = "0.33.0") -> SizeContext:
         batch_invariant=p.batch_invariant,
         flash_attn_version=p.flash_attn_version,
         tokens_per_state=p.tokens_per_state,
-        vllm_version=vllm_version,
     )
 
 
@@ -251,16 +250,14 @@ def sizes_for(backend: Any, layer_spec: Any) -> tuple[KernelSize, ...] | None:
         return None
 
 
-def evaluate_all(
-    classes: Mapping[str, Any], kinds: Mapping[str, str], vllm_version: str = "0.33.0"
-) -> dict[str, list[Sample]]:
+def evaluate_all(classes: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, list[Sample]]:
     """Every class on every point of its kind's grid."""
     out: dict[str, list[Sample]] = {path: [] for path in classes}
     mismatches: list[str] = []
     for kind in sorted(set(kinds.values())):
         members = sorted(p for p in classes if kinds[p] == kind)
         for p in points(kind):
-            ctx = context(p, kind, vllm_version)
+            ctx = context(p, kind)
             with emulate.emulated(emulation(p, kind)):
                 real = vllm_facts(p, kind)
                 mine = (ctx.kv_quant, ctx.trtllm, ctx.fa_version)
