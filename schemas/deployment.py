@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from kvconfig.errors import DeploymentError
 from kvconfig.mirror import versions
 from schemas._base import KernelSizeField as KernelSize
 from schemas._base import Strict
@@ -50,16 +51,6 @@ PositiveInt = Annotated[int, Field(ge=1, strict=True)]
 
 MAX_LAYERS = 10_000
 """Most layers one deployment may list (real models have a few hundred)."""
-
-
-class DeploymentError(ValueError):
-    """A contradiction inside a deployment, with the path of the key it is about."""
-
-    def __init__(self, message: str, loc: tuple[str | int, ...], hint: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.loc = loc
-        self.hint = hint
 
 
 class AttentionSettings(Strict):

@@ -16,7 +16,7 @@ from layout_cases import CASES, EXAMPLES, MODELS, Case
 from kvconfig.cli import main
 from kvconfig.derive import architectures as _hf
 from kvconfig.derive.common import Context
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, UnsupportedArchitecture
 from kvconfig.load.deployment import load_setup
 from kvconfig.load.platforms import parse_platform
 from kvconfig.plan.resolve import PlanResult, resolve_setup
@@ -328,7 +328,7 @@ def test_unsupported_architecture_error_carries_the_sketch() -> None:
         "kv_lora_rank": 512,
         "qk_rope_head_dim": 64,
     }
-    with pytest.raises(_hf.UnsupportedArchitecture) as info:
+    with pytest.raises(UnsupportedArchitecture) as info:
         _hf.derive(_hf.Model("glm/config.json", cfg), "bfloat16")
     err = info.value
     assert err.architecture == "Glm4MoeForCausalLM"
@@ -340,7 +340,7 @@ def test_unsupported_architecture_error_carries_the_sketch() -> None:
 def test_unsupported_architecture_pickles() -> None:
     import pickle
 
-    err = _hf.UnsupportedArchitecture("X", "x/config.json", "kvconfig: 1")
+    err = UnsupportedArchitecture("X", "x/config.json", "kvconfig: 1")
     back = pickle.loads(pickle.dumps(err))
     assert (back.architecture, back.source, back.snippet, str(back)) == (
         "X",

@@ -266,7 +266,7 @@ def _outcome(
     env: dict[str, str],
 ) -> Outcome:
     """Load, resolve and report one deployment on one platform."""
-    from kvconfig.derive.architectures import UnsupportedArchitecture
+    from kvconfig.errors import UnsupportedArchitecture
     from kvconfig.load.deployment import load_setup
     from kvconfig.plan import findings as F
     from kvconfig.plan.resolve import PlanResult, resolve_setup

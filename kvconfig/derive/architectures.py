@@ -20,31 +20,10 @@ from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.derive.common import Context, Model, attention_geometry, pos_int, runs
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, UnsupportedArchitecture
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 """``config.json`` files larger than this are refused (real ones are a few KiB)."""
-
-
-class UnsupportedArchitecture(Exception):
-    """vLLM knows the architecture but kvconfig cannot derive its layers.
-
-    ``snippet`` is a native-file sketch of the layers, filled from what the
-    ``config.json`` says (finding KV401 shows it).
-    """
-
-    def __init__(self, architecture: str, source: str, snippet: str = "") -> None:
-        message = (
-            f"{source}: kvconfig cannot derive the KV-cache layers of {architecture!r}; "
-            "describe them in a native kvconfig file (docs/native-format.md)"
-        )
-        super().__init__(message + (", starting from:\n" + snippet if snippet else ""))
-        self.architecture = architecture
-        self.source = source
-        self.snippet = snippet
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.architecture, self.source, self.snippet))
 
 
 def model_dtype(cfg: Mapping[str, Any], override: str | None) -> str:
@@ -343,7 +322,6 @@ __all__ = [
     "MTP_DERIVERS",
     "Context",
     "Model",
-    "UnsupportedArchitecture",
     "derive",
     "derive_mtp",
     "model_context_length",

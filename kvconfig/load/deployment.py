@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
-from kvconfig.derive.architectures import UnsupportedArchitecture
 from kvconfig.errors import InputError
 from kvconfig.load import serve as _serve
 from kvconfig.load import yamlfile as _yaml
@@ -102,7 +101,7 @@ _UNION_PARTS = ("constrained-int", "MultipleOf", "int")
 
 def _native_error(err: Any, source: str, doc: _yaml.Document | None) -> InputError:
     """The first schema error of a native file, as one line with its key and line."""
-    from schemas.deployment import DeploymentError
+    from kvconfig.errors import DeploymentError
 
     errors = err.errors()
     first = errors[0]
@@ -299,4 +298,4 @@ def load_setup(
     return Setup.from_dict(data, platform)
 
 
-__all__ = ["UnsupportedArchitecture", "document", "is_native", "load_setup", "validate_native"]
+__all__ = ["document", "is_native", "load_setup", "validate_native"]

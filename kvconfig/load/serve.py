@@ -20,7 +20,7 @@ from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.derive import architectures as _hf
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, UnsupportedArchitecture
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.mirror import versions
 
@@ -572,10 +572,10 @@ def to_document(opts: Options, version: str, env: Mapping[str, str]) -> dict[str
             method, draft_layers = _drafter(
                 opts, spec, dtype, n_target, f, target=target, context=context
             )
-        except _hf.UnsupportedArchitecture as err:
+        except UnsupportedArchitecture as err:
             if err.source != opts.source:
                 raise
-            raise _hf.UnsupportedArchitecture(
+            raise UnsupportedArchitecture(
                 f"{target.architecture} with its {err.architecture}", opts.source
             ) from None
         draft_kv = spec.get("kv_cache_dtype")
@@ -688,7 +688,7 @@ def _drafter(
     ):
         # vLLM takes these drafters from a Python class or from the target checkpoint itself;
         # kvconfig cannot derive their layers from a config.json.
-        raise _hf.UnsupportedArchitecture(f"{method} drafter", opts.source)
+        raise UnsupportedArchitecture(f"{method} drafter", opts.source)
     if model is not None and not isinstance(model, str):
         raise opts.err(
             "speculative-config.model",

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kvconfig.derive.common import per_rank
+from kvconfig.errors import AlignedBlockSizeUnsupported, NoCommonBlockSize
 from kvconfig.mirror.selection import PREFERRED_BLOCK_SIZE, Machine, supports_block_size
 from kvconfig.mirror.specs import dtype_bytes, torch_dtype
 from kvconfig.plan.groups import MLA_KINDS, BlockPlan, LayerInfo
@@ -48,23 +49,6 @@ class Backend:
 
 SizesOf = Callable[[Backend], tuple[KernelSize, ...]]
 """A backend's sizes when asked without a spec (``get_supported_kernel_block_sizes()``)."""
-
-
-class NoBlockSize(Exception):
-    """``_preferred_block_size_for_backends`` raises: no size suits every backend."""
-
-    def __init__(self, names: list[str]) -> None:
-        super().__init__(", ".join(names))
-        self.names = names
-
-
-class AlignedRejected(Exception):
-    """``_check_aligned_block_size`` raises: a backend rejects the aligned B."""
-
-    def __init__(self, block_size: int, names: list[str]) -> None:
-        super().__init__(f"{block_size}: {', '.join(names)}")
-        self.block_size = block_size
-        self.names = names
 
 
 def _base(s: KernelSize) -> int:
@@ -108,7 +92,7 @@ def preferred(names: Sequence[Backend], m: Machine, sizes_of: SizesOf) -> tuple[
         if everyone(c):
             label = "/".join(dict.fromkeys(b.name for b in names))
             return c, f"the smallest block size {label} all support"
-    raise NoBlockSize([b.name for b in names])
+    raise NoCommonBlockSize([b.name for b in names])
 
 
 def checkpoint_alignment(s: Setup, layers: Sequence[LayerInfo]) -> int | None:
@@ -155,7 +139,7 @@ def plan_block_size(
 ) -> tuple[BlockPlan, bool]:
     """B (and the Mamba block and padding) vLLM uses, and whether alignment changed B.
 
-    Raises NoBlockSize or AlignedRejected where vLLM fails.
+    Raises NoCommonBlockSize or AlignedBlockSizeUnsupported where vLLM fails.
     """
     names = backends(layers)
     if s.block_size is not None:
@@ -192,7 +176,7 @@ def plan_block_size(
             b.name for b in names if not supports_block_size(b.name, block, m, sizes_of(b))
         ]
         if rejecting:
-            raise AlignedRejected(block, rejecting)
+            raise AlignedBlockSizeUnsupported(block, rejecting)
     page = block * per_token
     padded = page if page != state else None
     if s.prefix_caching:

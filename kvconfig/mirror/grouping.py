@@ -23,11 +23,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from kvconfig.errors import GroupingError
 from kvconfig.mirror.specs import Spec
-
-
-class GroupingError(Exception):
-    """vLLM cannot group these specs (it raises at start-up)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kvconfig.codes import FindingCode, Severity
 from kvconfig.errors import NoCommonKernelBlockSize
 from kvconfig.mirror.vote import Declared
 from schemas.sizes import format_sizes
@@ -16,83 +17,14 @@ if TYPE_CHECKING:
     from kvconfig.plan.resolve import Voter, _Ctx
     from kvconfig.plan.setup import LayerSet, Setup
 
-#: code -> (name, severity, one-line summary); the documented, stable list.
-CODES: dict[str, tuple[str, str, str]] = {
-    "KV101": (
-        "component-mismatch",
-        "error",
-        "the speculator reads the KV cache with its own, larger kernel block size (silent)",
-    ),
-    "KV102": (
-        "speculator-split-error",
-        "error",
-        "the speculator's kernel block size sits between the runner's and B: vLLM fails at start",
-    ),
-    "KV103": (
-        "mismatch-fixed-by-hooks",
-        "info",
-        "the kvconfig hooks hand the runner's kernel block size to the speculator",
-    ),
-    "KV201": (
-        "no-common-kernel-size",
-        "error",
-        "no kernel block size divides B and suits every backend of a group: vLLM fails at start",
-    ),
-    "KV202": (
-        "speculator-no-common-kernel-size",
-        "error",
-        "the draft layers' backends share no kernel block size: the speculator fails at start",
-    ),
-    "KV203": (
-        "no-common-block-size",
-        "error",
-        "the backends share no KV-cache block size vLLM could default to: vLLM fails at start",
-    ),
-    "KV204": (
-        "aligned-block-size-unsupported",
-        "error",
-        "hybrid alignment moved B to a size an attention backend rejects: vLLM fails at start",
-    ),
-    "KV205": (
-        "grouping-fails",
-        "error",
-        "vLLM cannot group these layers' KV-cache specs: it fails at start",
-    ),
-    "KV301": (
-        "backend-unsupported",
-        "error",
-        "a requested attention backend cannot run on this platform or layer: vLLM refuses it",
-    ),
-    "KV302": (
-        "no-valid-backend",
-        "error",
-        "no attention backend in vLLM's priority list can run this layer",
-    ),
-    "KV303": (
-        "backend-choice-unknown",
-        "error",
-        "kvconfig cannot derive vLLM's automatic backend choice on this platform",
-    ),
-    "KV401": (
-        "architecture-not-derivable",
-        "error",
-        "kvconfig cannot derive this architecture's layers; describe them in a native file",
-    ),
-    "KV501": (
-        "block-size-adjusted",
-        "info",
-        "vLLM changes the block size itself (hybrid alignment)",
-    ),
-}
-
-_ORDER = {"error": 0, "warning": 1, "info": 2}
+_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 @dataclass(frozen=True, slots=True)
 class Found:
     """One finding."""
 
-    code: str
+    code: FindingCode
     group: int | None
     message: str
     fixes: tuple[str, ...] = field(default=())
@@ -100,19 +32,19 @@ class Found:
     @property
     def name(self) -> str:
         """The code's stable slug."""
-        return CODES[self.code][0]
+        return self.code.slug
 
     @property
-    def severity(self) -> str:
+    def severity(self) -> Severity:
         """error, warning or info."""
-        return CODES[self.code][1]
+        return self.code.severity
 
     def to_json(self) -> dict[str, object]:
         """The documented JSON shape of a finding."""
         return {
-            "code": self.code,
+            "code": self.code.value,
             "name": self.name,
-            "severity": self.severity,
+            "severity": self.severity.value,
             "group": self.group,
             "message": self.message,
             "fixes": list(self.fixes),
@@ -162,14 +94,14 @@ def component_mismatch(
         f"votes again over its draft layers alone and gets {speculator}."
     )
     if speculator == B:
-        code = "KV101"
+        code = FindingCode.COMPONENT_MISMATCH
         body = (
             " It reads the cache with an unsplit block table, so draft steps 2 and later read "
             "the wrong KV pages: draft acceptance collapses after the first position while the "
             "output stays lossless. Nothing fails."
         )
     else:
-        code = "KV102"
+        code = FindingCode.SPECULATOR_SPLIT_ERROR
         body = (
             f" vLLM then fails at start-up: the draft backend asks for {speculator}-token "
             f"kernel blocks the {runner}-token cache view cannot provide (its error blames "
@@ -198,7 +130,7 @@ def component_mismatch(
 def fixed_by_hooks(g: Group, runner: int, own: int, voters: Sequence[Voter]) -> Found:
     """KV103: the hooks make the speculator use the runner's k."""
     return Found(
-        "KV103",
+        FindingCode.MISMATCH_FIXED_BY_HOOKS,
         g.id,
         f"KV-cache group {g.id}: on its own the speculator would vote {own}, not the runner's "
         f"{runner}; the kvconfig hooks hand it {runner} at start-up, so it reads the pages the "
@@ -213,7 +145,7 @@ def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Decl
     good = working_block_sizes(voters)
     fixes = (f"--block-size {good[0]} (works: {', '.join(map(str, good[:8]))})",) if good else ()
     return Found(
-        "KV201",
+        FindingCode.NO_COMMON_KERNEL_SIZE,
         g.id,
         f"KV-cache group {g.id}: vLLM fails at start-up, before serving: {err}",
         (*fixes, "give the layers backends that share a kernel block size"),
@@ -223,7 +155,7 @@ def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Decl
 def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: int) -> Found:
     """KV202: the speculator's own vote raises."""
     return Found(
-        "KV202",
+        FindingCode.SPECULATOR_NO_COMMON_KERNEL_SIZE,
         g.id,
         f"KV-cache group {g.id}: the speculator's vote over its draft layers fails at "
         f"start-up: {err}",
@@ -238,7 +170,7 @@ def no_block_size(names: Sequence[str], ctx: _Ctx) -> Found:
     """KV203: no default B suits every backend."""
     sizes = "; ".join(f"{n}: {format_sizes(ctx.machine.block_sizes_nospec(n))}" for n in names)
     return Found(
-        "KV203",
+        FindingCode.NO_COMMON_BLOCK_SIZE,
         None,
         f"vLLM fails at start-up: the attention backends share no supported KV cache block "
         f"size ({sizes}).",
@@ -264,7 +196,7 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, setup: Setup) ->
     ):
         name, why = sel.rejected[0]
         return Found(
-            "KV301",
+            FindingCode.BACKEND_UNSUPPORTED,
             None,
             f"{name}, requested by {sel.reason} for {where}, cannot run on {plat}: "
             f"{', '.join(why)}. vLLM refuses to start.",
@@ -274,9 +206,14 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, setup: Setup) ->
             ),
         )
     if not sel.rejected:
-        return Found("KV303", None, f"{where}: {sel.error}.", ("set --attention-backend",))
+        return Found(
+            FindingCode.BACKEND_CHOICE_UNKNOWN,
+            None,
+            f"{where}: {sel.error}.",
+            ("set --attention-backend",),
+        )
     return Found(
-        "KV302",
+        FindingCode.NO_VALID_BACKEND,
         None,
         f"{where} on {plat}: {sel.error}. vLLM refuses to start.",
         ("change the layer's dtype, KV-cache dtype or block size, or the platform",),
@@ -294,7 +231,7 @@ def architecture(arch: str, source: str, snippet: str = "") -> Found:
             "against vLLM's model code; add the drafter's layers with role: draft):\n" + snippet
         )
     return Found(
-        "KV401",
+        FindingCode.ARCHITECTURE_NOT_DERIVABLE,
         None,
         f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r}.",
         tuple(fixes),
@@ -304,7 +241,7 @@ def architecture(arch: str, source: str, snippet: str = "") -> Found:
 def block_size_adjusted(block_size: int, reason: str) -> Found:
     """KV501: vLLM changes B itself (hybrid alignment)."""
     return Found(
-        "KV501",
+        FindingCode.BLOCK_SIZE_ADJUSTED,
         None,
         f"vLLM uses {block_size}-token KV-cache blocks: {reason}.",
     )
@@ -313,7 +250,7 @@ def block_size_adjusted(block_size: int, reason: str) -> Found:
 def aligned_rejected(block_size: int, names: Sequence[str]) -> Found:
     """KV204: the aligned B is rejected by a backend (``_check_aligned_block_size``)."""
     return Found(
-        "KV204",
+        FindingCode.ALIGNED_BLOCK_SIZE_UNSUPPORTED,
         None,
         f"vLLM fails at start-up: Aligned KV cache block size {block_size} is not supported "
         f"by attention backend(s): {', '.join(names)}.",
@@ -328,7 +265,7 @@ def grouping_fails(reason: str, setup: Setup) -> Found:
         fixes.append("drop --disable-hybrid-kv-cache-manager (Mamba hybrids need it)")
     fixes.append("check the layers' kinds and sizes")
     return Found(
-        "KV205",
+        FindingCode.GROUPING_FAILS,
         None,
         f"vLLM fails at start-up while grouping the KV cache: {reason}",
         tuple(fixes),

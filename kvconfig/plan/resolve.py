@@ -19,10 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from kvconfig.derive.common import per_rank
-from kvconfig.errors import InputError, NoCommonKernelBlockSize
+from kvconfig.errors import (
+    AlignedBlockSizeUnsupported,
+    GroupingError,
+    InputError,
+    NoCommonBlockSize,
+    NoCommonKernelBlockSize,
+)
 from kvconfig.mirror import block_size as _blocksize
 from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
-from kvconfig.mirror.grouping import GroupingError
 from kvconfig.mirror.platform import is_quantized, trtllm_usable
 from kvconfig.mirror.selection import (
     MAMBA_BACKENDS,
@@ -467,10 +472,10 @@ def _block_plan(ctx: _Ctx, layers: Sequence[LayerInfo]) -> BlockPlan | None:
 
     try:
         plan, adjusted = _blocksize.plan_block_size(s, layers, ctx.machine, sizes_of)
-    except _blocksize.NoBlockSize as err:
+    except NoCommonBlockSize as err:
         ctx.findings.append(F.no_block_size(err.names, ctx))
         return None
-    except _blocksize.AlignedRejected as err:
+    except AlignedBlockSizeUnsupported as err:
         ctx.findings.append(F.aligned_rejected(err.block_size, err.names))
         return None
     if adjusted:

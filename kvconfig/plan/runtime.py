@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvconfig.codes import FindingCode
 from kvconfig.errors import NoCommonKernelBlockSize
 from kvconfig.load.platforms import PlatformId
 from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext
@@ -180,7 +181,11 @@ def _findings(d: RuntimeDeployment) -> list[F.Found]:
         if g.runner is None or g.speculator is None:
             continue
         if g.speculator != g.runner:
-            code = "KV101" if g.speculator == g.block_size else "KV102"
+            code = (
+                FindingCode.COMPONENT_MISMATCH
+                if g.speculator == g.block_size
+                else FindingCode.SPECULATOR_SPLIT_ERROR
+            )
             found.append(
                 F.Found(
                     code,
@@ -194,7 +199,7 @@ def _findings(d: RuntimeDeployment) -> list[F.Found]:
         elif g.speculator_own is not None and g.speculator_own != g.runner:
             found.append(
                 F.Found(
-                    "KV103",
+                    FindingCode.MISMATCH_FIXED_BY_HOOKS,
                     g.id,
                     f"KV-cache group {g.id}: the speculator alone would have voted "
                     f"{g.speculator_own}; the kvconfig hooks handed it the runner's {g.runner}.",

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError
 from kvconfig.mirror.vote import all_accept
-from kvconfig.plan.findings import CODES
 from kvconfig.plan.resolve import PlanResult
 from schemas.sizes import format_sizes
 
 
-def explain_code(code: str) -> str:
+def explain_code(text: str) -> str:
     """The documented meaning of a finding code."""
-    if code not in CODES:
+    known = {c.value: c for c in FindingCode}
+    code = known.get(text)
+    if code is None:
         from kvconfig._suggest import did_you_mean
 
         raise InputError(
-            f"unknown finding code {code!r}",
-            hint=did_you_mean(code, CODES) or "see docs/findings.md",
+            f"unknown finding code {text!r}",
+            hint=did_you_mean(text, known) or "see docs/findings.md",
         )
-    name, severity, text = CODES[code]
-    return f"{code} {name} ({severity}): {text}.\nSee docs/findings.md#{code.lower()}.\n"
+    return (
+        f"{code} {code.slug} ({code.severity}): {code.summary}.\n"
+        f"See docs/findings.md#{code.value.lower()}.\n"
+    )
 
 
 def explain_plan(plan: PlanResult) -> str:

@@ -6,8 +6,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvconfig.codes import FindingCode, Severity
 from kvconfig.errors import InputError
-from kvconfig.plan.findings import CODES, Found
+from kvconfig.plan.findings import Found
 from kvconfig.plan.resolve import GroupResult, PlanResult
 from schemas.sizes import format_sizes
 
@@ -128,7 +129,7 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
             lines.append(f"error   {at} [{o.platform}]: {text}")
             continue
         p = o.plan
-        errors = [f for f in p.findings if f.severity == "error"]
+        errors = [f for f in p.findings if f.severity is Severity.ERROR]
         summary = ", ".join(dict.fromkeys(f"{f.code} {f.name}" for f in errors)) or "safe"
         lines.append(f"{p.verdict:<7} {o.source} [{o.platform}]: {summary}")
         lines += finding_lines(p.findings, indent="  ")
@@ -166,12 +167,12 @@ def _prop(text: str) -> str:
 
 #: Which key a finding points at in a serve config, for editor and CI annotations.
 FINDING_KEY = {
-    "KV101": "block-size",
-    "KV102": "block-size",
-    "KV103": "block-size",
-    "KV201": "block-size",
-    "KV202": "speculative-config",
-    "KV301": "attention-backend",
+    FindingCode.COMPONENT_MISMATCH: "block-size",
+    FindingCode.SPECULATOR_SPLIT_ERROR: "block-size",
+    FindingCode.MISMATCH_FIXED_BY_HOOKS: "block-size",
+    FindingCode.NO_COMMON_KERNEL_SIZE: "block-size",
+    FindingCode.SPECULATOR_NO_COMMON_KERNEL_SIZE: "speculative-config",
+    FindingCode.BACKEND_UNSUPPORTED: "attention-backend",
 }
 
 
@@ -231,8 +232,8 @@ def render_sarif(outcomes: Sequence[Outcome]) -> str:
                 }
             )
     rules = [
-        {"id": code, "name": name, "shortDescription": {"text": text}}
-        for code, (name, _, text) in CODES.items()
+        {"id": code.value, "name": code.slug, "shortDescription": {"text": code.summary}}
+        for code in FindingCode
     ]
     rules.append(
         {
