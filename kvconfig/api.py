@@ -12,12 +12,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvconfig.errors import InputError
-from kvconfig.load.deployment import document, is_native, validate_native
-from kvconfig.load.platforms import parse_platform
-from kvconfig.plan.resolve import resolve_setup
-from kvconfig.plan.setup import Setup
-
 if TYPE_CHECKING:
     from schemas.deployment import Deployment
     from schemas.plan import Plan
@@ -35,34 +29,31 @@ def load_deployment(
     """A deployment from a vLLM serve YAML, a native kvconfig file, or a ``vllm serve`` argv.
 
     The keywords are the CLI's options (``--platform``, ``--env``, ``--vllm-version``,
-    ``--hooks``, ``--no-trtllm-cubins``). Raises ``InputError`` for bad input, and
-    ``UnsupportedArchitecture`` for a model kvconfig cannot derive (describe it in a
-    native file instead).
+    ``--hooks``, ``--no-trtllm-cubins``), and the CLI reads deployments through the same
+    loader. Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a
+    model kvconfig cannot derive (describe it in a native file instead).
     """
-    from schemas.deployment import Deployment
+    from kvconfig.load.deployment import load
 
     arg: str | Sequence[str] = str(target) if isinstance(target, Path) else target
-    data, doc = document(arg, env=env, vllm_version=vllm_version, hooks=hooks)
-    if trtllm_cubins is not None:
-        data["trtllm_cubins"] = trtllm_cubins
-    if doc is not None and is_native(doc):
-        data = validate_native(data, doc)
-    if platform is not None:
-        data["platform"] = parse_platform(platform).name
-    return Deployment.model_validate(data)
+    return load(
+        arg,
+        platform=platform,
+        env=env,
+        vllm_version=vllm_version,
+        hooks=hooks,
+        trtllm_cubins=trtllm_cubins,
+    )
 
 
 def resolve(deployment: Deployment, *, platform: str | None = None) -> Plan:
     """The plan of a deployment (``platform`` overrides the deployment's)."""
+    from kvconfig.load.platforms import parse_platform
+    from kvconfig.plan.resolve import resolve as resolve_plan
     from schemas.plan import Plan
 
     plat = parse_platform(platform) if platform is not None else None
-    setup = Setup.from_dict(deployment.model_dump(mode="json", by_alias=True), plat)
-    if setup.platform is None:
-        raise InputError(
-            "no platform given", source=setup.source, key="platform", hint="pass platform='h200'"
-        )
-    return Plan.model_validate(resolve_setup(setup).to_json())
+    return Plan.model_validate(resolve_plan(deployment, plat).to_json())
 
 
 __all__ = ["load_deployment", "resolve"]

@@ -30,7 +30,7 @@ import pytest
 
 from kvconfig.errors import NoCommonKernelBlockSize
 from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
-from kvconfig.mirror.dispatch import GroupInput, SpecKind, prepare_kernel_block_sizes
+from kvconfig.mirror.dispatch import GroupInput, SpecClass, prepare_kernel_block_sizes
 from tools.catalog.grid import PLATFORMS, cache_dtypes
 
 pytest.importorskip("vllm")
@@ -300,7 +300,7 @@ def _context(case: Case, layer: Layer) -> SizeContext:
     )
 
 
-_SPEC_KIND: dict[str, SpecKind] = {
+_SPEC_CLASS: dict[str, SpecClass] = {
     "full": "attention",
     "sliding_window": "attention",
     "mla": "attention",
@@ -319,7 +319,7 @@ def _kvconfig_run(case: Case) -> tuple[list[int] | None, str | None]:
         voters = tuple((l.entry.name, l.entry.sizes(_context(case, l))) for l in layers)
         inputs.append(
             GroupInput(
-                spec=_SPEC_KIND[kind],
+                spec=_SPEC_CLASS[kind],
                 block_size=block,
                 has_layer_views=kind != "hisparse",
                 packed=packed,

@@ -21,19 +21,20 @@ pytest.importorskip("vllm")
 
 from vllm_harness import VllmOutcome, model_json_of, run_vllm
 
-from kvconfig.load.deployment import load_setup
+from kvconfig.load.deployment import load
 from kvconfig.load.platforms import parse_platform
-from kvconfig.plan.resolve import PlanResult, resolve_setup
-from kvconfig.plan.setup import Setup
+from kvconfig.plan.resolve import resolve
+from kvconfig.plan.result import PlanResult
+from schemas.deployment import Deployment
 
 pytestmark = pytest.mark.vllm
 
 
 def _both(
     path: Path, platform: str, model: str, env: dict[str, str] | None = None
-) -> tuple[Setup, PlanResult, VllmOutcome]:
-    setup = load_setup(str(path), parse_platform(platform), env=env)
-    plan = resolve_setup(setup)
+) -> tuple[Deployment, PlanResult, VllmOutcome]:
+    setup = load(str(path), env=env)
+    plan = resolve(setup, parse_platform(platform))
     assert plan.groups, [f.message for f in plan.findings]
     return setup, plan, run_vllm(setup, plan, model_json_of(MODELS / model))
 
@@ -42,11 +43,11 @@ def _assert_same(plan: PlanResult, vllm: VllmOutcome) -> None:
     """Same groups (layers, kind, B), same runner k, same speculator k per draft group."""
     ours = [(g.target_layers + g.draft_layers, g.kind, g.block_size) for g in plan.groups]
     assert ours == vllm.groups
-    assert [g.runner for g in plan.groups] == vllm.runner
+    assert [g.runner_k for g in plan.groups] == vllm.runner
     drafts = {g.id for g in plan.groups if g.draft_layers}
     assert drafts == set(vllm.draft_groups)
-    if vllm.speculator is not None and plan.setup.runner == "v2":
-        assert {i: plan.groups[i].speculator for i in drafts} == {
+    if vllm.speculator is not None and plan.runner == "v2":
+        assert {i: plan.groups[i].speculator_k for i in drafts} == {
             i: vllm.speculator[i] for i in drafts
         }
 
@@ -230,7 +231,7 @@ def test_mamba_state_matches_vllm_calculators(tmp_path: Path) -> None:
         setup, plan, vllm = _both(path, "h100", model)
         state = {l.state_bytes for l in setup.layers if l.kind == "mamba"}
         assert len(state) == 1
-        page = vllm.block_size * _per_token(plan)
+        page = vllm.block_size * _per_token(setup)
         assert vllm.mamba_page_size_padded in (None, page)
         (ours,) = state
         assert ours is not None
@@ -238,13 +239,13 @@ def test_mamba_state_matches_vllm_calculators(tmp_path: Path) -> None:
         assert _vllm_state(setup, plan, model) == ours
 
 
-def _per_token(plan: PlanResult) -> int:
+def _per_token(setup: Deployment) -> int:
     from kvconfig.mirror.block_size import attention_page_per_token
 
-    return attention_page_per_token(plan.setup, plan.layers)
+    return attention_page_per_token(setup)
 
 
-def _vllm_state(setup: Setup, plan: PlanResult, model: str) -> int:
+def _vllm_state(setup: Deployment, plan: PlanResult, model: str) -> int:
     """The unpadded MambaSpec page vLLM's own model class computes for this deployment."""
     from vllm.v1.kv_cache_interface import MambaSpec
     from vllm_harness import _emulation, _model_class, _vllm_config
@@ -286,8 +287,8 @@ SLOW_GRID = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("platform", "text", "model"), SLOW_GRID)
 def test_grid_matches_vllm(tmp_path: Path, platform: str, text: str, model: str) -> None:
-    setup = load_setup(str(_serve(tmp_path, text)), parse_platform(platform))
-    plan = resolve_setup(setup)
+    setup = load(str(_serve(tmp_path, text)))
+    plan = resolve(setup, parse_platform(platform))
     if not plan.groups:
         pytest.skip("vLLM refuses this deployment: " + plan.findings[0].code)
     if any(f.code == "KV201" for f in plan.findings):

@@ -14,7 +14,8 @@ import pytest
 
 from kvconfig.mirror.catalog import SizeContext, load_catalog
 from kvconfig.mirror.platform import fa_version, is_quantized, kv_quant
-from kvconfig.mirror.selection import TRAITS, Machine, Request, invalid_reasons, priorities
+from kvconfig.mirror.selection import TRAITS, invalid_reasons, priorities
+from kvconfig.mirror.traits import Machine, Request
 
 pytest.importorskip("vllm")
 
@@ -67,16 +68,13 @@ def _machine(cap: tuple[int, int], head_size: int, kv: str, trtllm_off: bool) ->
         ),
     )
 
-    def nospec(name: str) -> Any:
-        entry = catalog.by_class.get(catalog.registry.get(name, ""))
-        return entry.sizes(ctx) if entry is not None else ()
-
     return Machine(
         vendor="cuda",
         capability=cap,
         use_trtllm_attention=False if trtllm_off else None,
         quantized_cache=is_quantized(kv),
-        block_sizes_nospec=nospec,
+        catalog=catalog,
+        target=ctx,
     )
 
 

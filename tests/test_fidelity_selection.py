@@ -22,7 +22,8 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig.mirror.selection import Machine, Request, invalid_reasons, priorities
+from kvconfig.mirror.selection import invalid_reasons, priorities
+from kvconfig.mirror.traits import Machine, Request
 from tools.catalog import emulate
 from tools.catalog.emulate import Emulation
 

@@ -570,7 +570,7 @@ def test_model_runner_v1_drafter_gets_the_runner_plan(engine: Engine, mode: Any)
     good = drafter(sizes)
     assert [g.kernel_block_size for g in good.draft_attn_groups] == [64]
     report = _observe.finish(_enforce.Session(runner(good), "v1"))
-    assert report.plan.groups[0].speculator == 64
+    assert report.plan.groups[0].speculator_k == 64
 
     with pytest.raises(KernelBlockSizeMismatch) as info:
         _observe.finish(_enforce.Session(runner(drafter(None)), "v1"))

@@ -11,7 +11,7 @@ from typing import get_args
 
 import pytest
 
-from kvconfig.load import serve as _serve
+from kvconfig.load import checks as _checks
 from kvconfig.mirror import versions
 from kvconfig.mirror.catalog import load_catalog
 
@@ -55,7 +55,7 @@ def test_backend_per_kind_keys_are_vllms_spec_kinds() -> None:
 def test_backend_names_are_vllms_enum() -> None:
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
-    known = set(load_catalog(_facts().version).registry) | set(_serve.VLLM_ONLY_BACKENDS)
+    known = set(load_catalog(_facts().version).registry) | set(_checks.VLLM_ONLY_BACKENDS)
     assert known == {e.name for e in AttentionBackendEnum}
 
 
@@ -64,7 +64,7 @@ def test_env_choices_are_vllms() -> None:
 
     from vllm import envs
 
-    choices = _serve.ENV_CHOICES["VLLM_KV_CACHE_LAYOUT"]
+    choices = _checks.ENV_CHOICES["VLLM_KV_CACHE_LAYOUT"]
     assert choices is not None
     for value in choices:
         os.environ["VLLM_KV_CACHE_LAYOUT"] = value

@@ -15,16 +15,17 @@ from layout_cases import CASES, EXAMPLES, MODELS, Case
 
 from kvconfig.cli import main
 from kvconfig.derive import architectures as _hf
-from kvconfig.derive.common import Context
+from kvconfig.derive.common import Context, Model
 from kvconfig.errors import InputError, UnsupportedArchitecture
-from kvconfig.load.deployment import load_setup
+from kvconfig.load.deployment import load
+from kvconfig.load.models import read_model
 from kvconfig.load.platforms import parse_platform
-from kvconfig.plan.resolve import PlanResult, resolve_setup
+from kvconfig.plan.resolve import resolve
+from kvconfig.plan.result import PlanResult
 
 
 def plan_of(path: str | Path, platform: str, hooks: str | None = None) -> PlanResult:
-    setup = load_setup(str(path), parse_platform(platform), hooks=hooks)
-    return resolve_setup(setup)
+    return resolve(load(str(path), hooks=hooks), parse_platform(platform))
 
 
 def serve_file(tmp_path: Path, name: str, text: str) -> Path:
@@ -37,8 +38,8 @@ def serve_file(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def model(name: str) -> _hf.Model:
-    return _hf.read_model(MODELS / name, "test", "model")
+def model(name: str) -> Model:
+    return read_model(MODELS / name, "test", "model")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -46,7 +47,7 @@ def test_example_plan_matches_the_table(case: Case) -> None:
     plan = plan_of(EXAMPLES / case.file, case.platform)
     assert plan.verdict == case.verdict
     assert [(g.kind, g.block_size, g.kernel_block_size) for g in plan.groups] == case.groups
-    speculator = {g.id: g.speculator for g in plan.groups if g.draft_layers}
+    speculator = {g.id: g.speculator_k for g in plan.groups if g.draft_layers}
     assert speculator == case.speculator
     assert any(f.code == "KV501" for f in plan.findings) == case.adjusted
 
@@ -57,7 +58,7 @@ def test_examples_are_safe_with_the_hooks(case: Case) -> None:
     assert plan.verdict == "ok"
     for g in plan.groups:
         if g.draft_layers:
-            assert g.speculator == g.runner
+            assert g.speculator_k == g.runner_k
 
 
 def test_every_example_is_in_the_table() -> None:

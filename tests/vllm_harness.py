@@ -38,8 +38,8 @@ from typing import Any
 
 import torch
 
-from kvconfig.plan.resolve import PlanResult
-from kvconfig.plan.setup import Setup
+from kvconfig.plan.result import PlanResult
+from schemas.deployment import Deployment
 from tools.catalog import emulate
 from tools.catalog.emulate import Emulation
 
@@ -90,7 +90,7 @@ class _Attrs(dict):  # type: ignore[type-arg]
             raise AttributeError(name) from err
 
 
-def _model_config(setup: Setup, model_json: dict[str, Any] | None, emu: Emulation) -> Any:
+def _model_config(setup: Deployment, model_json: dict[str, Any] | None, emu: Emulation) -> Any:
     from tools.catalog.emulate import _FakeModelConfig
 
     mc = _FakeModelConfig(emu)
@@ -111,11 +111,10 @@ def _model_config(setup: Setup, model_json: dict[str, Any] | None, emu: Emulatio
     return mc
 
 
-def _emulation(setup: Setup, plan: PlanResult) -> Emulation:
+def _emulation(setup: Deployment, plan: PlanResult) -> Emulation:
     from tests.vllm_truth import emulation_for
 
-    assert plan.setup is setup
-    return emulation_for(plan)
+    return emulation_for(setup, plan)
 
 
 @contextmanager
@@ -134,7 +133,7 @@ def _no_metadata_builders() -> Iterator[None]:
         attn_utils.get_attn_cg_support = saved[1]
 
 
-def _layers(setup: Setup, plan: PlanResult, cfg: Any) -> dict[str, Any]:
+def _layers(setup: Deployment, plan: PlanResult, cfg: Any) -> dict[str, Any]:
     """Stand-in layers whose spec methods are vLLM's own, in kvconfig's order."""
     from vllm.model_executor.layers.attention.attention import Attention
     from vllm.model_executor.layers.attention.mla_attention import (
@@ -279,7 +278,11 @@ def _mamba_layer(kind: str, model_cls: Any, cfg: Any, draft: bool) -> Any:
 
 
 def _vllm_config(
-    setup: Setup, plan: PlanResult, model_json: dict[str, Any] | None, emu: Emulation, base: Any
+    setup: Deployment,
+    plan: PlanResult,
+    model_json: dict[str, Any] | None,
+    emu: Emulation,
+    base: Any,
 ) -> Any:
     from vllm.config import CacheConfig
 
@@ -318,7 +321,7 @@ def _vllm_config(
     return cfg
 
 
-def run_vllm(setup: Setup, plan: PlanResult, model_json: dict[str, Any] | None) -> VllmOutcome:
+def run_vllm(setup: Deployment, plan: PlanResult, model_json: dict[str, Any] | None) -> VllmOutcome:
     """vLLM's own B, groups and kernel block sizes for ``setup`` (layers as ``plan`` has them)."""
     from vllm.model_executor.models.config import (
         MODELS_CONFIG_MAP,

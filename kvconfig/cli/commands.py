@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from kvconfig.errors import InputError, KVConfigError
 
 if TYPE_CHECKING:
-    from kvconfig.load.platforms import PlatformId
+    from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.mirror.platform import PlatformId
     from kvconfig.report.render import Outcome
+    from schemas.deployment import Deployment
 
 FORMATS = ("text", "json", "github", "sarif")
 
@@ -54,7 +56,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _env_pairs(items: Sequence[str]) -> dict[str, str]:
-    from kvconfig.load.serve import check_env
+    from kvconfig.load.checks import check_env
 
     env = {}
     for item in items:
@@ -229,7 +231,8 @@ def _platforms(args: argparse.Namespace) -> list[PlatformId | None]:
 
 
 def _outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:
-    """One outcome per (deployment, platform).
+    """One outcome per (deployment, platform): each deployment is read once, then
+    planned on every platform.
 
     With ``many`` (``lint``) a deployment that cannot be read or planned becomes an
     error outcome and its line goes to stderr; otherwise the InputError propagates.
@@ -242,14 +245,21 @@ def _outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -
     for target in _targets(args, command, many):
         source = target if isinstance(target, str) else "<command>"
         failed: list[tuple[str, InputError]] = []
-        for platform in platforms:
-            label = platform.label() if platform is not None else "-"
-            try:
-                outcomes.append(_outcome(args, target, source, platform, env))
-            except InputError as err:
-                if not many:
-                    raise
-                failed.append((label, err))
+        try:
+            loaded = _load(args, target, env)
+        except InputError as err:
+            if not many:
+                raise
+            failed = [(p.label() if p is not None else "-", err) for p in platforms]
+        else:
+            for platform in platforms:
+                label = platform.label() if platform is not None else "-"
+                try:
+                    outcomes.append(_outcome(loaded, target, source, platform))
+                except InputError as err:
+                    if not many:
+                        raise
+                    failed.append((label, err))
         if len(failed) == len(platforms) > 1 and len({str(f) for _, f in failed}) == 1:
             failed = [("all platforms", failed[0][1])]
         for label, problem in failed:
@@ -258,51 +268,72 @@ def _outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -
     return outcomes
 
 
-def _outcome(
-    args: argparse.Namespace,
-    target: str | list[str],
-    source: str,
-    platform: PlatformId | None,
-    env: dict[str, str],
-) -> Outcome:
-    """Load, resolve and report one deployment on one platform."""
+def _load(
+    args: argparse.Namespace, target: str | list[str], env: dict[str, str]
+) -> Deployment | UnsupportedArchitecture:
+    """The deployment of a target, through the loader the API uses too; a model kvconfig
+    cannot derive is returned as its error (it becomes finding KV401)."""
     from kvconfig.errors import UnsupportedArchitecture
-    from kvconfig.load.deployment import load_setup
-    from kvconfig.plan import findings as F
-    from kvconfig.plan.resolve import PlanResult, resolve_setup
-    from kvconfig.plan.setup import LayerSet, Setup
-    from kvconfig.report.render import Outcome
+    from kvconfig.load.deployment import load
 
     try:
-        setup = load_setup(
+        return load(
             target,
-            platform,
             env=env,
             vllm_version=args.vllm_version,
             hooks=args.hooks,
             trtllm_cubins=args.trtllm_cubins,
         )
     except UnsupportedArchitecture as err:
-        plat = platform
-        if plat is None:
+        return err
+
+
+def _outcome(
+    loaded: Deployment | UnsupportedArchitecture,
+    target: str | list[str],
+    source: str,
+    platform: PlatformId | None,
+) -> Outcome:
+    """Resolve and report one deployment on one platform."""
+    from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.load.platforms import parse_platform
+    from kvconfig.mirror import versions
+    from kvconfig.plan import findings as F
+    from kvconfig.plan.resolve import resolve
+    from kvconfig.plan.result import PlanResult
+    from kvconfig.report.render import Outcome
+
+    if isinstance(loaded, UnsupportedArchitecture):
+        if platform is None:
             raise InputError(
                 "no platform given",
                 source=source,
                 key="--platform",
                 hint="pass --platform, e.g. --platform h200",
-            ) from None
-        stub = Setup(source=source, platform=plat, layers=(LayerSet(),))
-        plan = PlanResult(stub, (), (F.architecture(err.architecture, err.source, err.snippet),))
-        return Outcome(source, plat.label(), plan)
-    if setup.platform is None:
-        raise InputError(
-            "no platform given",
+            )
+        found = F.architecture(loaded.architecture, loaded.source, loaded.snippet)
+        plan = PlanResult(
             source=source,
-            key="--platform",
-            hint="pass --platform, e.g. --platform h200, or set 'platform' in the file",
+            vllm_version=versions.DEFAULT,
+            platform=platform,
+            runner="v2",
+            hooks="none",
+            speculative_method=None,
+            groups=(),
+            findings=(found,),
         )
-    plan = resolve_setup(setup)
-    return Outcome(source, setup.platform.label(), plan, line_of=_key_lines(target))
+        return Outcome(source, platform.label(), plan)
+    if platform is None:
+        if loaded.platform is None:
+            raise InputError(
+                "no platform given",
+                source=source,
+                key="--platform",
+                hint="pass --platform, e.g. --platform h200, or set 'platform' in the file",
+            )
+        platform = parse_platform(loaded.platform)
+    plan = resolve(loaded, platform)
+    return Outcome(source, platform.label(), plan, line_of=_key_lines(target))
 
 
 def _key_lines(target: str | list[str]) -> dict[str, int]:
@@ -320,9 +351,9 @@ def _key_lines(target: str | list[str]) -> dict[str, int]:
 
 
 def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig.report.render import Outcome, render_json, render_plan
+    from kvconfig.report.render import render_json, render_plan
 
-    outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]
+    outcomes = _outcomes(args, command, many=False)
     if args.format == "json":
         text = render_json(outcomes)
     else:
@@ -331,15 +362,9 @@ def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
 
 
 def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig.report.render import (
-        Outcome,
-        render_github,
-        render_json,
-        render_lint,
-        render_sarif,
-    )
+    from kvconfig.report.render import render_github, render_json, render_lint, render_sarif
 
-    outcomes = [o for o in _outcomes(args, command, many=True) if isinstance(o, Outcome)]
+    outcomes = _outcomes(args, command, many=True)
     render = {
         "text": render_lint,
         "json": render_json,
@@ -358,12 +383,11 @@ def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
 
 def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
     from kvconfig.report.explain import explain_code, explain_plan
-    from kvconfig.report.render import Outcome
 
     code = (args.deployment or "").upper()
     if code.startswith("KV") and not Path(args.deployment).exists():
         return explain_code(code), 0
-    outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]
+    outcomes = _outcomes(args, command, many=False)
     return "\n".join(explain_plan(o.plan) for o in outcomes if o.plan is not None), 0
 
 
@@ -380,9 +404,7 @@ def _cmd_export(args: argparse.Namespace, command: list[str] | None) -> tuple[st
                 hint="kvconfig export --schema DIR",
             )
         return export_schemas(folders[0] if folders else None), 0
-    from kvconfig.report.render import Outcome
-
-    outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]
+    outcomes = _outcomes(args, command, many=False)
     return export_plan(outcomes, args.output)
 
 

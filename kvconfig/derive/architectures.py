@@ -12,18 +12,12 @@ docs/layouts.md says how each is derived and grouped.
 from __future__ import annotations
 
 import importlib
-import json
-import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.derive.common import Context, Model, attention_geometry, pos_int, runs
 from kvconfig.errors import InputError, UnsupportedArchitecture
-
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-"""``config.json`` files larger than this are refused (real ones are a few KiB)."""
 
 
 def model_dtype(cfg: Mapping[str, Any], override: str | None) -> str:
@@ -205,60 +199,6 @@ def model_facts(model: Model) -> dict[str, int]:
     return facts
 
 
-def read_model(path: Path, source: str, key: str) -> Model:
-    """The ``config.json`` of a local model folder (or the file itself)."""
-    cfg_path = path / "config.json" if path.is_dir() else path
-    if not cfg_path.exists():
-        raise InputError(
-            f"no config.json in {path}",
-            source=source,
-            key=key,
-            hint="point it at a folder holding the model's Hugging Face config.json",
-        )
-    from kvconfig.load.yamlfile import decode, read_bytes
-
-    raw = read_bytes(cfg_path, str(cfg_path), MAX_CONFIG_BYTES, what="config.json")
-    text = decode(raw, str(cfg_path), what="config.json")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(
-            f"invalid JSON: {err.msg} at column {err.colno}",
-            source=str(cfg_path),
-            line=err.lineno,
-            hint="fix the JSON syntax",
-        ) from None
-    except (RecursionError, ValueError) as err:
-        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
-        raise InputError(
-            f"invalid JSON: {why}", source=str(cfg_path), hint="fix config.json"
-        ) from None
-    if not isinstance(data, dict):
-        raise InputError(
-            "expected a JSON object at the top level",
-            source=str(cfg_path),
-            hint="a Hugging Face config.json is one JSON object",
-        )
-    return Model(str(cfg_path), data)
-
-
-def hub_cache_folder(repo_id: str) -> Path | None:
-    """The newest snapshot of ``repo_id`` in the local Hugging Face cache, if any (no network)."""
-    if repo_id.count("/") != 1 or repo_id.startswith(("/", ".")):
-        return None
-    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub"
-    )
-    snapshots = Path(hub) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-    if not snapshots.is_dir():
-        return None
-    found = sorted(
-        (p for p in snapshots.iterdir() if (p / "config.json").is_file()),
-        key=lambda p: p.stat().st_mtime,
-    )
-    return found[-1] if found else None
-
-
 def derive(
     model: Model,
     dtype: str,
@@ -327,5 +267,4 @@ __all__ = [
     "model_context_length",
     "model_facts",
     "pos_int",
-    "read_model",
 ]

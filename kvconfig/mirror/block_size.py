@@ -21,12 +21,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kvconfig.derive.common import per_rank
 from kvconfig.errors import AlignedBlockSizeUnsupported, NoCommonBlockSize
-from kvconfig.mirror.selection import PREFERRED_BLOCK_SIZE, Machine, supports_block_size
-from kvconfig.mirror.specs import dtype_bytes, torch_dtype
-from kvconfig.plan.groups import MLA_KINDS, BlockPlan, LayerInfo
-from kvconfig.plan.setup import Setup
+from kvconfig.mirror.platform import PlatformId
+from kvconfig.mirror.selection import supports_block_size
+from kvconfig.mirror.specs import MLA_KINDS, BlockPlan, dtype_bytes, per_rank, torch_dtype
+from kvconfig.mirror.traits import Machine
+from schemas.deployment import Deployment
 from schemas.sizes import KernelSize, MultipleOf
 
 DEFAULT_BLOCK_SIZE = 16
@@ -37,6 +37,14 @@ CUDA_RUNTIME_MAJOR = 13
 
 GDN_CHECKPOINT_ALIGNMENT = 64
 """``FLASHINFER_GDN_CHECKPOINT_ALIGNMENT`` (``v1/attention/backends/gdn_attn.py``)."""
+
+#: ``get_preferred_block_size`` overrides, by backend name: default -> preferred.
+PREFERRED_BLOCK_SIZE: dict[str, Callable[[int], int]] = {
+    "B12X": lambda d: d if d in (64, 128) else 128,
+    "DEEPSEEK_SPARSE_SWA": lambda d: 256,
+    "ROCM_AITER_UNIFIED_ATTN": lambda d: 64,
+    "ULTRAQUANT": lambda d: 64,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,16 +61,6 @@ SizesOf = Callable[[Backend], tuple[KernelSize, ...]]
 
 def _base(s: KernelSize) -> int:
     return s.multiple_of if isinstance(s, MultipleOf) else s
-
-
-def backends(layers: Sequence[LayerInfo]) -> list[Backend]:
-    """``_find_non_ssm_backends``: distinct attention backends, in layer order."""
-    found: dict[str, Backend] = {}
-    for info in layers:
-        if info.backend_name is None or info.layer.kind == "mamba":
-            continue
-        found.setdefault(info.class_path, Backend(info.display_name(), info.class_path))
-    return list(found.values())
 
 
 def preferred(names: Sequence[Backend], m: Machine, sizes_of: SizesOf) -> tuple[int, str]:
@@ -95,16 +93,15 @@ def preferred(names: Sequence[Backend], m: Machine, sizes_of: SizesOf) -> tuple[
     raise NoCommonBlockSize([b.name for b in names])
 
 
-def checkpoint_alignment(s: Setup, layers: Sequence[LayerInfo]) -> int | None:
+def checkpoint_alignment(s: Deployment, p: PlatformId) -> int | None:
     """``get_mamba_prefill_checkpoint_alignment``: the lcm of every Mamba layer's grid, or
     None unless all have one. Only gated-delta-net layers on FlashInfer's prefill kernel
     (CUDA SM 9.0; SM10x/12x with 128-wide keys and CUDA 13) export checkpoints, and only
     with prefix caching (``mamba_cache_mode == "align"``)."""
-    mamba = [i.layer for i in layers if i.layer.kind == "mamba"]
+    mamba = [layer for layer in s.layers if layer.kind == "mamba"]
     if not mamba or not s.prefix_caching:
         return None
-    p = s.platform
-    if p is None or p.vendor != "cuda" or p.capability is None:
+    if p.vendor != "cuda" or p.capability is None:
         return None
     alignment = 1
     for layer in mamba:
@@ -117,14 +114,13 @@ def checkpoint_alignment(s: Setup, layers: Sequence[LayerInfo]) -> int | None:
     return alignment
 
 
-def attention_page_per_token(s: Setup, layers: Sequence[LayerInfo]) -> int:
+def attention_page_per_token(s: Deployment) -> int:
     """One token's attention page as ``_align_hybrid_block_size`` computes it: the target
     model's per-rank KV heads and head size (``model_config``), the cache dtype."""
     target = next(
-        i.layer
-        for i in layers
-        if i.layer.role == "target"
-        and i.layer.kind in ("full_attention", "sliding_window", *MLA_KINDS)
+        layer
+        for layer in s.layers
+        if layer.role == "target" and layer.kind in ("full_attention", "sliding_window", *MLA_KINDS)
     )
     kv = s.kv_cache_dtype
     dtype = torch_dtype(target.kind, kv, target.dtype)
@@ -135,28 +131,28 @@ def attention_page_per_token(s: Setup, layers: Sequence[LayerInfo]) -> int:
 
 
 def plan_block_size(
-    s: Setup, layers: Sequence[LayerInfo], m: Machine, sizes_of: SizesOf
+    s: Deployment, p: PlatformId, names: Sequence[Backend], m: Machine, sizes_of: SizesOf
 ) -> tuple[BlockPlan, bool]:
     """B (and the Mamba block and padding) vLLM uses, and whether alignment changed B.
 
+    ``names`` are the distinct non-SSM backends in layer order (``_find_non_ssm_backends``).
     Raises NoCommonBlockSize or AlignedBlockSizeUnsupported where vLLM fails.
     """
-    names = backends(layers)
     if s.block_size is not None:
         block, reason = s.block_size, "--block-size"
     else:
         block, reason = preferred(names, m, sizes_of)
-    mamba = [i.layer for i in layers if i.layer.kind == "mamba"]
+    mamba = [layer for layer in s.layers if layer.kind == "mamba"]
     if not mamba or not names:
         return BlockPlan(block, reason), False
     state = max(layer.state_bytes or 0 for layer in mamba)
-    per_token = attention_page_per_token(s, layers)
+    per_token = attention_page_per_token(s)
     first = min(_base(x) for x in sizes_of(names[0]))
     kernel = max(first, block)
     backend_align = math.lcm(*(min(_base(x) for x in d) for b in names if (d := sizes_of(b))))
-    if any(i.layer.kind in MLA_KINDS for i in layers if i.layer.role == "target"):
+    if any(layer.kind in MLA_KINDS for layer in s.layers if layer.role == "target"):
         kernel = max(kernel, 128)
-    grid = checkpoint_alignment(s, layers)
+    grid = checkpoint_alignment(s, p)
     if s.prefix_caching:
         kernel = math.lcm(kernel, grid or 1)
     aligned = kernel * -(-state // (kernel * per_token))

@@ -19,7 +19,7 @@ from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 from kvconfig.mirror import platform as _facts
 from kvconfig.mirror import versions
-from schemas.sizes import KernelSize, size_from_json
+from schemas.sizes import KernelSize, MultipleOf, size_from_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +166,20 @@ class CatalogData:
     by_class: Mapping[str, Entry]
     mamba_registry: Mapping[str, str] = field(default_factory=dict)
     """vLLM's ``MambaAttentionBackendEnum``: state backend name -> class path."""
+    _declared: dict[tuple[str, SizeContext], tuple[KernelSize, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def declared_by_name(self, name: str, ctx: SizeContext) -> tuple[KernelSize, ...]:
+        """The sizes backend ``name`` (a vLLM name or a class path) declares in ``ctx``;
+        ``[MultipleOf(1)]``, vLLM's default, for a class the catalog does not know."""
+        key = (name, ctx)
+        hit = self._declared.get(key)
+        if hit is None:
+            entry = self.by_class.get(self.registry.get(name, name))
+            hit = entry.sizes(ctx) if entry is not None else (MultipleOf(1),)
+            self._declared[key] = hit
+        return hit
 
     def lookup(self, backend: str, *, source: str = "", key: str = "") -> Entry:
         """The entry for a backend given as an ``--attention-backend`` name or a class path."""

@@ -48,3 +48,14 @@ def working_block_sizes(voters: Sequence[Declared], limit: int = 1024) -> list[i
             continue
         good.append(b)
     return good
+
+
+def narrow(kernel_block_size: int, voter: Declared) -> int:
+    """``AttentionGroup.create_metadata_builders``: a group's k narrowed for one backend
+    (the vote over that backend alone, with k as the block size); k when it has none."""
+    if accepts(list(voter[1]), kernel_block_size):
+        return kernel_block_size
+    try:
+        return select_common(kernel_block_size, [voter])
+    except NoCommonKernelBlockSize:
+        return kernel_block_size

@@ -3,57 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from kvconfig.codes import FindingCode, Severity
+from kvconfig.codes import FindingCode
 from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.mirror.platform import PlatformId
+from kvconfig.mirror.selection import Selection
 from kvconfig.mirror.vote import Declared
-from schemas.sizes import format_sizes
-
-if TYPE_CHECKING:
-    from kvconfig.mirror.selection import Selection
-    from kvconfig.plan.groups import Group
-    from kvconfig.plan.resolve import Voter, _Ctx
-    from kvconfig.plan.setup import LayerSet, Setup
-
-_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """One finding."""
-
-    code: FindingCode
-    group: int | None
-    message: str
-    fixes: tuple[str, ...] = field(default=())
-
-    @property
-    def name(self) -> str:
-        """The code's stable slug."""
-        return self.code.slug
-
-    @property
-    def severity(self) -> Severity:
-        """error, warning or info."""
-        return self.code.severity
-
-    def to_json(self) -> dict[str, object]:
-        """The documented JSON shape of a finding."""
-        return {
-            "code": self.code.value,
-            "name": self.name,
-            "severity": self.severity.value,
-            "group": self.group,
-            "message": self.message,
-            "fixes": list(self.fixes),
-        }
-
-
-def sort(findings: Sequence[Found]) -> list[Found]:
-    """Errors first, then by group."""
-    return sorted(findings, key=lambda f: (_ORDER[f.severity], -1 if f.group is None else f.group))
+from kvconfig.plan.assemble import Group
+from kvconfig.plan.result import Found, Voter
+from schemas.deployment import Deployment, LayerSet
+from schemas.sizes import KernelSize, format_sizes
 
 
 def _plural(n: int, word: str) -> str:
@@ -69,9 +28,9 @@ def _who(voters: Sequence[Voter]) -> str:
     return "; ".join(parts)
 
 
-def _speculator(setup: Setup) -> str:
-    method = (setup.speculative_method or "").upper().replace("DRAFT_MODEL", "draft-model")
-    return f"The {method} speculator (Model Runner V2)"
+def _speculator(method: str | None) -> str:
+    name = (method or "").upper().replace("DRAFT_MODEL", "draft-model")
+    return f"The {name} speculator (Model Runner V2)"
 
 
 def component_mismatch(
@@ -79,7 +38,7 @@ def component_mismatch(
     runner: int,
     speculator: int,
     voters: Sequence[Voter],
-    ctx: _Ctx,
+    method: str | None,
     *,
     block_fixes: Sequence[int] = (),
     backend_fixes: Sequence[str] = (),
@@ -90,7 +49,7 @@ def component_mismatch(
     head = (
         f"KV-cache group {g.id} ({_who(voters)}) has {B}-token blocks. The model runner "
         f"votes over all layers and splits each block into {_plural(f, 'kernel page')} of "
-        f"{runner} tokens; that is how the KV cache is allocated. {_speculator(ctx.setup)} "
+        f"{runner} tokens; that is how the KV cache is allocated. {_speculator(method)} "
         f"votes again over its draft layers alone and gets {speculator}."
     )
     if speculator == B:
@@ -127,7 +86,7 @@ def component_mismatch(
     return Found(code, g.id, head + body, tuple(fixes))
 
 
-def fixed_by_hooks(g: Group, runner: int, own: int, voters: Sequence[Voter]) -> Found:
+def fixed_by_hooks(g: Group, runner: int, own: int) -> Found:
     """KV103: the hooks make the speculator use the runner's k."""
     return Found(
         FindingCode.MISMATCH_FIXED_BY_HOOKS,
@@ -166,9 +125,9 @@ def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: in
     )
 
 
-def no_block_size(names: Sequence[str], ctx: _Ctx) -> Found:
-    """KV203: no default B suits every backend."""
-    sizes = "; ".join(f"{n}: {format_sizes(ctx.machine.block_sizes_nospec(n))}" for n in names)
+def no_block_size(names: Sequence[str], declared: Sequence[Sequence[KernelSize]]) -> Found:
+    """KV203: no default B suits every backend (``declared``: each one's sizes)."""
+    sizes = "; ".join(f"{n}: {format_sizes(d)}" for n, d in zip(names, declared, strict=True))
     return Found(
         FindingCode.NO_COMMON_BLOCK_SIZE,
         None,
@@ -178,7 +137,7 @@ def no_block_size(names: Sequence[str], ctx: _Ctx) -> Found:
     )
 
 
-def backend_refused(layers: Sequence[LayerSet], sel: Selection, setup: Setup) -> Found:
+def backend_refused(layers: Sequence[LayerSet], sel: Selection, p: PlatformId) -> Found:
     """KV301/KV302/KV303: no usable backend for some layers (one finding for all of them)."""
     names = [n for layer in layers for n in layer.names()]
     where = (
@@ -186,8 +145,7 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, setup: Setup) ->
         if len(names) == 1
         else (f"{len(names)} {layers[0].role} layers ({names[0]} .. {names[-1]})")
     )
-    p = setup.platform
-    plat = p.label() if p is not None else "this platform"
+    plat = p.label()
     if (
         sel.rejected
         and len(sel.rejected) == 1
@@ -258,10 +216,10 @@ def aligned_rejected(block_size: int, names: Sequence[str]) -> Found:
     )
 
 
-def grouping_fails(reason: str, setup: Setup) -> Found:
+def grouping_fails(reason: str, dep: Deployment) -> Found:
     """KV205: ``get_kv_cache_groups`` raises for these specs."""
     fixes = []
-    if setup.disable_hybrid_kv_cache_manager:
+    if dep.disable_hybrid_kv_cache_manager:
         fixes.append("drop --disable-hybrid-kv-cache-manager (Mamba hybrids need it)")
     fixes.append("check the layers' kinds and sizes")
     return Found(

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from kvconfig.load.platforms import PlatformId, parse_platform
+from kvconfig.load.platforms import parse_platform
 from kvconfig.mirror import platform as _facts
 from kvconfig.mirror import versions
 from kvconfig.mirror.catalog import Entry, SizeContext, load_catalog
+from kvconfig.mirror.platform import PlatformId
 from schemas.sizes import format_sizes, size_to_json
 
 ASSUMED = (

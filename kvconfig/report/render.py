@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 from kvconfig.codes import FindingCode, Severity
 from kvconfig.errors import InputError
-from kvconfig.plan.findings import Found
-from kvconfig.plan.resolve import GroupResult, PlanResult
+from kvconfig.plan.result import Found, GroupResult, PlanResult
 from schemas.sizes import format_sizes
 
 
@@ -54,12 +53,13 @@ def _layers(names: Sequence[str]) -> str:
 
 
 def _header(plan: PlanResult) -> str:
-    s = plan.setup
-    assert s.platform is not None
-    spec = s.speculative_method.upper() if s.speculative_method else "no speculator"
-    runner = "Model Runner V2" if s.runner == "v2" else "Model Runner V1"
-    hooks = ", kvconfig hooks: enforce" if s.hooks == "enforce" else ""
-    return f"{s.source} on {s.platform.label()}: vLLM {s.vllm_version}, {runner}, {spec}{hooks}"
+    spec = plan.speculative_method.upper() if plan.speculative_method else "no speculator"
+    runner = "Model Runner V2" if plan.runner == "v2" else "Model Runner V1"
+    hooks = ", kvconfig hooks: enforce" if plan.hooks == "enforce" else ""
+    return (
+        f"{plan.source} on {plan.platform.label()}: vLLM {plan.vllm_version}, {runner}, "
+        f"{spec}{hooks}"
+    )
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -85,8 +85,8 @@ def group_rows(groups: Sequence[GroupResult]) -> list[str]:
                 str(g.block_size),
                 _value(g.kernel_block_size),
                 _value(g.split),
-                _value(g.runner),
-                _value(g.speculator),
+                _value(g.runner_k),
+                _value(g.speculator_k),
                 backends,
             ]
         )

@@ -1,0 +1,405 @@
+"""The ``Deployment`` of a ``vllm serve`` configuration (a YAML file or a pasted command).
+
+The target's layers come from its ``config.json`` (``kvconfig.derive``), the drafter's
+from its own; the options that change the plan become the deployment's fields. Every
+value is checked here, where the option and its line are known; the ``Deployment`` then
+checks how the values fit together.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kvconfig._suggest import did_you_mean, same_first_word
+from kvconfig.derive import architectures as _hf
+from kvconfig.derive.common import Context, Model
+from kvconfig.errors import DeploymentError, InputError, UnsupportedArchitecture
+from kvconfig.load.checks import PLAN_ENV, check_env, describe, runner_from_env
+from kvconfig.load.models import hub_cache_folder, read_model
+from kvconfig.load.serve import (
+    Options,
+    backend_name,
+    check_keys,
+    int_option,
+    json_option,
+)
+from kvconfig.mirror import speculative, versions
+from schemas.deployment import AttentionSettings, Deployment, LayerSet
+
+MAX_LAYERS = 10_000
+"""Most attention layers kvconfig plans for in one deployment (real models have a few hundred)."""
+
+
+def _short(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies below it (for messages)."""
+    path = Path(os.path.normpath(path))
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def _model_path(opts: Options, key: str, value: Any) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise opts.err(
+            key, f"expected the model's folder, got {describe(value)}", "e.g. model: ./qwen3-8b"
+        )
+    path = Path(os.path.expanduser(value))
+    if not path.is_absolute():
+        path = opts.base / path
+    if path.is_file() and path.name != "config.json":
+        raise opts.err(
+            key,
+            f"{value!r} is a file, not a model folder",
+            "point it at the folder that holds the model's config.json",
+        )
+    if path.exists():
+        return _short(path)
+    cached = hub_cache_folder(value)
+    if cached is not None:
+        return cached
+    raise opts.err(
+        key,
+        f"{value!r} is neither a local folder nor in the Hugging Face cache",
+        "kvconfig never downloads: point it at a folder with the model's config.json",
+    )
+
+
+def to_deployment(
+    opts: Options, version: str, env: Mapping[str, str], overrides: Mapping[str, Any]
+) -> Deployment:
+    """The deployment of a serve configuration; ``overrides`` are fields the caller sets
+    (``hooks``, ``trtllm_cubins``, ``platform``)."""
+    f = versions.facts(version)
+    merged_env = {**opts.env, **env}
+    check_env(opts.env, opts.source, key="")
+    check_env(env, "")
+    known_archs = f.architectures
+    if "model" not in opts.values:
+        raise InputError(
+            "no model given", source=opts.source, key="model", hint="add 'model: PATH'"
+        )
+    dtype_opt = opts.values.get("dtype")
+    kv_dtype = opts.values.get("kv-cache-dtype", "auto")
+    if not isinstance(kv_dtype, str) or kv_dtype not in f.kv_cache_dtypes:
+        raise opts.err(
+            "kv-cache-dtype",
+            f"unknown KV-cache dtype {kv_dtype!r} for vLLM {version}",
+            did_you_mean(str(kv_dtype), f.kv_cache_dtypes) or "e.g. auto, fp8",
+        )
+    tp = int_option(opts, "tensor-parallel-size", high=1024) or 1
+    block_size = int_option(opts, "block-size", high=1 << 16)
+
+    attention = json_option(opts, "attention-config") or {}
+    check_keys(opts, "attention-config", attention, f.attention_config_keys)
+    cli_backend = backend_name(
+        opts, "attention-backend", opts.values.get("attention-backend"), version
+    )
+    if opts.values.get("attention-backend") is not None and attention.get("backend") is not None:
+        # EngineArgs.create_engine_config: "mutually exclusive", even when one says auto
+        raise opts.err(
+            "attention-backend",
+            "--attention-backend and attention-config.backend are both set",
+            "keep one: vLLM refuses the two together",
+        )
+    per_kind = attention.get("backend_per_kind") or {}
+    if not isinstance(per_kind, dict):
+        raise opts.err(
+            "attention-config.backend_per_kind",
+            f"expected a mapping of layer kind to backend, got {describe(per_kind)}",
+            "e.g. {sliding_window: FLASH_ATTN}",
+        )
+    for kind in per_kind:
+        if kind not in f.spec_kinds:
+            raise opts.err(
+                f"attention-config.backend_per_kind.{kind}",
+                f"unknown KV-cache group kind {kind!r}",
+                same_first_word(str(kind), f.spec_kinds) or f"use one of {', '.join(f.spec_kinds)}",
+            )
+    trt = attention.get("use_trtllm_attention")
+    if trt is not None and not isinstance(trt, bool):
+        raise opts.err(
+            "attention-config.use_trtllm_attention",
+            f"expected true or false, got {describe(trt)}",
+            "write true or false, unquoted",
+        )
+    fa = attention.get("flash_attn_version")
+    if fa is not None and (isinstance(fa, bool) or fa not in (2, 3, 4)):
+        raise opts.err(
+            "attention-config.flash_attn_version",
+            f"expected 2, 3 or 4, got {describe(fa)}",
+            "leave it out to let vLLM choose",
+        )
+
+    hf_overrides = json_option(opts, "hf-overrides") or {}
+    model_key = "hf-config-path" if opts.values.get("hf-config-path") else "model"
+    target_path = _model_path(opts, model_key, opts.values[model_key])
+    target = _read_model(opts, target_path, model_key)
+    if hf_overrides:
+        target = Model(target.path, {**target.config, **hf_overrides})
+    dtype = _hf.model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)
+    spec = json_option(opts, "speculative-config")
+    context = _derive_context(opts, spec, tp)
+    declared = target.text.get("num_hidden_layers")
+    if isinstance(declared, int) and declared > MAX_LAYERS:
+        # refuse before deriving: some layouts build per-layer lists
+        raise opts.err(
+            model_key,
+            f"the model has {declared} attention layers; kvconfig plans at most {MAX_LAYERS}",
+            "check num_hidden_layers in its config.json",
+        )
+    derived = _checked(target, _hf.derive(target, dtype, known=known_archs, context=context))
+    layers = [{**s, "role": "target"} for s in derived]
+    n_target = _hf.pos_int(target.text, "num_hidden_layers", target.path)
+
+    method = None
+    draft_backend = None
+    if spec is not None:
+        check_keys(opts, "speculative-config", spec, f.speculative_config_keys)
+        if "tensor_parallel_size" in spec:
+            raise opts.err(
+                "speculative-config.tensor_parallel_size",
+                "not a valid speculative-config key in vLLM",
+                "use draft_tensor_parallel_size",
+            )
+        try:
+            method, draft_layers = _drafter(
+                opts, spec, dtype, n_target, f, target=target, context=context
+            )
+        except UnsupportedArchitecture as err:
+            if err.source != opts.source:
+                raise
+            raise UnsupportedArchitecture(
+                f"{target.architecture} with its {err.architecture}", opts.source
+            ) from None
+        draft_kv = spec.get("kv_cache_dtype")
+        if draft_kv is not None and (
+            not isinstance(draft_kv, str) or draft_kv not in f.kv_cache_dtypes
+        ):
+            raise opts.err(
+                "speculative-config.kv_cache_dtype",
+                f"unknown KV-cache dtype {draft_kv!r} for vLLM {version}",
+                did_you_mean(str(draft_kv), f.kv_cache_dtypes) or "e.g. auto, fp8",
+            )
+        for s in draft_layers:
+            s["role"] = "draft"
+            if draft_kv is not None:
+                s["kv_cache_dtype"] = draft_kv
+        layers.extend(draft_layers)
+        draft_backend = backend_name(
+            opts, "speculative-config.attention_backend", spec.get("attention_backend"), version
+        )
+    total = sum(int(s["count"]) for s in layers)
+    if total > MAX_LAYERS:
+        raise opts.err(
+            model_key,
+            f"the model has {total} attention layers; kvconfig plans at most {MAX_LAYERS}",
+            "check num_hidden_layers in its config.json",
+        )
+    runner = _runner(opts, merged_env, spec, method)
+    fields: dict[str, Any] = {
+        "source": opts.source,
+        "vllm_version": version,
+        "runner": runner,
+        "block_size": block_size,
+        "kv_cache_dtype": kv_dtype,
+        "tensor_parallel_size": tp,
+        "attention": AttentionSettings(
+            backend=cli_backend
+            or backend_name(opts, "attention-config.backend", attention.get("backend"), version),
+            backend_per_kind=_per_kind_backends(opts, per_kind, version),
+            use_trtllm_attention=trt,
+            flash_attn_version=fa,
+        ),
+        "speculative_method": method,
+        "draft_attention_backend": draft_backend,
+        "num_speculative_tokens": context.num_speculative_tokens,
+        "prefix_caching": opts.values.get("enable-prefix-caching") is not False,
+        "disable_hybrid_kv_cache_manager": bool(opts.values.get("disable-hybrid-kv-cache-manager")),
+        "max_model_len": int_option(opts, "max-model-len", high=1 << 26)
+        or _hf.model_context_length(target),
+        "model_facts": _hf.model_facts(target),
+        "kv_cache_layout": merged_env.get("VLLM_KV_CACHE_LAYOUT"),
+        "env": {k: v for k, v in merged_env.items() if k in PLAN_ENV},
+        "layers": [LayerSet(**s) for s in layers],
+        **overrides,
+    }
+    try:
+        return Deployment(**fields)
+    except DeploymentError as err:
+        key = ".".join(str(part) for part in err.loc)
+        raise InputError(err.message, source=opts.source, key=key, hint=err.hint) from None
+
+
+def _per_kind_backends(opts: Options, per_kind: Mapping[str, Any], version: str) -> dict[str, str]:
+    """``attention-config.backend_per_kind``, each backend parsed (``auto`` leaves a kind out)."""
+    out = {}
+    for kind, value in per_kind.items():
+        name = backend_name(opts, f"attention-config.backend_per_kind.{kind}", value, version)
+        if name is not None:
+            out[str(kind)] = name
+    return out
+
+
+def _derive_context(opts: Options, spec: Mapping[str, Any] | None, tp: int) -> Context:
+    """The deployment facts derivers need (ranks, speculative tokens, Mamba dtypes)."""
+    num_spec = 0
+    if spec is not None:
+        raw = spec.get("num_speculative_tokens", 0)
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise opts.err(
+                "speculative-config.num_speculative_tokens",
+                f"expected a non-negative integer, got {raw!r}",
+                "e.g. 3",
+            )
+        num_spec = raw
+    return Context(
+        tensor_parallel_size=tp,
+        num_speculative_tokens=num_spec,
+        mamba_cache_dtype=str(opts.values.get("mamba-cache-dtype", "auto")),
+        mamba_ssm_cache_dtype=str(opts.values.get("mamba-ssm-cache-dtype", "auto")),
+    )
+
+
+def _drafter(
+    opts: Options,
+    spec: Mapping[str, Any],
+    dtype: str,
+    first_index: int,
+    f: versions.Facts,
+    *,
+    target: Model,
+    context: Context,
+) -> tuple[str, list[dict[str, Any]]]:
+    method = spec.get("method")
+    model = spec.get("model")
+    if method is not None and not isinstance(method, str):
+        raise opts.err(
+            "speculative-config.method",
+            f"expected a method name, got {describe(method)}",
+            "e.g. eagle3, mtp, draft_model, ngram",
+        )
+    if method is not None and method not in f.speculative_methods:
+        raise opts.err(
+            "speculative-config.method",
+            f"unknown speculative method {method!r} for vLLM {f.version}",
+            did_you_mean(method, f.speculative_methods) or "e.g. eagle3, mtp, draft_model, ngram",
+        )
+    known = f.architectures
+    if method in f.mtp_methods:
+        method = "mtp"
+    if method in speculative.WITHOUT_DRAFT_MODEL or model in ("ngram", "[ngram]"):
+        return (method or "ngram"), []
+    if method in ("custom_class", "extract_hidden_states") or (
+        model is None and method == "dspark"
+    ):
+        # vLLM takes these drafters from a Python class or from the target checkpoint itself;
+        # kvconfig cannot derive their layers from a config.json.
+        raise UnsupportedArchitecture(f"{method} drafter", opts.source)
+    if model is not None and not isinstance(model, str):
+        raise opts.err(
+            "speculative-config.model",
+            f"expected the drafter's folder, got {describe(model)}",
+            "e.g. model: ./eagle3-drafter",
+        )
+    if method == "mtp":
+        if model is None:
+            return method, _hf.derive_mtp(target, dtype, context)
+        own = _read_model(
+            opts, _model_path(opts, "speculative-config.model", model), "speculative-config.model"
+        )
+        return method, _hf.derive_mtp(own, dtype, context)
+    if model is None:
+        raise opts.err(
+            "speculative-config.model",
+            f"speculative method {method or 'draft_model'!r} needs a draft model",
+            "set speculative-config.model to the drafter's folder",
+        )
+    if method is None or method == "draft_model":
+        low = model.lower()
+        method = (
+            "eagle"
+            if "eagle-" in low
+            else "eagle3"
+            if "eagle3" in low
+            else "dflash"
+            if "dflash" in low
+            else "dspark"
+            if "dspark" in low
+            else "draft_model"
+        )
+    key = "speculative-config.model"
+    path = _model_path(opts, key, model)
+    draft = _read_model(opts, path, key)
+    if method in ("eagle", "eagle3"):
+        layers = _checked(
+            draft,
+            _hf.derive(
+                draft, dtype, first_index=first_index, draft=True, known=known, context=context
+            ),
+        )
+    else:
+        layers = _checked(
+            draft, _hf.derive(draft, dtype, first_index=0, known=known, context=context)
+        )
+        for s in layers:
+            s["name"] = "draft_model." + str(s["name"])
+    return method, layers
+
+
+#: Integer fields of a derived layer set, and the config.json key each comes from.
+_DERIVED_INTS = {
+    "count": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads",
+    "head_size": "head_dim",
+    "head_size_v": "head_dim",
+    "sliding_window": "sliding_window",
+    "tokens_per_state": "num_hidden_layers",
+}
+
+
+def _checked(model: Model, sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The derived layer sets, refused with a line about config.json if a value is not a
+    positive integer (a config.json can hold anything; vLLM would fail on it too)."""
+    for item in sets:
+        for field_name, config_key in _DERIVED_INTS.items():
+            value = item.get(field_name)
+            if value is None and field_name in ("sliding_window", "head_size_v"):
+                continue
+            if value is None and field_name == "tokens_per_state":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(
+                    f"expected a positive integer, got {describe(value)}",
+                    source=model.path,
+                    key=config_key,
+                    hint="fix the config.json value",
+                )
+    return sets
+
+
+def _read_model(opts: Options, path: Path, key: str) -> Model:
+    """``read_model``, its errors located at the option that named the folder."""
+    try:
+        return read_model(path, opts.source, key)
+    except InputError as err:
+        raise err.located(opts.source, opts.lines.get(key.split(".", maxsplit=1)[0])) from None
+
+
+def _runner(
+    opts: Options, env: Mapping[str, str], spec: Mapping[str, Any] | None, method: str | None
+) -> str:
+    if "VLLM_USE_V2_MODEL_RUNNER" in env:
+        return runner_from_env(env, opts.source)
+    if spec is not None:
+        if method in speculative.V1_ONLY:
+            return "v1"
+        if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
+            return "v1"
+        if spec.get("use_heterogeneous_vocab"):
+            return "v1"
+    return "v2"

@@ -1,0 +1,136 @@
+"""Step 1 and 2 of a plan: the backend each layer set gets, and what it declares.
+
+The request follows vLLM's configuration plumbing: ``attention-config.backend_per_kind``
+for the layer's kind (``v1/attention/selector.py:get_attn_spec_kind``), else
+``--attention-backend``; drafters inherit it or not depending on the runner and the
+method (``SpeculativeConfig.apply_draft_overrides``,
+``llm_base_proposer._create_draft_vllm_config``). The choice itself is
+``kvconfig.mirror.selection``; the declared sizes come from the catalog.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from kvconfig.mirror.catalog import Entry
+from kvconfig.mirror.selection import MAMBA_BACKENDS, Selection, model_backend
+from kvconfig.plan import findings as F
+from kvconfig.plan.assemble import canonical_cache_dtype
+from kvconfig.plan.context import PlanContext
+from kvconfig.plan.result import LayerInfo
+from schemas.deployment import LayerSet
+from schemas.sizes import KernelSize, MultipleOf
+
+#: kvconfig layer kinds -> vLLM's ``get_attn_spec_kind`` (the keys of ``backend_per_kind``).
+VLLM_KIND = {"sparse_mla": "mla_attention", "chunked_local": "full_attention"}
+"""Layer kinds that ``selector.get_attn_spec_kind`` reports as another kind when it looks up
+``attention-config.backend_per_kind`` (it sees only MLA, sliding window and attention type)."""
+
+_NAMING = frozenset({"name", "count", "first_index", "group"})
+_layer_key = operator.attrgetter(*(f for f in LayerSet.__slots__ if f not in _NAMING))
+"""Everything about a layer set but its names and group: what selection depends on."""
+
+
+def requested_backend(ctx: PlanContext, layer: LayerSet) -> tuple[str | None, str]:
+    """The backend a layer asks vLLM for, and where the request comes from."""
+    s = ctx.deployment
+    if layer.backend is not None:
+        return layer.backend, "deployment file"
+    att = s.attention
+    kind = VLLM_KIND.get(layer.kind, layer.kind)
+    per_kind = att.backend_per_kind.get(kind)
+    target_choice: tuple[str | None, str] = (
+        (per_kind, f"attention-config.backend_per_kind.{kind}")
+        if per_kind
+        else (att.backend, "--attention-backend")
+        if att.backend
+        else (None, "automatic")
+    )
+    if layer.role == "target":
+        return target_choice
+    method = s.speculative_method
+    if method == "draft_model" and s.runner == "v2":
+        return target_choice[0], (
+            "the target's attention config (V2 standalone draft models ignore "
+            "speculative-config.attention_backend)"
+        )
+    if s.draft_attention_backend:
+        return s.draft_attention_backend, "speculative-config.attention_backend"
+    if s.runner == "v1" or method in ("dflash", "dspark"):
+        if per_kind:
+            return per_kind, f"attention-config.backend_per_kind.{kind}"
+        return None, "automatic (the drafter does not inherit the target's backend here)"
+    if target_choice[0] is None:
+        return None, "automatic"
+    return target_choice[0], f"{target_choice[1]} (inherited by the drafter)"
+
+
+def choose_backends(ctx: PlanContext) -> list[LayerInfo]:
+    """Every layer set with its backend and declared sizes; refusals become findings."""
+    s = ctx.deployment
+    tp = s.tensor_parallel_size
+    major = ctx.platform.major
+    choices: dict[tuple[object, ...], tuple[Selection, str]] = {}
+    infos: list[LayerInfo] = []
+    refused: dict[tuple[str, int], tuple[Selection, list[LayerSet]]] = {}
+    for index, layer in enumerate(s.layers):
+        kv_dtype = layer.kv_cache_dtype or s.kv_cache_dtype
+        q = max(1, layer.num_heads // tp)
+        key = (_layer_key(layer), kv_dtype, q)
+        chosen = choices.get(key)
+        if chosen is None:
+            chosen = choices[key] = _choose(ctx, layer, kv_dtype, q)
+        sel, path = chosen
+        entry: Entry | None = None
+        sizes: tuple[KernelSize, ...] = ()
+        cache = kv_dtype
+        if sel.backend is None:
+            refused.setdefault((layer.role, id(sel)), (sel, []))[1].append(layer)
+        elif sel.backend in ctx.custom:
+            sizes = ctx.custom[sel.backend]
+        else:
+            entry = ctx.catalog.by_class.get(path)
+            name = entry.name if entry is not None else sel.backend
+            cache = canonical_cache_dtype(layer, name, s, major)
+            sizes = ctx.sizes(entry, layer, cache) if entry else (MultipleOf(1),)
+        infos.append(
+            LayerInfo(
+                index=index,
+                layer=layer,
+                selection=sel,
+                entry=entry,
+                backend_name=sel.backend,
+                class_path=path,
+                sizes=sizes,
+                heads_per_rank=q,
+                cache_dtype=cache,
+            )
+        )
+    for sel, layers in refused.values():
+        ctx.findings.append(F.backend_refused(layers, sel, ctx.platform))
+    return infos
+
+
+def _choose(ctx: PlanContext, layer: LayerSet, kv_dtype: str, heads: int) -> tuple[Selection, str]:
+    """The layer's backend selection and the backend class it resolves to."""
+    s = ctx.deployment
+    if layer.kind == "mamba":
+        path = MAMBA_BACKENDS.get(layer.mamba_type or "", "")
+        entry = ctx.catalog.by_class.get(path)
+        name = entry.name if entry is not None else (layer.mamba_type or "mamba").upper()
+        return Selection(name, "the Mamba mixer's own backend"), path
+    requested, source = requested_backend(ctx, layer)
+    if requested is not None and requested in ctx.custom:
+        return Selection(requested, source), requested
+    own = model_backend(layer.backend, ctx.machine, kv_dtype) if layer.backend else None
+    if own is not None:
+        return own, own.backend or ""
+    request = ctx.request(layer, kv_dtype, heads)
+    if requested is None:
+        sel = ctx.select(None, request, source)
+        return sel, ctx.catalog.registry.get(sel.backend or "", sel.backend or "")
+    key = source.split(" ")[0]
+    entry = ctx.catalog.lookup(requested, source=s.source, key=key)
+    name = requested.upper() if requested.upper() in ctx.catalog.registry else entry.name
+    sel = ctx.select(name, request, source)
+    return sel, entry.class_path
