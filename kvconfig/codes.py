@@ -115,6 +115,12 @@ class FindingCode(str, Enum):
         Severity.ERROR,
         "kvconfig cannot derive vLLM's automatic backend choice on this platform",
     )
+    BACKEND_UNKNOWN = (
+        "KV304",
+        "backend-unknown",
+        Severity.ERROR,
+        "kvconfig has no rules for a requested attention backend on this platform",
+    )
     ARCHITECTURE_NOT_DERIVABLE = (
         "KV401",
         "architecture-not-derivable",

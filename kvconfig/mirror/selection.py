@@ -113,6 +113,28 @@ def priorities(r: Request, m: Machine) -> list[str]:
     return [*head, "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT"]
 
 
+#: Backends of vLLM's other platforms, by name: the platform and the vLLM file that uses
+#: them. ``CudaPlatform.get_attn_backend_cls`` accepts one when its
+#: ``validate_configuration`` finds nothing wrong, but a CUDA build of vLLM has none of
+#: their kernels: the engine fails when the layers first run.
+OTHER_PLATFORM_BACKENDS: dict[str, tuple[str, str]] = {
+    "CPU_ATTN": ("CPU", "vllm/platforms/cpu.py"),
+    "CPU_MLA": ("CPU", "vllm/platforms/cpu.py"),
+    "AMX_MLA": ("CPU", "vllm/platforms/cpu.py"),
+    "ROCM_ATTN": ("ROCm", "vllm/platforms/rocm.py"),
+    "ROCM_AITER_FA": ("ROCm", "vllm/platforms/rocm.py"),
+    "ROCM_AITER_MLA": ("ROCm", "vllm/platforms/rocm.py"),
+    "ROCM_AITER_MLA_SPARSE": ("ROCm", "vllm/platforms/rocm.py"),
+    "ROCM_AITER_TRITON_MLA": ("ROCm", "vllm/platforms/rocm.py"),
+    "ROCM_AITER_UNIFIED_ATTN": ("ROCm", "vllm/platforms/rocm.py"),
+    "ROCM_OCTAVE": ("ROCm", "vllm/platforms/rocm.py"),
+    "ROCM_SEGMENTED_ATTN": ("ROCm", "vllm/v1/attention/backends/rocm_segmented_attn.py"),
+    "ROCM_FLASHMLA_SPARSE_DSV4": ("ROCm", "vllm/models/deepseek_v4/amd/rocm.py"),
+    "ROCM_FLASHMLA_SPARSE_DSV41": ("ROCm", "vllm/models/deepseek_v41/amd/rocm.py"),
+    "XPU_MLA_SPARSE": ("XPU", "vllm/platforms/xpu.py"),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
     """The outcome of backend selection for one layer."""
@@ -121,11 +143,23 @@ class Selection:
     reason: str
     error: str | None = None
     rejected: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    unknown: bool = False
+    """The requested backend is one kvconfig has no ``validate_configuration`` rules for on
+    this platform: it cannot tell what vLLM does with the request."""
 
 
 def select(requested: str | None, r: Request, m: Machine, source: str) -> Selection:
-    """The backend vLLM picks for a layer, or why it refuses to start."""
+    """The backend vLLM picks for a layer, or why it refuses to start.
+
+    ``requested`` is a vLLM backend name (``AttentionBackendEnum``) the deployment asks
+    for; a name kvconfig has no rules for on the platform is refused as unknown.
+    """
     if requested is not None:
+        if m.vendor != "cuda":
+            why = f"kvconfig has no rules for the backend checks of vLLM's {m.vendor} platform"
+            return Selection(None, source, error=why, rejected=((requested, (why,)),), unknown=True)
+        if requested not in TRAITS:
+            return _not_modelled(requested, source)
         reasons = invalid_reasons(requested, r, m)
         if reasons:
             return Selection(
@@ -159,6 +193,18 @@ def select(requested: str | None, r: Request, m: Machine, source: str) -> Select
         + "; ".join(f"{n} ({', '.join(why)})" for n, why in rejected),
         rejected=tuple(rejected),
     )
+
+
+def _not_modelled(requested: str, source: str) -> Selection:
+    """A requested CUDA name outside kvconfig's trait tables: another platform's backend
+    (it cannot run), or one kvconfig has no rules for (unknown)."""
+    other = OTHER_PLATFORM_BACKENDS.get(requested)
+    if other is not None:
+        platform, where = other
+        why = f"a backend of vLLM's {platform} platform ({where}), with no CUDA kernels"
+        return Selection(None, source, error=why, rejected=((requested, (why,)),))
+    why = "kvconfig has no rules for its validate_configuration"
+    return Selection(None, source, error=why, rejected=((requested, (why,)),), unknown=True)
 
 
 _M3 = "vllm.models.minimax_m3"

@@ -129,8 +129,20 @@ def _choose(ctx: PlanContext, layer: LayerSet, kv_dtype: str, heads: int) -> tup
     if requested is None:
         sel = ctx.select(None, request, source)
         return sel, ctx.catalog.registry.get(sel.backend or "", sel.backend or "")
-    key = source.split(" ")[0]
-    entry = ctx.catalog.lookup(requested, source=s.source, key=key)
-    name = requested.upper() if requested.upper() in ctx.catalog.registry else entry.name
-    sel = ctx.select(name, request, source)
-    return sel, entry.class_path
+    registry = ctx.catalog.registry
+    enum_path = registry.get(requested.strip().upper())
+    if enum_path is not None and enum_path not in ctx.catalog.by_class:
+        # vLLM imports the class to validate it: ImportError, "Selected backend ... is not valid"
+        why = f"vLLM names it, but its class {enum_path} is not in this vLLM (ImportError)"
+        refused = Selection(None, source, error=why, rejected=((requested.upper(), (why,)),))
+        return refused, enum_path
+    found = ctx.catalog.lookup(requested, source=s.source, key=source.split(" ")[0])
+    if enum_path is not None:
+        name = requested.strip().upper()
+    elif found.name in registry:
+        name = found.name  # a class path of a backend vLLM's selector can name
+    else:
+        # a class no AttentionBackendEnum name selects: the model wires it itself
+        # (DeepseekV32IndexerCache), and vLLM validates nothing
+        return Selection(found.name, source), found.class_path
+    return ctx.select(name, request, source), found.class_path

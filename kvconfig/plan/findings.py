@@ -138,7 +138,7 @@ def no_block_size(names: Sequence[str], declared: Sequence[Sequence[KernelSize]]
 
 
 def backend_refused(layers: Sequence[LayerSet], sel: Selection, p: PlatformId) -> Found:
-    """KV301/KV302/KV303: no usable backend for some layers (one finding for all of them)."""
+    """KV301/KV302/KV303/KV304: no usable backend for some layers (one finding for all)."""
     names = [n for layer in layers for n in layer.names()]
     where = (
         f"{layers[0].role} layer {names[0]}"
@@ -146,6 +146,21 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, p: PlatformId) -
         else (f"{len(names)} {layers[0].role} layers ({names[0]} .. {names[-1]})")
     )
     plat = p.label()
+    if sel.unknown and sel.rejected:
+        name, why = sel.rejected[0]
+        return Found(
+            FindingCode.BACKEND_UNKNOWN,
+            None,
+            f"{name}, requested by {sel.reason} for {where} on {plat}: {', '.join(why)}, so "
+            "kvconfig cannot tell whether vLLM accepts it (or refuses to start with "
+            f"'Selected backend {name} is not valid for this configuration') nor what it "
+            "declares for these layers.",
+            (
+                "request a backend kvconfig models (see 'kvconfig catalog --platform ...')",
+                "or describe the layers in a native file, with the backend's sizes under "
+                "'backends' (docs/native-format.md)",
+            ),
+        )
     if (
         sel.rejected
         and len(sel.rejected) == 1

@@ -173,6 +173,7 @@ FINDING_KEY = {
     FindingCode.NO_COMMON_KERNEL_SIZE: "block-size",
     FindingCode.SPECULATOR_NO_COMMON_KERNEL_SIZE: "speculative-config",
     FindingCode.BACKEND_UNSUPPORTED: "attention-backend",
+    FindingCode.BACKEND_UNKNOWN: "attention-backend",
 }
 
 
