@@ -138,6 +138,17 @@ class GroupingError(KVConfigError):
     (``vllm/v1/core/kv_cache_planning.py``) raises at start-up with this message."""
 
 
+def describe(value: Any) -> str:
+    """``the list [1, 2]``: a value and its type, shortened, for error messages."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    kinds = {int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"the {kinds.get(type(value), type(value).__name__)} {text}"
+
+
 class NoCommonKernelBlockSize(KVConfigError):
     """No kernel block size divides B and is accepted by every backend of a group.
 

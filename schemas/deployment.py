@@ -138,6 +138,10 @@ class LayerSet:
     """Attention sinks (GPT-OSS)."""
     non_causal: bool = False
     """Non-causal attention (DFlash drafters)."""
+    mm_prefix: bool = False
+    """Bidirectional attention over the multimodal prefix (vLLM's ``Attention.use_mm_prefix``:
+    the model is a multimodal prefix LM serving multimodal input, ``is_mm_prefix_lm``, e.g.
+    Gemma 3): the layer's backend must support it."""
     tokens_per_state: PositiveInt = 1
     """Tokens folded into one cache state (compressed caches); 1 otherwise."""
     state_bytes: PositiveInt | None = None

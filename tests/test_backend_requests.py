@@ -63,8 +63,9 @@ def test_a_cuda_backend_without_rules_is_a_finding(tmp_path: Path) -> None:
     assert _codes(doc) == ["KV304"]
     (finding,) = doc["findings"]
     assert finding["name"] == "backend-unknown" and finding["severity"] == "error"
-    assert "Selected backend FLASH_ATTN_DIFFKV is not valid for this configuration" in (
-        finding["message"]
+    assert (
+        "Selected backend FLASH_ATTN_DIFFKV is not valid for this configuration"
+        in (finding["message"])
     )
 
 

@@ -81,9 +81,15 @@ def _machine(cap: tuple[int, int], head_size: int, kv: str, trtllm_off: bool) ->
 CASES = list(itertools.product(CAPS, REQUESTS, [False, True]))
 
 
-@pytest.mark.parametrize(("cap", "req", "trtllm_off"), CASES)
+MM_PREFIX_CASES = list(itertools.product(CAPS, REQUESTS[:4], [False], [True]))
+
+
+@pytest.mark.parametrize(
+    ("cap", "req", "trtllm_off", "mm_prefix"),
+    [(*c, False) for c in CASES] + MM_PREFIX_CASES,
+)
 def test_validate_configuration(
-    cap: tuple[int, int], req: tuple[Any, ...], trtllm_off: bool
+    cap: tuple[int, int], req: tuple[Any, ...], trtllm_off: bool, mm_prefix: bool
 ) -> None:
     import torch
     from vllm.platforms.interface import DeviceCapability
@@ -115,6 +121,7 @@ def test_validate_configuration(
                 has_sliding_window=sw,
                 use_non_causal=nc,
                 has_sink=sink,
+                use_mm_prefix=mm_prefix,
             ),
             machine,
         )
@@ -127,7 +134,7 @@ def test_validate_configuration(
                 use_mla=False,
                 has_sink=sink,
                 use_sparse=False,
-                use_mm_prefix=False,
+                use_mm_prefix=mm_prefix,
                 use_per_head_quant_scales=False,
                 device_capability=DeviceCapability(*cap),
                 attn_type="decoder",

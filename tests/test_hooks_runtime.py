@@ -188,3 +188,19 @@ def test_no_common_size_is_no_value() -> None:
     )
     report = runtime_report(deployment(g), CATALOG)
     assert report.own == {0: None} and report.disagreements == ()
+
+
+@pytest.mark.parametrize("mode", ["enforce", "strict", "warn"])
+def test_the_export_names_the_mode_the_hooks_ran_in_as_documented(mode: str) -> None:
+    from pathlib import Path
+    from typing import get_args
+
+    from schemas.plan import PlanHooks
+
+    report = runtime_report(deployment(seed(256, 64, 64), mode=mode), CATALOG)
+    assert report.plan.to_json()["hooks"] == mode
+    assert mode in get_args(PlanHooks)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "hooks.md").read_text()
+    export = docs[docs.index("## Plan export") :]
+    paragraph = export[export.index("`hooks` is") : export.index("`source` is")]
+    assert f"`{mode}`" in paragraph, paragraph

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.derive.common import Context, Model, attention_geometry, pos_int, runs
-from kvconfig.errors import InputError, UnsupportedArchitecture
+from kvconfig.errors import InputError, UnsupportedArchitecture, describe
+from kvconfig.mirror.model_config import is_mm_prefix_lm, serves_multimodal
 
 
 def model_dtype(cfg: Mapping[str, Any], override: str | None) -> str:
@@ -31,13 +33,22 @@ def model_dtype(cfg: Mapping[str, Any], override: str | None) -> str:
     return raw if raw in ("float16", "bfloat16") else "bfloat16"
 
 
-def _sliding(cfg: Mapping[str, Any]) -> tuple[list[str] | None, int | None]:
+def _sliding(cfg: Mapping[str, Any], source: str) -> tuple[list[str] | None, int | None]:
     """``layer_types`` and the sliding window, as transformers normalises them."""
     window = cfg.get("sliding_window")
     if cfg.get("use_sliding_window") is False:
         window = None
     if window == 0:
         window = None
+    if window is not None and (
+        isinstance(window, bool) or not isinstance(window, int) or window < 1
+    ):
+        raise InputError(
+            f"expected a positive integer, got {describe(window)}",
+            source=source,
+            key="sliding_window",
+            hint="fix the config.json value",
+        )
     types = cfg.get("layer_types")
     if isinstance(types, list) and all(isinstance(t, str) for t in types):
         return list(types), window
@@ -49,7 +60,7 @@ def dense(model: Model, ctx: Context) -> list[dict[str, Any]]:
     cfg, src = model.text, model.path
     n = pos_int(cfg, "num_hidden_layers", src)
     heads, kv, head = attention_geometry(cfg, src)
-    types, window = _sliding(cfg)
+    types, window = _sliding(cfg, src)
     if types is not None and len(types) != n:
         raise InputError(
             f"layer_types has {len(types)} entries for {n} layers",
@@ -149,6 +160,15 @@ MTP_DERIVERS: dict[str, Deriver] = {
     "Qwen3_5MoeForConditionalGeneration": _lazy("derive.mamba", "qwen3_5_mtp"),
 }
 
+#: The multimodal architectures kvconfig derives (vLLM's registry: ``SupportsMultiModal``)
+#: and the modalities their processors take (``supported_mm_limits``).
+MULTIMODAL: dict[str, tuple[str, ...]] = {
+    "Gemma3ForConditionalGeneration": ("image",),
+    "MiniMaxM3SparseForConditionalGeneration": ("image",),
+    "Qwen3_5ForConditionalGeneration": ("image", "video"),
+    "Qwen3_5MoeForConditionalGeneration": ("image", "video"),
+}
+
 #: Target ``config.json`` keys that backends read when they validate a layer.
 FACT_KEYS = (
     "qk_nope_head_dim",
@@ -223,20 +243,31 @@ def derive(
         from kvconfig.derive.sketch import native_snippet
 
         raise UnsupportedArchitecture(arch, model.path, native_snippet(model, draft=draft))
-    ctx = context or Context()
-    ctx = Context(
-        dtype=dtype,
-        first_index=first_index,
-        tensor_parallel_size=ctx.tensor_parallel_size,
-        num_speculative_tokens=ctx.num_speculative_tokens,
-        mamba_cache_dtype=ctx.mamba_cache_dtype,
-        mamba_ssm_cache_dtype=ctx.mamba_ssm_cache_dtype,
+    ctx = replace(context or Context(), dtype=dtype, first_index=first_index)
+    sets = deriver(model, ctx)
+    if _mm_prefix(model, ctx):
+        for s in sets:
+            if s["kind"] in ("full_attention", "sliding_window", "chunked_local"):
+                s["mm_prefix"] = True
+    return sets
+
+
+def _mm_prefix(model: Model, ctx: Context) -> bool:
+    """``ModelConfig.is_mm_prefix_lm``: a multimodal prefix LM serving multimodal input."""
+    modalities = MULTIMODAL.get(model.architecture)
+    if modalities is None or not is_mm_prefix_lm(model.config):
+        return False
+    return serves_multimodal(
+        modalities,
+        language_model_only=ctx.language_model_only,
+        limits=ctx.mm_limits,
+        mm_embeds=ctx.mm_embeds,
     )
-    return deriver(model, ctx)
 
 
 def derive_mtp(model: Model, dtype: str, context: Context | None = None) -> list[dict[str, Any]]:
-    """The MTP layers a target brings along for ``method: mtp`` without a draft model."""
+    """The MTP layers a target brings along for ``method: mtp`` without a draft model
+    (an MTP drafter's model config is no multimodal prefix LM)."""
     deriver = MTP_DERIVERS.get(model.architecture)
     if deriver is None:
         raise InputError(
@@ -245,15 +276,7 @@ def derive_mtp(model: Model, dtype: str, context: Context | None = None) -> list
             key="speculative-config.model",
             hint="set speculative-config.model to the drafter's folder",
         )
-    ctx = context or Context()
-    ctx = Context(
-        dtype=dtype,
-        tensor_parallel_size=ctx.tensor_parallel_size,
-        num_speculative_tokens=ctx.num_speculative_tokens,
-        mamba_cache_dtype=ctx.mamba_cache_dtype,
-        mamba_ssm_cache_dtype=ctx.mamba_ssm_cache_dtype,
-    )
-    return deriver(model, ctx)
+    return deriver(model, replace(context or Context(), dtype=dtype, first_index=0))
 
 
 __all__ = [

@@ -8,10 +8,10 @@ Derivers return layer sets in the document shape of ``schemas.deployment.LayerSe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, describe
 
 #: dtype name -> bytes per element, for the dtypes state and cache sizes use.
 DTYPE_BYTES: dict[str, int] = {
@@ -68,6 +68,12 @@ class Context:
     """``--mamba-cache-dtype``."""
     mamba_ssm_cache_dtype: str = "auto"
     """``--mamba-ssm-cache-dtype``."""
+    language_model_only: bool = False
+    """``--language-model-only``: a multimodal model serves text only."""
+    mm_limits: Mapping[str, int] = field(default_factory=dict)
+    """``--limit-mm-per-prompt``: items per prompt, by modality (0: none)."""
+    mm_embeds: bool = False
+    """``--enable-mm-embeds``: precomputed multimodal embeddings are accepted."""
 
 
 def pos_int(cfg: Mapping[str, Any], key: str, source: str, default: int | None = None) -> int:
@@ -175,12 +181,20 @@ def attention_geometry(cfg: Mapping[str, Any], source: str) -> tuple[int, int, i
     head = cfg.get("head_dim")
     if head is None:
         hidden = cfg.get("hidden_size")
-        if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < heads:
+        if hidden is None:
             raise InputError(
                 "cannot tell the head size",
                 source=source,
                 key="head_dim",
                 hint="set head_dim, or hidden_size divisible by num_attention_heads",
+            )
+        if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < heads:
+            raise InputError(
+                f"expected an integer of at least num_attention_heads ({heads}), "
+                f"got {describe(hidden)}",
+                source=source,
+                key="hidden_size",
+                hint="fix the config.json value, or set head_dim",
             )
         head = hidden // heads
     else:

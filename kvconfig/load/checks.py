@@ -9,7 +9,6 @@ described in an error line.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
@@ -41,17 +40,6 @@ VLLM_ONLY_BACKENDS = {
         "choose a decoder attention backend, e.g. FLASH_ATTN or FLASHINFER",
     ),
 }
-
-
-def describe(value: Any) -> str:
-    """``the list [1, 2]``: a value and its type, shortened, for error messages."""
-    if isinstance(value, bool) or value is None:
-        return {True: "true", False: "false", None: "null"}[value]
-    kinds = {int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}
-    text = repr(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"the {kinds.get(type(value), type(value).__name__)} {text}"
 
 
 def backend_key(name: str) -> str:

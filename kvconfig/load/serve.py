@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, describe
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.checks import check_backend, describe
+from kvconfig.load.checks import check_backend
 from kvconfig.mirror import versions
 
 #: Flags that store the opposite of their name into vLLM's option (argparse store_false).
-NEGATING_FLAGS = frozenset({"disable-prefix-caching", "enable-hybrid-kv-cache-manager"})
+NEGATING_FLAGS = frozenset(
+    {"disable-prefix-caching", "enable-hybrid-kv-cache-manager", "disable-mm-embeds"}
+)
 
 #: Options whose value is a JSON object (or a YAML mapping in a config file).
 JSON_OPTIONS = frozenset(
@@ -95,7 +97,7 @@ def _option(opts: Options, raw_key: str, value: Any, line: int | None, version: 
         parts = nested.split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        node[parts[-1]] = _maybe_json(value)
+        node[parts[-1]] = maybe_json(value)
         return
     if dest in opts.values and dest not in ("model",):
         first = opts.lines.get(dest)
@@ -106,7 +108,7 @@ def _option(opts: Options, raw_key: str, value: Any, line: int | None, version: 
     opts.values[dest] = value
 
 
-def _maybe_json(value: Any) -> Any:
+def maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)

@@ -16,8 +16,8 @@ from typing import Any
 from kvconfig._suggest import did_you_mean, same_first_word
 from kvconfig.derive import architectures as _hf
 from kvconfig.derive.common import Context, Model
-from kvconfig.errors import DeploymentError, InputError, UnsupportedArchitecture
-from kvconfig.load.checks import PLAN_ENV, check_env, describe, runner_from_env
+from kvconfig.errors import DeploymentError, InputError, UnsupportedArchitecture, describe
+from kvconfig.load.checks import PLAN_ENV, check_env, runner_from_env
 from kvconfig.load.models import hub_cache_folder, read_model
 from kvconfig.load.serve import (
     Options,
@@ -25,6 +25,7 @@ from kvconfig.load.serve import (
     check_keys,
     int_option,
     json_option,
+    maybe_json,
 )
 from kvconfig.mirror import speculative, versions
 from schemas.deployment import AttentionSettings, Deployment, LayerSet
@@ -151,7 +152,7 @@ def to_deployment(
             f"the model has {declared} attention layers; kvconfig plans at most {MAX_LAYERS}",
             "check num_hidden_layers in its config.json",
         )
-    derived = _checked(target, _hf.derive(target, dtype, known=known_archs, context=context))
+    derived = _hf.derive(target, dtype, known=known_archs, context=context)
     layers = [{**s, "role": "target"} for s in derived]
     n_target = _hf.pos_int(target.text, "num_hidden_layers", target.path)
 
@@ -261,7 +262,38 @@ def _derive_context(opts: Options, spec: Mapping[str, Any] | None, tp: int) -> C
         num_speculative_tokens=num_spec,
         mamba_cache_dtype=str(opts.values.get("mamba-cache-dtype", "auto")),
         mamba_ssm_cache_dtype=str(opts.values.get("mamba-ssm-cache-dtype", "auto")),
+        language_model_only=bool(opts.values.get("language-model-only")),
+        mm_limits=_mm_limits(opts),
+        mm_embeds=bool(opts.values.get("enable-mm-embeds")),
     )
+
+
+def _mm_limits(opts: Options) -> dict[str, int]:
+    """``--limit-mm-per-prompt``: a count per modality, or ``{count: n, ...}`` per modality
+    (``MultiModalConfig.limit_per_prompt``)."""
+    key = "limit-mm-per-prompt"
+    raw = opts.values.get(key)
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        raw = maybe_json(raw)
+    if not isinstance(raw, dict):
+        raise opts.err(
+            key,
+            f"expected a mapping of modality to count, got {describe(raw)}",
+            'e.g. {"image": 0}',
+        )
+    out = {}
+    for modality, value in raw.items():
+        count = value.get("count") if isinstance(value, dict) else value
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise opts.err(
+                f"{key}.{modality}",
+                f"expected a count of 0 or more, got {describe(count)}",
+                "e.g. 0 to serve no item of this modality",
+            )
+        out[str(modality)] = count
+    return out
 
 
 def _drafter(
@@ -335,51 +367,14 @@ def _drafter(
     path = _model_path(opts, key, model)
     draft = _read_model(opts, path, key)
     if method in ("eagle", "eagle3"):
-        layers = _checked(
-            draft,
-            _hf.derive(
-                draft, dtype, first_index=first_index, draft=True, known=known, context=context
-            ),
+        layers = _hf.derive(
+            draft, dtype, first_index=first_index, draft=True, known=known, context=context
         )
     else:
-        layers = _checked(
-            draft, _hf.derive(draft, dtype, first_index=0, known=known, context=context)
-        )
+        layers = _hf.derive(draft, dtype, first_index=0, known=known, context=context)
         for s in layers:
             s["name"] = "draft_model." + str(s["name"])
     return method, layers
-
-
-#: Integer fields of a derived layer set, and the config.json key each comes from.
-_DERIVED_INTS = {
-    "count": "num_hidden_layers",
-    "num_heads": "num_attention_heads",
-    "num_kv_heads": "num_key_value_heads",
-    "head_size": "head_dim",
-    "head_size_v": "head_dim",
-    "sliding_window": "sliding_window",
-    "tokens_per_state": "num_hidden_layers",
-}
-
-
-def _checked(model: Model, sets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The derived layer sets, refused with a line about config.json if a value is not a
-    positive integer (a config.json can hold anything; vLLM would fail on it too)."""
-    for item in sets:
-        for field_name, config_key in _DERIVED_INTS.items():
-            value = item.get(field_name)
-            if value is None and field_name in ("sliding_window", "head_size_v"):
-                continue
-            if value is None and field_name == "tokens_per_state":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(
-                    f"expected a positive integer, got {describe(value)}",
-                    source=model.path,
-                    key=config_key,
-                    hint="fix the config.json value",
-                )
-    return sets
 
 
 def _read_model(opts: Options, path: Path, key: str) -> Model:

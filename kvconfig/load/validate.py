@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
-from kvconfig.errors import DeploymentError, InputError
-from kvconfig.load.checks import check_backend, check_env, describe
+from kvconfig.errors import DeploymentError, InputError, describe
+from kvconfig.load.checks import check_backend, check_env
 from kvconfig.load.yamlfile import Document
 from schemas.deployment import Deployment
 

@@ -160,7 +160,10 @@ def _fa_combination(r: Request, m: Machine) -> str | None:
         )
         != 4
     ):
-        return "mm_prefix (PrefixLM bidirectional attention) requires FlashAttention v4"
+        return (
+            "mm_prefix (PrefixLM bidirectional attention) requires FlashAttention v4, "
+            "which does not resolve for this head_size"
+        )
     return None
 
 

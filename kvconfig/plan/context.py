@@ -93,6 +93,7 @@ class PlanContext:
             has_sink=layer.has_sink,
             has_sliding_window=layer.kind in ("sliding_window", "sliding_window_mla"),
             use_non_causal=layer.non_causal,
+            use_mm_prefix=layer.mm_prefix,
             num_heads=heads,
         )
 
