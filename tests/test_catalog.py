@@ -82,8 +82,26 @@ def test_rules_first_match_and_scale() -> None:
     four = glm.sizes(_ctx(tokens_per_state=4))
     assert all(isinstance(s, int) for s in one)
     assert four == tuple(4 * s for s in one if isinstance(s, int))
-    for entry in cat.entries:
-        assert entry.rule_for(_ctx(vendor="nowhere", capability_major=None)) is not None
+
+
+def test_every_entry_has_a_rule_that_holds_for_any_layer() -> None:
+    rng = random.Random(11)
+    contexts = [_ctx(vendor="nowhere", capability_major=None)]
+    contexts += [_random_ctx(rng) for _ in range(200)]
+    for entry in load_catalog(versions.DEFAULT).entries:
+        for ctx in contexts:
+            assert entry.rule_for(ctx).matches(ctx), (entry.class_path, ctx)
+
+
+def test_an_entry_without_an_unconditional_rule_says_so() -> None:
+    from kvconfig.mirror.catalog import parse_catalog
+
+    raw = {"name": "X", "class": "x.X", "source": "x.py:1"}
+    rules = [{"when": {"vendor": ["cuda"]}, "sizes": [16]}]
+    entry = parse_catalog({"vllm_version": "", "backends": [{**raw, "rules": rules}]}).entries[0]
+    assert entry.sizes(_ctx(vendor="cuda")) == (16,)
+    with pytest.raises(ValueError, match="no size rule holds"):
+        entry.rule_for(_ctx(vendor="rocm"))
 
 
 def test_catalog_table_lists_every_class() -> None:

@@ -318,5 +318,25 @@ def test_special(case: str, kw: dict[str, Any]) -> None:
     _compare(dep, must_vote=True)
 
 
-def test_table_size() -> None:
-    assert len(CASES) + len(SPECIAL) >= 40
+def _outcomes(dep: Deployment) -> set[str]:
+    """What a case exercises: split or unsplit groups, and the findings it raises."""
+    plan = resolve(dep)
+    out = {f.code.value for f in plan.findings}
+    for g in plan.groups:
+        if g.runner_k is not None:
+            out.add("split" if g.runner_k < g.block_size else "unsplit")
+    return out
+
+
+def test_the_table_reaches_every_outcome_vllm_can_disagree_on() -> None:
+    """A vote that splits blocks and one that does not, the silent mismatch (KV101), the
+    mismatch vLLM fails on (KV102), the one the hooks fix (KV103) and no common size
+    (KV201): each is compared with vLLM by at least one case."""
+    seen: set[str] = set()
+    for p, (t, d), b, h, r in CASES:
+        seen |= _outcomes(_setup(p, t, d, b, h, r))
+    for _, special in SPECIAL:
+        kw = dict(special)
+        args = [kw.pop(k) for k in ("platform", "target", "draft", "block")]
+        seen |= _outcomes(_setup(*args, kw.pop("heads", (32, 8, 1)), kw.pop("runner", "v2"), **kw))
+    assert {"split", "unsplit", "KV101", "KV102", "KV103", "KV201"} <= seen, seen

@@ -141,11 +141,11 @@ class Entry:
     note: str
 
     def rule_for(self, ctx: SizeContext) -> Rule:
-        """The first rule whose conditions hold."""
+        """The first rule whose conditions hold (a catalog's last rule has none)."""
         for rule in self.rules:
             if rule.matches(ctx):
                 return rule
-        return self.rules[-1]
+        raise ValueError(f"{self.class_path}: no size rule holds for {ctx}")
 
     def sizes(self, ctx: SizeContext) -> tuple[KernelSize, ...]:
         """The sizes the backend declares for a layer in ``ctx``."""
