@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvconfig.errors import AlignedBlockSizeUnsupported, NoCommonBlockSize
 from kvconfig.mirror.platform import PlatformId
@@ -47,8 +47,7 @@ PREFERRED_BLOCK_SIZE: dict[str, Callable[[int], int]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Backend:
+class Backend(NamedTuple):
     """A distinct non-SSM backend: its vLLM name and class."""
 
     name: str

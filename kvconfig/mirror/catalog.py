@@ -37,6 +37,7 @@ class SizeContext:
     tokens_per_state: int = 1
 
 
+@functools.lru_cache(maxsize=1024)
 def size_context(
     *,
     vendor: str,

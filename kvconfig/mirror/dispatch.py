@@ -22,8 +22,7 @@ For a ``UniformTypeKVCacheSpecs`` group, the kind is that of its first layer spe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from kvconfig.mirror.vote import Declared, select_common
 
@@ -33,8 +32,7 @@ SpecClass = Literal["attention", "encoder_only", "mamba", "other"]
 else."""
 
 
-@dataclass(frozen=True, slots=True)
-class GroupInput:
+class GroupInput(NamedTuple):
     """What ``prepare_kernel_block_sizes`` reads of one KV-cache group."""
 
     spec: SpecClass

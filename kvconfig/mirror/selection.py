@@ -10,7 +10,7 @@ attention and indexer, the Mamba mixers) are here too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvconfig.mirror.platform import is_quantized
 from kvconfig.mirror.traits import DENSE_TRAITS, Machine, Request, Traits
@@ -135,8 +135,7 @@ OTHER_PLATFORM_BACKENDS: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
+class Selection(NamedTuple):
     """The outcome of backend selection for one layer."""
 
     backend: str | None

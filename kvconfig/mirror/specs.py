@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kvconfig.mirror.platform import kv_quant
 from schemas.deployment import Deployment, LayerSet
@@ -190,8 +191,7 @@ def dtype_bytes(name: str) -> int:
     return _TORCH_BYTES.get(name, 2)
 
 
-@dataclass(frozen=True, slots=True)
-class BlockPlan:
+class BlockPlan(NamedTuple):
     """The cache config's block sizes the layers read when they report their specs
     (``kvconfig.mirror.block_size`` settles them)."""
 

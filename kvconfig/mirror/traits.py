@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from kvconfig.mirror.catalog import CatalogData, SizeContext
 from kvconfig.mirror.platform import fa_supported, fa_version, is_quantized, supports_trtllm
 from schemas.sizes import KernelSize, MultipleOf
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     """What a layer asks of its backend (vLLM's ``AttentionSelectorConfig``)."""
 
     head_size: int
@@ -218,7 +218,7 @@ def _composite(
 
     def combination(r: Request, m: Machine) -> str | None:
         for variant, (member, name) in enumerate(zip((general, causal), names, strict=True)):
-            why = member.combination(replace(r, use_mm_prefix=r.use_mm_prefix and variant == 0), m)
+            why = member.combination(r._replace(use_mm_prefix=r.use_mm_prefix and variant == 0), m)
             if why:
                 return f"{name}: {why}"
         return None

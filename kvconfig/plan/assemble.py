@@ -11,12 +11,13 @@ groups themselves instead.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kvconfig.errors import InputError
 from kvconfig.mirror.grouping import SpecGroup, bytes_per_block, group_specs
 from kvconfig.mirror.platform import PlatformId
-from kvconfig.mirror.specs import BlockPlan, Spec, layer_spec, mla_cache_dtype
+from kvconfig.mirror.specs import BlockPlan, layer_spec, mla_cache_dtype
+from kvconfig.mirror.vote import Declared
 from kvconfig.plan.result import LayerInfo, Voter
 from schemas.deployment import Deployment, LayerSet
 
@@ -27,8 +28,7 @@ FULL_FAMILY = frozenset({"full_attention", "mla_attention", "sparse_mla", "index
 LAYOUT_ALIASES = {"NHD": "LBNHC", "HND": "LBHNC"}
 
 
-@dataclass(frozen=True, slots=True)
-class Group:
+class Group(NamedTuple):
     """A KV-cache group before the vote."""
 
     id: int
@@ -38,12 +38,6 @@ class Group:
     runs: tuple[tuple[LayerInfo, tuple[str, ...]], ...]
     """The group's layers in vLLM's order, as runs of consecutive layers of one layer set."""
     packed: bool = False
-    specs: Mapping[str, Spec] = field(default_factory=dict, compare=False)
-
-    @property
-    def members(self) -> list[tuple[LayerInfo, str]]:
-        """Every layer with its layer set."""
-        return [(info, name) for info, names in self.runs for name in names]
 
 
 def runs_of(
@@ -136,7 +130,6 @@ def _group(
         reason,
         runs_of([(by_name[n], n) for n in sg.layers]),
         packed=packed,
-        specs=dict(sg.specs),
     )
 
 
@@ -196,25 +189,47 @@ def _explicit(
     return groups
 
 
-def voters_of(group: Group, roles: frozenset[str]) -> list[Voter]:
+AttentionRun = tuple[LayerInfo, set[str], list[str]]
+"""One attention group being collected: its first layer set, the roles, the layer names."""
+
+
+def attention_groups(group: Group, roles: frozenset[str]) -> list[AttentionRun]:
     """vLLM's attention groups of a KV-cache group's layers of ``roles``: one per (backend
     class, layer spec, heads per rank), in layer order (``AttentionGroup``'s key in both
     runners' ``initialize_attn_backend``)."""
-    found: dict[tuple[object, ...], tuple[list[LayerInfo], list[str]]] = {}
+    found: dict[tuple[object, ...], AttentionRun] = {}
     for info, names in group.runs:
-        if info.layer.role not in roles:
+        role = info.layer.role
+        if role not in roles:
             continue
         key = (info.class_path, info.spec_key(), info.heads_per_rank)
-        infos, layer_names = found.setdefault(key, ([], []))
-        infos.append(info)
-        layer_names.extend(names)
-    return [
-        Voter(
-            name=infos[0].display_name(),
-            class_path=infos[0].class_path,
-            sizes=infos[0].sizes,
-            roles=frozenset(i.layer.role for i in infos),
-            layers=tuple(layer_names),
-        )
-        for infos, layer_names in found.values()
-    ]
+        run = found.get(key)
+        if run is None:
+            found[key] = (info, {role}, list(names))
+        else:
+            run[1].add(role)
+            run[2].extend(names)
+    return list(found.values())
+
+
+def declared(runs: list[AttentionRun]) -> list[Declared]:
+    """The attention groups as the vote sees them: each one's backend name and sizes."""
+    return [(info.display_name(), info.sizes) for info, _, _ in runs]
+
+
+def voter(run: AttentionRun, kernel_block_size: int | None = None) -> Voter:
+    """The plan's record of one attention group."""
+    info, roles, names = run
+    return Voter(
+        info.display_name(),
+        info.class_path,
+        info.sizes,
+        frozenset(roles),
+        tuple(names),
+        kernel_block_size,
+    )
+
+
+def voters_of(group: Group, roles: frozenset[str]) -> list[Voter]:
+    """``attention_groups`` as the plan's records."""
+    return [voter(run) for run in attention_groups(group, roles)]

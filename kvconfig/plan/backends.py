@@ -14,6 +14,7 @@ import operator
 
 from kvconfig.mirror.catalog import Entry
 from kvconfig.mirror.selection import MAMBA_BACKENDS, Selection, model_backend
+from kvconfig.mirror.specs import per_rank
 from kvconfig.plan import findings as F
 from kvconfig.plan.assemble import canonical_cache_dtype
 from kvconfig.plan.context import PlanContext
@@ -66,49 +67,49 @@ def requested_backend(ctx: PlanContext, layer: LayerSet) -> tuple[str | None, st
 
 
 def choose_backends(ctx: PlanContext) -> list[LayerInfo]:
-    """Every layer set with its backend and declared sizes; refusals become findings."""
+    """Every layer set with its backend and declared sizes; refusals become findings.
+
+    Layer sets that differ only in their names and group (a model repeats its layers)
+    are chosen for once.
+    """
     s = ctx.deployment
     tp = s.tensor_parallel_size
-    major = ctx.platform.major
-    choices: dict[tuple[object, ...], tuple[Selection, str]] = {}
+    choices: dict[tuple[object, ...], _Choice] = {}
     infos: list[LayerInfo] = []
     refused: dict[tuple[str, int], tuple[Selection, list[LayerSet]]] = {}
-    for index, layer in enumerate(s.layers):
+    for layer in s.layers:
         kv_dtype = layer.kv_cache_dtype or s.kv_cache_dtype
-        q = max(1, layer.num_heads // tp)
+        q = per_rank(layer.num_heads, tp)
         key = (_layer_key(layer), kv_dtype, q)
-        chosen = choices.get(key)
-        if chosen is None:
-            chosen = choices[key] = _choose(ctx, layer, kv_dtype, q)
-        sel, path = chosen
-        entry: Entry | None = None
-        sizes: tuple[KernelSize, ...] = ()
-        cache = kv_dtype
+        choice = choices.get(key)
+        if choice is None:
+            choice = choices[key] = _declared(ctx, layer, kv_dtype, q)
+        sel, path, entry, sizes, cache = choice
         if sel.backend is None:
             refused.setdefault((layer.role, id(sel)), (sel, []))[1].append(layer)
-        elif sel.backend in ctx.custom:
-            sizes = ctx.custom[sel.backend]
-        else:
-            entry = ctx.catalog.by_class.get(path)
-            name = entry.name if entry is not None else sel.backend
-            cache = canonical_cache_dtype(layer, name, s, major)
-            sizes = ctx.sizes(entry, layer, cache) if entry else (MultipleOf(1),)
-        infos.append(
-            LayerInfo(
-                index=index,
-                layer=layer,
-                selection=sel,
-                entry=entry,
-                backend_name=sel.backend,
-                class_path=path,
-                sizes=sizes,
-                heads_per_rank=q,
-                cache_dtype=cache,
-            )
-        )
+        infos.append(LayerInfo(layer, sel, entry, sel.backend, path, sizes, q, cache))
     for sel, layers in refused.values():
         ctx.findings.append(F.backend_refused(layers, sel, ctx.platform))
     return infos
+
+
+_Choice = tuple[Selection, str, "Entry | None", tuple[KernelSize, ...], str]
+"""A layer set's selection, backend class, catalog entry, declared sizes and cache dtype."""
+
+
+def _declared(ctx: PlanContext, layer: LayerSet, kv_dtype: str, q: int) -> _Choice:
+    """The backend of a distinct layer set and what it declares for it."""
+    sel, path = _choose(ctx, layer, kv_dtype, q)
+    if sel.backend is None:
+        return sel, path, None, (), kv_dtype
+    if sel.backend in ctx.custom:
+        return sel, path, None, ctx.custom[sel.backend], kv_dtype
+    entry = ctx.catalog.by_class.get(path)
+    name = entry.name if entry is not None else sel.backend
+    cache = canonical_cache_dtype(layer, name, ctx.deployment, ctx.platform.major)
+    if entry is None:
+        return sel, path, None, (MultipleOf(1),), cache
+    return sel, path, entry, ctx.sizes(entry, layer, cache), cache
 
 
 def _choose(ctx: PlanContext, layer: LayerSet, kv_dtype: str, heads: int) -> tuple[Selection, str]:

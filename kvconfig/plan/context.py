@@ -7,10 +7,12 @@ contexts are computed once per distinct layer and looked up afterwards.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from kvconfig.errors import InputError
+from kvconfig.mirror import speculative, versions
 from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
 from kvconfig.mirror.platform import PlatformId, is_quantized
 from kvconfig.mirror.selection import Selection, select
@@ -22,32 +24,61 @@ from schemas.sizes import KernelSize
 
 
 @dataclass
-class PlanContext:
-    """Deployment-wide facts shared by every step of one plan."""
+class Setting:
+    """What every deployment planned with the same engine setting shares: the catalog, the
+    machine facts the backends' checks read, and what they gave already.
 
-    deployment: Deployment
-    platform: PlatformId
+    The setting is the vLLM release, the platform, the options every size rule and check
+    reads (``--kv-cache-dtype``, ``use_trtllm_attention``, ``flash_attn_version``, batch
+    invariance, the TRTLLM cubins) and the target model's attention (its per-rank heads,
+    its first attention layer's geometry, the ``config.json`` facts MLA backends check).
+    Selection and size rules are pure functions of the setting and the layer, so their
+    answers are kept here and reused by every plan with this setting.
+    """
+
     catalog: CatalogData
     machine: Machine
     target_heads: tuple[int, int]
     """The target model's per-rank (query, KV) heads: FlashInfer reads them from the
     current vLLM config even for draft layers."""
+    selections: dict[tuple[object, ...], Selection] = field(default_factory=dict)
+    """Backend selections made with this setting, per request."""
+    declared: dict[tuple[object, ...], tuple[KernelSize, ...]] = field(default_factory=dict)
+    """Sizes evaluated with this setting, per backend class and layer geometry."""
+    contexts: dict[tuple[object, ...], SizeContext] = field(default_factory=dict)
+    """Size contexts derived with this setting, per layer geometry and cache dtype."""
+
+
+@dataclass
+class PlanContext:
+    """Deployment-wide facts shared by every step of one plan."""
+
+    deployment: Deployment
+    platform: PlatformId
+    setting: Setting
     custom: Mapping[str, tuple[KernelSize, ...]]
     """The sizes of the deployment's own (out-of-tree) backends, by name."""
+    drafting: bool
+    """The speculator sets up attention of its own (``DraftModelSpeculator.set_attn``)."""
     findings: list[Found] = field(default_factory=list)
-    selections: dict[tuple[object, ...], Selection] = field(default_factory=dict)
-    """Backend selections already made in this plan: a model repeats the same layer."""
-    declared: dict[tuple[object, ...], tuple[KernelSize, ...]] = field(default_factory=dict)
-    """Sizes already evaluated, per backend class and layer geometry."""
-    contexts: dict[tuple[object, ...], SizeContext] = field(default_factory=dict)
-    """Size contexts already derived, per layer geometry and cache dtype."""
+
+    @property
+    def catalog(self) -> CatalogData:
+        """The catalog of the deployment's vLLM."""
+        return self.setting.catalog
+
+    @property
+    def machine(self) -> Machine:
+        """The platform facts the backends' checks read."""
+        return self.setting.machine
 
     def select(self, requested: str | None, request: Request, source: str) -> Selection:
         """``kvconfig.mirror.selection.select``, computed once per distinct request."""
         key = (requested, request, source)
-        hit = self.selections.get(key)
+        hit = self.setting.selections.get(key)
         if hit is None:
-            hit = self.selections[key] = select(requested, request, self.machine, source)
+            hit = select(requested, request, self.setting.machine, source)
+            self.setting.selections[key] = hit
         return hit
 
     def sizes(self, entry: Entry, layer: LayerSet, cache: str) -> tuple[KernelSize, ...]:
@@ -60,26 +91,32 @@ class PlanContext:
             layer.tokens_per_state,
             layer.kind,
         )
-        hit = self.declared.get(key)
+        hit = self.setting.declared.get(key)
         if hit is None:
-            hit = self.declared[key] = entry.sizes(self.size_context(layer, cache))
+            hit = self.setting.declared[key] = entry.sizes(self.size_context(layer, cache))
         return hit
 
     def size_context(self, layer: LayerSet, kv_dtype: str) -> SizeContext:
         """The facts the layer's backend reads when it declares its sizes."""
         key = (kv_dtype, layer.head_size, layer.head_size_v, layer.tokens_per_state)
-        hit = self.contexts.get(key)
+        hit = self.setting.contexts.get(key)
         if hit is None:
-            hit = self.contexts[key] = layer_context(
+            hit = layer_context(
                 self.deployment, self.platform, self.machine, layer, kv_dtype, self.target_heads
             )
+            self.setting.contexts[key] = hit
         return hit
+
+    @property
+    def target_heads(self) -> tuple[int, int]:
+        """The target model's per-rank (query, KV) heads."""
+        return self.setting.target_heads
 
     def declared_without_spec(self, name: str) -> tuple[KernelSize, ...]:
         """A backend's sizes asked without a spec (``block_size`` checks read these)."""
         if name in self.custom:
             return self.custom[name]
-        return self.machine.declared_without_spec(name)
+        return self.setting.machine.declared_without_spec(name)
 
     def request(self, layer: LayerSet, kv_dtype: str, heads: int) -> Request:
         """What the layer asks of its backend (vLLM's ``AttentionSelectorConfig``)."""
@@ -99,25 +136,73 @@ class PlanContext:
 
 
 def new_context(dep: Deployment, platform: PlatformId) -> PlanContext:
-    """The context of one plan: the catalog of the deployment's vLLM and the machine."""
-    catalog = load_catalog(dep.vllm_version)
-    batch_invariant = env_flag(dep, "VLLM_BATCH_INVARIANT")
+    """The context of one plan: the setting it is planned with, and the deployment."""
+    layer = model_layer(dep)
+    heads = model_heads(dep)
+    setting = _setting(
+        dep.vllm_version,
+        platform,
+        env_flag(dep, "VLLM_BATCH_INVARIANT"),
+        dep.attention.use_trtllm_attention,
+        dep.trtllm_cubins,
+        dep.attention.flash_attn_version,
+        dep.kv_cache_dtype,
+        tuple(sorted(dep.model_facts.items())),
+        heads,
+        (layer.head_size, layer.head_size_v, layer.tokens_per_state),
+    )
+    custom = {name: tuple(b.sizes) for name, b in dep.backends.items()}
+    method = speculative.canonical(
+        dep.speculative_method, versions.facts(dep.vllm_version).mtp_methods
+    )
+    drafting = method in speculative.DRAFTS_WITH_ATTENTION
+    return PlanContext(dep, platform, setting, custom, drafting)
+
+
+@functools.lru_cache(maxsize=128)
+def _setting(  # noqa: PLR0917 (the setting's key, one argument per fact)
+    vllm_version: str,
+    platform: PlatformId,
+    batch_invariant: bool,
+    use_trtllm_attention: bool | None,
+    cubins: bool,
+    flash_attn_version: int | None,
+    kv_cache_dtype: str,
+    model_facts: tuple[tuple[str, int], ...],
+    heads: tuple[int, int],
+    geometry: tuple[int, int | None, int],
+) -> Setting:
+    catalog = load_catalog(vllm_version)
+    facts = dict(model_facts)
+    head_size, head_size_v, tokens_per_state = geometry
+    target = size_context(
+        vendor=platform.vendor,
+        capability=platform.capability,
+        layer_cache_dtype=kv_cache_dtype,
+        model_cache_dtype=kv_cache_dtype,
+        head_size=head_size,
+        head_size_v=head_size_v,
+        target_heads=heads,
+        use_trtllm_attention=use_trtllm_attention,
+        cubins=cubins,
+        batch_invariant=batch_invariant,
+        flash_attn_version=flash_attn_version,
+        tokens_per_state=tokens_per_state,
+        softcap=bool(facts.get("attn_logit_softcapping")),
+    )
     machine = Machine(
         vendor=platform.vendor,
         capability=platform.capability,
         batch_invariant=batch_invariant,
-        use_trtllm_attention=dep.attention.use_trtllm_attention,
-        cubins=dep.trtllm_cubins,
-        flash_attn_version=dep.attention.flash_attn_version,
-        quantized_cache=is_quantized(dep.kv_cache_dtype),
-        facts=dep.model_facts,
+        use_trtllm_attention=use_trtllm_attention,
+        cubins=cubins,
+        flash_attn_version=flash_attn_version,
+        quantized_cache=is_quantized(kv_cache_dtype),
+        facts=facts,
         catalog=catalog,
+        target=target,
     )
-    heads = model_heads(dep)
-    target = layer_context(dep, platform, machine, model_layer(dep), dep.kv_cache_dtype, heads)
-    machine = replace(machine, target=target)
-    custom = {name: tuple(b.sizes) for name, b in dep.backends.items()}
-    return PlanContext(dep, platform, catalog, machine, heads, custom)
+    return Setting(catalog, machine, heads)
 
 
 def model_layer(dep: Deployment) -> LayerSet:

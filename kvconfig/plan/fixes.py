@@ -7,8 +7,6 @@ candidate is planned with the same mirror of vLLM's votes as the plan itself.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from kvconfig.errors import NoCommonKernelBlockSize
 from kvconfig.mirror.vote import select_common
 from kvconfig.plan.assemble import Group, voters_of
@@ -54,13 +52,12 @@ def agreeing_drafter_backends(ctx: PlanContext, g: Group) -> list[str]:
                 break
             sizes = ctx.sizes(entry, info.layer, kv_dtype)
             swapped.append(
-                replace(
-                    info, backend_name=name, entry=entry, class_path=entry.class_path, sizes=sizes
+                info._replace(
+                    backend_name=name, entry=entry, class_path=entry.class_path, sizes=sizes
                 )
             )
         else:
-            alt = replace(
-                g,
+            alt = g._replace(
                 runs=tuple((swapped[drafts.index(i)] if i in drafts else i, n) for i, n in g.runs),
             )
             everyone = [v.declared for v in voters_of(alt, EVERYONE)]

@@ -27,17 +27,23 @@ from kvconfig.errors import (
 )
 from kvconfig.load.platforms import parse_platform
 from kvconfig.mirror import block_size as _block_size
-from kvconfig.mirror import speculative, versions
-from kvconfig.mirror.dispatch import GroupInput, group_kernel_block_size
+from kvconfig.mirror.dispatch import GroupInput, SpecClass, group_kernel_block_size
 from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.specs import BlockPlan
-from kvconfig.mirror.vote import narrow
+from kvconfig.mirror.vote import Declared, narrow
 from kvconfig.plan import findings as F
-from kvconfig.plan.assemble import Group, make_groups, voters_of
+from kvconfig.plan.assemble import (
+    Group,
+    attention_groups,
+    declared,
+    make_groups,
+    voter,
+    voters_of,
+)
 from kvconfig.plan.backends import choose_backends
 from kvconfig.plan.context import PlanContext, new_context
 from kvconfig.plan.fixes import DRAFTS, EVERYONE, agreeing_block_sizes, agreeing_drafter_backends
-from kvconfig.plan.result import GroupResult, LayerInfo, PlanResult, Voter, sort
+from kvconfig.plan.result import GroupResult, LayerInfo, PlanResult, sort
 from schemas.deployment import Deployment
 from schemas.sizes import KernelSize
 
@@ -117,16 +123,11 @@ def _block_plan(ctx: PlanContext, layers: Sequence[LayerInfo]) -> BlockPlan | No
     return plan
 
 
-def _dispatch(g: Group, voters: Sequence[Voter]) -> int | NoCommonKernelBlockSize:
+def _dispatch(g: Group, voters: list[Declared]) -> int | NoCommonKernelBlockSize:
     """``prepare_kernel_block_sizes`` for one group and these attention groups."""
-    group = GroupInput(
-        spec="mamba" if g.kind == "mamba" else "attention",
-        block_size=g.block_size,
-        packed=g.packed,
-        voters=tuple(v.declared for v in voters),
-    )
+    spec: SpecClass = "mamba" if g.kind == "mamba" else "attention"
     try:
-        k = group_kernel_block_size(group)
+        k = group_kernel_block_size(GroupInput(spec, g.block_size, True, g.packed, tuple(voters)))
     except NoCommonKernelBlockSize as err:
         return err
     assert k is not None  # kvconfig forms no encoder-only groups
@@ -134,48 +135,37 @@ def _dispatch(g: Group, voters: Sequence[Voter]) -> int | NoCommonKernelBlockSiz
 
 
 def _vote_group(ctx: PlanContext, g: Group) -> GroupResult:
-    s = ctx.deployment
-    method = speculative.canonical(s.speculative_method, versions.facts(s.vllm_version).mtp_methods)
-    everyone = voters_of(g, EVERYONE)
-    has_draft = any(i.layer.role == "draft" for i, _ in g.runs)
-    speculating = method in speculative.DRAFTS_WITH_ATTENTION and has_draft
+    runs = attention_groups(g, EVERYONE)
+    everyone = declared(runs)
     runner = _dispatch(g, everyone)
     runner_k: int | None = None
     if isinstance(runner, NoCommonKernelBlockSize):
-        ctx.findings.append(F.no_common_size(g, runner, [v.declared for v in everyone]))
+        ctx.findings.append(F.no_common_size(g, runner, everyone))
     else:
         runner_k = runner
+    speculating = ctx.drafting and any("draft" in roles for _, roles, _ in runs)
     speculator_k: int | None = None
     if speculating and runner_k is not None:
-        speculator_k = _speculator_vote(ctx, g, runner_k, everyone)
+        speculator_k = _speculator_vote(ctx, g, runner_k)
     return GroupResult(
-        id=g.id,
-        kind=g.kind,
-        block_size=g.block_size,
-        block_size_reason=g.block_size_reason,
-        kernel_block_size=runner_k,
-        packed=g.packed,
-        target_layers=_names_of(g, "target"),
-        draft_layers=_names_of(g, "draft"),
-        voters=tuple(
-            Voter(
-                v.name,
-                v.class_path,
-                v.sizes,
-                v.roles,
-                v.layers,
-                narrow(runner_k, v.declared) if runner_k is not None else None,
-            )
-            for v in everyone
+        g.id,
+        g.kind,
+        g.block_size,
+        g.block_size_reason,
+        runner_k,
+        g.packed,
+        _names_of(g, "target"),
+        _names_of(g, "draft"),
+        tuple(
+            voter(run, narrow(runner_k, d) if runner_k is not None else None)
+            for run, d in zip(runs, everyone, strict=True)
         ),
-        runner_k=runner_k,
-        speculator_k=speculator_k if speculating else None,
+        runner_k,
+        speculator_k if speculating else None,
     )
 
 
-def _speculator_vote(
-    ctx: PlanContext, g: Group, runner_k: int, everyone: Sequence[Voter]
-) -> int | None:
+def _speculator_vote(ctx: PlanContext, g: Group, runner_k: int) -> int | None:
     """The speculator's k for a group holding draft layers, and the findings it causes.
 
     A V1 drafter, and any speculator under the hooks, narrows the runner's value per
@@ -183,9 +173,9 @@ def _speculator_vote(
     layers (``DraftModelSpeculator.set_attn`` -> ``init_attn_backend``).
     """
     s = ctx.deployment
-    drafts = voters_of(g, DRAFTS)
+    drafts = declared(attention_groups(g, DRAFTS))
     if s.runner == "v1" or s.hooks == "enforce":
-        values = {narrow(runner_k, d.declared) for d in drafts}
+        values = {narrow(runner_k, d) for d in drafts}
         speculator_k = runner_k if values == {runner_k} else min(values)
     else:
         own = _dispatch(g, drafts)
@@ -200,7 +190,7 @@ def _speculator_vote(
                 g,
                 runner_k,
                 speculator_k,
-                everyone,
+                voters_of(g, EVERYONE),
                 s.speculative_method,
                 block_fixes=[] if hybrid else agreeing_block_sizes(g, runner_k),
                 backend_fixes=agreeing_drafter_backends(ctx, g),

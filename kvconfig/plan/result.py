@@ -9,7 +9,7 @@ from a running engine (``kvconfig.plan.runtime``); the reporters print them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kvconfig.codes import FindingCode, Severity
 from kvconfig.mirror.catalog import Entry
@@ -22,14 +22,13 @@ from schemas.sizes import KernelSize, size_to_json
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
+class Found(NamedTuple):
     """One finding."""
 
     code: FindingCode
     group: int | None
     message: str
-    fixes: tuple[str, ...] = field(default=())
+    fixes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -58,11 +57,9 @@ def sort(findings: Sequence[Found]) -> list[Found]:
     return sorted(findings, key=lambda f: (_ORDER[f.severity], -1 if f.group is None else f.group))
 
 
-@dataclass(frozen=True, slots=True)
-class LayerInfo:
+class LayerInfo(NamedTuple):
     """A layer set with its backend and declared sizes."""
 
-    index: int
     layer: LayerSet
     selection: Selection
     entry: Entry | None
@@ -95,8 +92,7 @@ class LayerInfo:
         return self.backend_name or "?"
 
 
-@dataclass(frozen=True, slots=True)
-class Voter:
+class Voter(NamedTuple):
     """One attention group of a KV-cache group (vLLM's ``AttentionGroup``)."""
 
     name: str
@@ -118,8 +114,7 @@ class Voter:
         return next(iter(self.roles)) if len(self.roles) == 1 else "mixed"
 
 
-@dataclass(frozen=True, slots=True)
-class GroupResult:
+class GroupResult(NamedTuple):
     """The plan of one KV-cache group."""
 
     id: int
@@ -168,8 +163,7 @@ class GroupResult:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class PlanResult:
+class PlanResult(NamedTuple):
     """The plan of one deployment on one platform (or of a running engine)."""
 
     source: str
