@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kvconfig.errors import InputError
-from kvconfig.report.render import Outcome, render_json
+from kvconfig.report.json import render_json
+from kvconfig.report.outcome import Outcome
 
 
 def atomic_write(path: Path, text: str) -> None:
