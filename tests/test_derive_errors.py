@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from kvconfig.derive import architectures as _hf
-from kvconfig.derive.common import Context, Model
+from kvconfig.derive import layers as derive_layers
+from kvconfig.derive.inputs import Context, Model
 from kvconfig.errors import InputError, UnsupportedArchitecture
 
 MODELS = Path(__file__).resolve().parents[1] / "examples" / "models"
@@ -56,7 +56,7 @@ def test_a_bad_value_is_blamed_on_its_own_key(model: str, path: tuple[str, ...])
         node[path[-1]] = bad
         m = Model(str(MODELS / model / "config.json"), cfg)
         try:
-            sets = _hf.derive(m, "bfloat16", draft=draft, context=Context())
+            sets = derive_layers.derive(m, "bfloat16", draft=draft, context=Context())
         except UnsupportedArchitecture:
             continue
         except InputError as err:

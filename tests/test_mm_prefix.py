@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kvconfig.cli import main
-from kvconfig.derive import architectures as _hf
+from kvconfig.derive import layers as derive_layers
 from kvconfig.load.models import read_model
 from kvconfig.mirror.model_config import is_mm_prefix_lm, serves_multimodal
 
@@ -87,10 +87,10 @@ def test_the_automatic_choice_skips_backends_without_mm_prefix(
 
 
 def test_only_the_multimodal_prefix_lm_layers_get_it() -> None:
-    gemma3 = _hf.derive(read_model(MODELS / "gemma-3-27b-it", "t", "model"), "bfloat16")
+    gemma3 = derive_layers.derive(read_model(MODELS / "gemma-3-27b-it", "t", "model"), "bfloat16")
     assert gemma3 and all(s.get("mm_prefix") for s in gemma3)
     for name in ("gemma-2-9b-it", "qwen3-8b", "qwen3.5-9b", "minimax-m3-nvfp4"):
-        sets = _hf.derive(read_model(MODELS / name, "t", "model"), "bfloat16")
+        sets = derive_layers.derive(read_model(MODELS / name, "t", "model"), "bfloat16")
         assert not any(s.get("mm_prefix") for s in sets), name
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig.derive.common import Context, Model, attention_geometry, int_list, ordered, pos_int
+from kvconfig.derive.inputs import Context, Model, attention_geometry, int_list, ordered, pos_int
 from kvconfig.errors import InputError
 
 SPARSE = "MINIMAX_M3_SPARSE"

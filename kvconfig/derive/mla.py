@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig.derive.common import Context, Model, ordered, pos_int
+from kvconfig.derive.inputs import Context, Model, ordered, pos_int
 from kvconfig.errors import InputError
 
 V32_INDEXER = "vllm.v1.attention.backends.mla.indexer.DeepseekV32IndexerBackend"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig.derive.common import Context, Model, attention_geometry, layer_types, pos_int, runs
+from kvconfig.derive.inputs import Context, Model, attention_geometry, layer_types, pos_int, runs
 
 
 def _window(cfg: dict[str, Any] | Any, source: str) -> int:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-from kvconfig.derive.common import Model
-from kvconfig.errors import InputError
+from kvconfig.derive.inputs import Model
+from kvconfig.errors import InputError, describe
+from kvconfig.load.serve import Options
 from kvconfig.load.yamlfile import decode, read_bytes
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -69,3 +71,52 @@ def hub_cache_folder(repo_id: str) -> Path | None:
         key=lambda p: p.stat().st_mtime,
     )
     return found[-1] if found else None
+
+
+def model_at(opts: Options, key: str, value: Any) -> Model:
+    """The model a serve option names, its errors located at that option."""
+    return read_model_at(opts, model_folder(opts, key, value), key)
+
+
+def model_folder(opts: Options, key: str, value: Any) -> Path:
+    """The folder a model option names: a local path, or a hub id found in the cache."""
+    if not isinstance(value, str) or not value.strip():
+        raise opts.err(
+            key, f"expected the model's folder, got {describe(value)}", "e.g. model: ./qwen3-8b"
+        )
+    path = Path(os.path.expanduser(value))
+    if not path.is_absolute():
+        path = opts.base / path
+    if path.is_file() and path.name != "config.json":
+        raise opts.err(
+            key,
+            f"{value!r} is a file, not a model folder",
+            "point it at the folder that holds the model's config.json",
+        )
+    if path.exists():
+        return _short(path)
+    cached = hub_cache_folder(value)
+    if cached is not None:
+        return cached
+    raise opts.err(
+        key,
+        f"{value!r} is neither a local folder nor in the Hugging Face cache",
+        "kvconfig never downloads: point it at a folder with the model's config.json",
+    )
+
+
+def read_model_at(opts: Options, path: Path, key: str) -> Model:
+    """``read_model``, its errors located at the option that named the folder."""
+    try:
+        return read_model(path, opts.source, key)
+    except InputError as err:
+        raise err.located(opts.source, opts.lines.get(key.split(".", maxsplit=1)[0])) from None
+
+
+def _short(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies below it (for messages)."""
+    path = Path(os.path.normpath(path))
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path

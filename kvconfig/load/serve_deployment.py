@@ -8,17 +8,21 @@ checks how the values fit together.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from kvconfig._suggest import did_you_mean, same_first_word
-from kvconfig.derive import architectures as _hf
-from kvconfig.derive.common import Context, Model
-from kvconfig.errors import DeploymentError, InputError, UnsupportedArchitecture, describe
+from kvconfig.derive.inputs import Context, Model, pos_int
+from kvconfig.derive.layers import (
+    derive,
+    model_context_length,
+    model_dtype,
+    model_facts,
+)
+from kvconfig.errors import DeploymentError, InputError, describe
 from kvconfig.load.checks import PLAN_ENV, check_env, runner_from_env
-from kvconfig.load.models import hub_cache_folder, read_model
+from kvconfig.load.drafter import speculator
+from kvconfig.load.models import model_at
 from kvconfig.load.serve import (
     Options,
     backend_name,
@@ -32,41 +36,6 @@ from schemas.deployment import AttentionSettings, Deployment, LayerSet
 
 MAX_LAYERS = 10_000
 """Most attention layers kvconfig plans for in one deployment (real models have a few hundred)."""
-
-
-def _short(path: Path) -> Path:
-    """``path`` relative to the working folder when it lies below it (for messages)."""
-    path = Path(os.path.normpath(path))
-    try:
-        return path.relative_to(Path.cwd())
-    except ValueError:
-        return path
-
-
-def _model_path(opts: Options, key: str, value: Any) -> Path:
-    if not isinstance(value, str) or not value.strip():
-        raise opts.err(
-            key, f"expected the model's folder, got {describe(value)}", "e.g. model: ./qwen3-8b"
-        )
-    path = Path(os.path.expanduser(value))
-    if not path.is_absolute():
-        path = opts.base / path
-    if path.is_file() and path.name != "config.json":
-        raise opts.err(
-            key,
-            f"{value!r} is a file, not a model folder",
-            "point it at the folder that holds the model's config.json",
-        )
-    if path.exists():
-        return _short(path)
-    cached = hub_cache_folder(value)
-    if cached is not None:
-        return cached
-    raise opts.err(
-        key,
-        f"{value!r} is neither a local folder nor in the Hugging Face cache",
-        "kvconfig never downloads: point it at a folder with the model's config.json",
-    )
 
 
 def to_deployment(
@@ -137,11 +106,10 @@ def to_deployment(
 
     hf_overrides = json_option(opts, "hf-overrides") or {}
     model_key = "hf-config-path" if opts.values.get("hf-config-path") else "model"
-    target_path = _model_path(opts, model_key, opts.values[model_key])
-    target = _read_model(opts, target_path, model_key)
+    target = model_at(opts, model_key, opts.values[model_key])
     if hf_overrides:
         target = Model(target.path, {**target.config, **hf_overrides})
-    dtype = _hf.model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)
+    dtype = model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)
     spec = json_option(opts, "speculative-config")
     context = _derive_context(opts, spec, tp)
     declared = target.text.get("num_hidden_layers")
@@ -152,47 +120,17 @@ def to_deployment(
             f"the model has {declared} attention layers; kvconfig plans at most {MAX_LAYERS}",
             "check num_hidden_layers in its config.json",
         )
-    derived = _hf.derive(target, dtype, known=known_archs, context=context)
+    derived = derive(target, dtype, known=known_archs, context=context)
     layers = [{**s, "role": "target"} for s in derived]
-    n_target = _hf.pos_int(target.text, "num_hidden_layers", target.path)
+    n_target = pos_int(target.text, "num_hidden_layers", target.path)
 
     method = None
     draft_backend = None
     if spec is not None:
-        check_keys(opts, "speculative-config", spec, f.speculative_config_keys)
-        if "tensor_parallel_size" in spec:
-            raise opts.err(
-                "speculative-config.tensor_parallel_size",
-                "not a valid speculative-config key in vLLM",
-                "use draft_tensor_parallel_size",
-            )
-        try:
-            method, draft_layers = _drafter(
-                opts, spec, dtype, n_target, f, target=target, context=context
-            )
-        except UnsupportedArchitecture as err:
-            if err.source != opts.source:
-                raise
-            raise UnsupportedArchitecture(
-                f"{target.architecture} with its {err.architecture}", opts.source
-            ) from None
-        draft_kv = spec.get("kv_cache_dtype")
-        if draft_kv is not None and (
-            not isinstance(draft_kv, str) or draft_kv not in f.kv_cache_dtypes
-        ):
-            raise opts.err(
-                "speculative-config.kv_cache_dtype",
-                f"unknown KV-cache dtype {draft_kv!r} for vLLM {version}",
-                did_you_mean(str(draft_kv), f.kv_cache_dtypes) or "e.g. auto, fp8",
-            )
-        for s in draft_layers:
-            s["role"] = "draft"
-            if draft_kv is not None:
-                s["kv_cache_dtype"] = draft_kv
-        layers.extend(draft_layers)
-        draft_backend = backend_name(
-            opts, "speculative-config.attention_backend", spec.get("attention_backend"), version
+        method, draft_layers, draft_backend = speculator(
+            opts, spec, dtype, n_target, f, target=target, context=context
         )
+        layers.extend(draft_layers)
     total = sum(int(s["count"]) for s in layers)
     if total > MAX_LAYERS:
         raise opts.err(
@@ -221,8 +159,8 @@ def to_deployment(
         "prefix_caching": opts.values.get("enable-prefix-caching") is not False,
         "disable_hybrid_kv_cache_manager": bool(opts.values.get("disable-hybrid-kv-cache-manager")),
         "max_model_len": int_option(opts, "max-model-len", high=1 << 26)
-        or _hf.model_context_length(target),
-        "model_facts": _hf.model_facts(target),
+        or model_context_length(target),
+        "model_facts": model_facts(target),
         "kv_cache_layout": merged_env.get("VLLM_KV_CACHE_LAYOUT"),
         "env": {k: v for k, v in merged_env.items() if k in PLAN_ENV},
         "layers": [LayerSet(**s) for s in layers],
@@ -294,95 +232,6 @@ def _mm_limits(opts: Options) -> dict[str, int]:
             )
         out[str(modality)] = count
     return out
-
-
-def _drafter(
-    opts: Options,
-    spec: Mapping[str, Any],
-    dtype: str,
-    first_index: int,
-    f: versions.Facts,
-    *,
-    target: Model,
-    context: Context,
-) -> tuple[str, list[dict[str, Any]]]:
-    method = spec.get("method")
-    model = spec.get("model")
-    if method is not None and not isinstance(method, str):
-        raise opts.err(
-            "speculative-config.method",
-            f"expected a method name, got {describe(method)}",
-            "e.g. eagle3, mtp, draft_model, ngram",
-        )
-    if method is not None and method not in f.speculative_methods:
-        raise opts.err(
-            "speculative-config.method",
-            f"unknown speculative method {method!r} for vLLM {f.version}",
-            did_you_mean(method, f.speculative_methods) or "e.g. eagle3, mtp, draft_model, ngram",
-        )
-    known = f.architectures
-    if method in f.mtp_methods:
-        method = "mtp"
-    if method in speculative.WITHOUT_DRAFT_MODEL or model in ("ngram", "[ngram]"):
-        return (method or "ngram"), []
-    if method in ("custom_class", "extract_hidden_states") or (
-        model is None and method == "dspark"
-    ):
-        # vLLM takes these drafters from a Python class or from the target checkpoint itself;
-        # kvconfig cannot derive their layers from a config.json.
-        raise UnsupportedArchitecture(f"{method} drafter", opts.source)
-    if model is not None and not isinstance(model, str):
-        raise opts.err(
-            "speculative-config.model",
-            f"expected the drafter's folder, got {describe(model)}",
-            "e.g. model: ./eagle3-drafter",
-        )
-    if method == "mtp":
-        if model is None:
-            return method, _hf.derive_mtp(target, dtype, context)
-        own = _read_model(
-            opts, _model_path(opts, "speculative-config.model", model), "speculative-config.model"
-        )
-        return method, _hf.derive_mtp(own, dtype, context)
-    if model is None:
-        raise opts.err(
-            "speculative-config.model",
-            f"speculative method {method or 'draft_model'!r} needs a draft model",
-            "set speculative-config.model to the drafter's folder",
-        )
-    if method is None or method == "draft_model":
-        low = model.lower()
-        method = (
-            "eagle"
-            if "eagle-" in low
-            else "eagle3"
-            if "eagle3" in low
-            else "dflash"
-            if "dflash" in low
-            else "dspark"
-            if "dspark" in low
-            else "draft_model"
-        )
-    key = "speculative-config.model"
-    path = _model_path(opts, key, model)
-    draft = _read_model(opts, path, key)
-    if method in ("eagle", "eagle3"):
-        layers = _hf.derive(
-            draft, dtype, first_index=first_index, draft=True, known=known, context=context
-        )
-    else:
-        layers = _hf.derive(draft, dtype, first_index=0, known=known, context=context)
-        for s in layers:
-            s["name"] = "draft_model." + str(s["name"])
-    return method, layers
-
-
-def _read_model(opts: Options, path: Path, key: str) -> Model:
-    """``read_model``, its errors located at the option that named the folder."""
-    try:
-        return read_model(path, opts.source, key)
-    except InputError as err:
-        raise err.located(opts.source, opts.lines.get(key.split(".", maxsplit=1)[0])) from None
 
 
 def _runner(
