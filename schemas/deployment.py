@@ -96,8 +96,8 @@ class CustomBackend:
 
     sizes: Annotated[list[KernelSize], MinItems(1)]
     """What its ``get_supported_kernel_block_sizes`` returns."""
-    kind: Literal["attention", "mla", "sparse_mla", "indexer", "state"] = "attention"
-    """The kind of layer it serves."""
+    serves: Literal["attention", "mla", "sparse_mla", "indexer", "state"] = "attention"
+    """The layers it serves, as a catalog entry says (informative: the plan reads the sizes)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -163,3 +163,12 @@ def test_the_model_imports_without_pydantic() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+def test_a_custom_backend_says_what_it_serves() -> None:
+    doc = {"source": "doc.yaml", "layers": [{"backend": "X"}]}
+    dep = validate.deployment({**doc, "backends": {"X": {"sizes": [16], "serves": "mla"}}})
+    assert dep.backends["X"].serves == "mla"
+    with pytest.raises(kvconfig.InputError) as info:
+        validate.deployment({**doc, "backends": {"X": {"sizes": [16], "kind": "mla"}}})
+    assert (info.value.key, info.value.hint) == ("backends.X.kind", "renamed 'serves'")

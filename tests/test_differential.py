@@ -338,7 +338,7 @@ def _kvconfig_run(case: Case) -> tuple[list[int] | None, str | None]:
 def _pools(catalog: CatalogData) -> dict[str, list[Entry]]:
     usable = [e for e in catalog.entries if e.introspected and e.name]
     return {
-        kind: sorted((e for e in usable if e.kind in kinds), key=lambda e: e.class_path)
+        kind: sorted((e for e in usable if e.serves in kinds), key=lambda e: e.class_path)
         for kind, kinds in BACKEND_KINDS.items()
     }
 

@@ -67,6 +67,9 @@ def _key(loc: Sequence[str | int]) -> str:
     return text
 
 
+#: Keys of a custom backend (``backends.NAME.KEY``) that have a new name.
+RENAMED = {"kind": "serves"}
+
 #: Pydantic's markers inside a location (union members, validators), not keys of the file.
 _UNION_PARTS = ("constrained-int", "MultipleOf", "int")
 
@@ -111,46 +114,49 @@ def _schema_error(err: Any, source: str, doc: Document | None) -> InputError:
             key=_key(loc),
             hint="e.g. sizes: [16, 32, {multiple_of: 64}]",
         )
-    kind = first["type"]
-    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
+    error_type = first["type"]
+    if error_type in ("extra_forbidden", "unexpected_keyword_argument"):
+        renamed = RENAMED.get(str(loc[-1])) if len(loc) == 3 and loc[0] == "backends" else None
         return InputError(
             "unknown key",
             source=source,
             line=where(loc),
             key=_key(loc),
-            hint=did_you_mean(str(loc[-1]), _fields_at(loc[:-1])) or "remove it",
+            hint=(f"renamed {renamed!r}" if renamed else None)
+            or did_you_mean(str(loc[-1]), _fields_at(loc[:-1]))
+            or "remove it",
         )
-    message, hint = _explain(kind, ctx, value, str(first["msg"]))
+    message, hint = _explain(error_type, ctx, value, str(first["msg"]))
     return InputError(message, source=source, line=where(loc), key=_key(loc), hint=hint)
 
 
-def _explain(kind: str, ctx: Mapping[str, Any], value: Any, msg: str) -> tuple[str, str]:
+def _explain(error_type: str, ctx: Mapping[str, Any], value: Any, msg: str) -> tuple[str, str]:
     """Message and hint for one pydantic error type."""
     got = describe(value)
-    if kind == "missing":
+    if error_type == "missing":
         return "required key is missing", "add it"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
+    if error_type in ("int_type", "int_parsing", "int_from_float"):
         return f"expected an integer, got {got}", "write a whole number, unquoted"
-    if kind in ("greater_than_equal", "greater_than"):
+    if error_type in ("greater_than_equal", "greater_than"):
         low = ctx.get("ge", ctx.get("gt"))
         return f"expected at least {low}, got {value!r}", f"use {low} or more"
-    if kind in ("less_than_equal", "less_than"):
+    if error_type in ("less_than_equal", "less_than"):
         high = ctx.get("le", ctx.get("lt"))
         return f"expected at most {high}, got {value!r}", "use a smaller value"
-    if kind == "literal_error":
+    if error_type == "literal_error":
         expected = str(ctx.get("expected", ""))
         choices = [c.strip().strip("'") for c in expected.replace(" or ", ", ").split(",")]
         hint = did_you_mean(str(value), choices) if isinstance(value, str) else ""
         if len(choices) == 1:
             hint = f"use {expected}"
         return f"expected {expected}, got {got}", hint or "use one of those"
-    if kind in ("bool_type", "bool_parsing"):
+    if error_type in ("bool_type", "bool_parsing"):
         return f"expected true or false, got {got}", "write true or false, unquoted"
-    if kind == "string_type":
+    if error_type == "string_type":
         return f"expected a string, got {got}", "quote the value"
-    if kind == "list_type":
+    if error_type == "list_type":
         return f"expected a list, got {got}", "write it as a YAML list of '- item' lines"
-    if kind in (
+    if error_type in (
         "dict_type",
         "model_type",
         "model_attributes_type",
@@ -158,7 +164,7 @@ def _explain(kind: str, ctx: Mapping[str, Any], value: Any, msg: str) -> tuple[s
         "dataclass_exact_type",
     ):
         return f"expected a mapping, got {got}", "write it as 'key: value' lines"
-    if kind == "too_short":
+    if error_type == "too_short":
         return "needs at least one entry", "add one"
     return msg.removeprefix("Value error, ").rstrip("."), "fix the value"
 

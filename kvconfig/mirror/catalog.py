@@ -135,7 +135,7 @@ class Entry:
 
     name: str
     class_path: str
-    kind: str
+    serves: str
     rules: tuple[Rule, ...]
     source: str
     introspected: bool
@@ -218,7 +218,7 @@ def parse_catalog(raw: Mapping[str, Any]) -> CatalogData:
         Entry(
             name=e["name"],
             class_path=e["class"],
-            kind=e.get("kind", "attention"),
+            serves=e.get("serves", "attention"),
             rules=tuple(_rule(r) for r in e["rules"]),
             source=e.get("source", ""),
             introspected=bool(e.get("introspected", True)),

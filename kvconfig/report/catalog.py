@@ -49,7 +49,7 @@ def _entry_json(e: Entry) -> dict[str, object]:
     return {
         "name": e.name,
         "class": e.class_path,
-        "kind": e.kind,
+        "serves": e.serves,
         "source": e.source,
         "introspected": e.introspected,
         "note": e.note,

@@ -168,7 +168,7 @@ def _keeps_default(cls: Any) -> bool:
 
 
 def classify(path: str, cls: Any) -> str:
-    """The kind of layer a backend serves (``schemas.catalog.BackendKind``).
+    """The layers a backend serves (``schemas.catalog.LayerFamily``).
 
     From vLLM's own class methods (``is_ssm``, ``is_mla``, ``is_sparse``) and names:
     indexers say so in their name, DeepSeek's sliding-window MLA backend is
@@ -261,8 +261,8 @@ def build(discovery: Discovery, version: str) -> dict[str, Any]:
     from tools.catalog.learn import learn_rules
 
     reg, mamba = registry()
-    kinds = {path: classify(path, cls) for path, cls in discovery.classes.items()}
-    samples = evaluate_all(discovery.classes, kinds)
+    serves = {path: classify(path, cls) for path, cls in discovery.classes.items()}
+    samples = evaluate_all(discovery.classes, serves)
     entries: list[dict[str, Any]] = []
     for path in sorted(discovery.classes):
         cls = discovery.classes[path]
@@ -273,7 +273,7 @@ def build(discovery: Discovery, version: str) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "name": name,
             "class": path,
-            "kind": kinds[path],
+            "serves": serves[path],
             "rules": learn_rules(samples[path], path),
             "source": source_of(cls),
         }
@@ -315,7 +315,7 @@ def _manual_entries(
     """Hand-written entries, checked against the classes the failed modules define.
 
     A ``same_as`` entry must be a class that does not define the method and whose
-    base (by name) is the named class; its rules and kind are copied from it. An
+    base (by name) is the named class; its rules and ``serves`` are copied from it. An
     entry with its own rules must be a class that defines the method.
     """
     wanted = scan_failed(discovery.failed, discovery.classes)
@@ -349,7 +349,7 @@ def _manual_entries(
                 if same_as not in done:
                     continue
                 raw.setdefault("rules", done[same_as]["rules"])
-                raw.setdefault("kind", done[same_as]["kind"])
+                raw.setdefault("serves", done[same_as]["serves"])
             raw["introspected"] = False
             done[path] = raw
             todo.remove(path)

@@ -1,7 +1,7 @@
 """The grid of emulated platforms and deployments every backend class is evaluated on.
 
 Each point fixes what vLLM's backend code can read while it declares kernel-page
-sizes: the platform (vendor, compute capability), the layer's spec (kind, head
+sizes: the platform (vendor, compute capability), the layer's spec (its family, head
 sizes, KV-cache dtype and so its ``KVQuantMode``, tokens per state) and the current
 vLLM config (the target's heads, ``attention_config.use_trtllm_attention`` and
 ``flash_attn_version``, TRTLLM cubins, ``VLLM_BATCH_INVARIANT``).
@@ -98,8 +98,8 @@ class Point:
     tokens_per_state: int = 1
 
 
-def _mla(kind: str) -> bool:
-    return kind in ("mla", "sparse_mla", "indexer", "sliding_window_mla")
+def _mla(family: str) -> bool:
+    return family in ("mla", "sparse_mla", "indexer", "sliding_window_mla")
 
 
 def cache_dtypes() -> list[str]:
@@ -111,10 +111,10 @@ def cache_dtypes() -> list[str]:
     return list(get_args(CacheDType))
 
 
-def points(kind: str) -> Iterator[Point]:
-    """The grid for one backend kind, in a fixed order."""
-    heads_hv: tuple[tuple[int, int], ...] = MLA_HEADS if _mla(kind) else ATTENTION_HEADS
-    if kind == "state":
+def points(family: str) -> Iterator[Point]:
+    """The grid for the backends of one layer family, in a fixed order."""
+    heads_hv: tuple[tuple[int, int], ...] = MLA_HEADS if _mla(family) else ATTENTION_HEADS
+    if family == "state":
         heads_hv = ((128, 128),)
     dtypes = cache_dtypes()
     seen: set[Point] = set()
@@ -138,7 +138,7 @@ def points(kind: str) -> Iterator[Point]:
         yield from emit(Point(vendor, cap, dtype, hs, hv, HEADS[0], *BASE_SWITCH, tps))
 
 
-def emulation(p: Point, kind: str) -> emulate.Emulation:
+def emulation(p: Point, family: str) -> emulate.Emulation:
     """The emulator settings of a point (the config the backends may read)."""
     q, kv = p.heads
     return emulate.Emulation(
@@ -152,12 +152,12 @@ def emulation(p: Point, kind: str) -> emulate.Emulation:
         flash_attn_version=p.flash_attn_version,
         cubins=p.cubins,
         batch_invariant=p.batch_invariant,
-        use_mla=_mla(kind),
+        use_mla=_mla(family),
         hf_extra={"index_kpool": p.tokens_per_state},
     )
 
 
-def context(p: Point, kind: str) -> SizeContext:
+def context(p: Point, family: str) -> SizeContext:
     """The facts kvconfig computes for a point, with kvconfig's own mirrors."""
     q, kv = p.heads
     return size_context(
@@ -167,7 +167,7 @@ def context(p: Point, kind: str) -> SizeContext:
         model_cache_dtype=p.cache_dtype,
         head_size=p.head_size,
         head_size_v=p.head_size_v or None,
-        target_heads=(q, 1 if _mla(kind) else kv),
+        target_heads=(q, 1 if _mla(family) else kv),
         use_trtllm_attention=p.use_trtllm_attention,
         cubins=p.cubins,
         batch_invariant=p.batch_invariant,
@@ -176,14 +176,14 @@ def context(p: Point, kind: str) -> SizeContext:
     )
 
 
-def vllm_facts(p: Point, kind: str) -> tuple[str, bool, int | None]:
+def vllm_facts(p: Point, family: str) -> tuple[str, bool, int | None]:
     """(kv_quant, trtllm, fa_version) as vLLM computes them (inside the emulation)."""
     from vllm.utils.flashinfer import can_use_trtllm_attention
     from vllm.v1.attention.backends.fa_utils import get_flash_attn_version
     from vllm.v1.kv_cache_interface import get_kv_quant_mode
 
     q, kv = p.heads
-    if _mla(kind):
+    if _mla(family):
         kv = 1
     return (
         get_kv_quant_mode(p.cache_dtype).name.lower(),
@@ -194,8 +194,8 @@ def vllm_facts(p: Point, kind: str) -> tuple[str, bool, int | None]:
     )
 
 
-def spec(p: Point, kind: str) -> Any:
-    """A real vLLM spec of the kind of layer the backend serves."""
+def spec(p: Point, family: str) -> Any:
+    """A real vLLM spec of the layers the backend serves."""
     import torch
     from vllm.v1.kv_cache_interface import (
         FullAttentionSpec,
@@ -213,13 +213,13 @@ def spec(p: Point, kind: str) -> Any:
         "kv_quant_mode": mode,
         "tokens_per_state": p.tokens_per_state,
     }
-    if kind == "state":
+    if family == "state":
         return MambaSpec(block_size=256, shapes=((4, 16),), dtypes=(torch.bfloat16,))
-    if kind == "sliding_window_mla":
+    if family == "sliding_window_mla":
         return SlidingWindowMLASpec(
             num_kv_heads=1, sliding_window=128, cache_dtype_str=p.cache_dtype, **common
         )
-    if _mla(kind):
+    if _mla(family):
         return MLAAttentionSpec(num_kv_heads=1, cache_dtype_str=p.cache_dtype, **common)
     return FullAttentionSpec(num_kv_heads=p.heads[1], head_size_v=p.head_size_v, **common)
 
@@ -250,20 +250,20 @@ def sizes_for(backend: Any, layer_spec: Any) -> tuple[KernelSize, ...] | None:
         return None
 
 
-def evaluate_all(classes: Mapping[str, Any], kinds: Mapping[str, str]) -> dict[str, list[Sample]]:
-    """Every class on every point of its kind's grid."""
+def evaluate_all(classes: Mapping[str, Any], serves: Mapping[str, str]) -> dict[str, list[Sample]]:
+    """Every class on every point of the grid of the layers it serves."""
     out: dict[str, list[Sample]] = {path: [] for path in classes}
     mismatches: list[str] = []
-    for kind in sorted(set(kinds.values())):
-        members = sorted(p for p in classes if kinds[p] == kind)
-        for p in points(kind):
-            ctx = context(p, kind)
-            with emulate.emulated(emulation(p, kind)):
-                real = vllm_facts(p, kind)
+    for family in sorted(set(serves.values())):
+        members = sorted(p for p in classes if serves[p] == family)
+        for p in points(family):
+            ctx = context(p, family)
+            with emulate.emulated(emulation(p, family)):
+                real = vllm_facts(p, family)
                 mine = (ctx.kv_quant, ctx.trtllm, ctx.fa_version)
                 if real != mine and len(mismatches) < 20:
                     mismatches.append(f"{p}: vLLM {real}, kvconfig {mine}")
-                layer_spec = spec(p, kind)
+                layer_spec = spec(p, family)
                 for path in members:
                     out[path].append((ctx, sizes_for(classes[path], layer_spec)))
     if mismatches:
