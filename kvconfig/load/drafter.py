@@ -11,7 +11,7 @@ from kvconfig.derive.inputs import Context, Model
 from kvconfig.derive.layers import derive, derive_mtp
 from kvconfig.errors import UnsupportedArchitecture, describe
 from kvconfig.load.models import model_at
-from kvconfig.load.serve import Options, backend_name, check_keys
+from kvconfig.load.serve import Options, backend_name, cache_dtype, check_keys
 from kvconfig.mirror import speculative, versions
 
 
@@ -46,14 +46,8 @@ def speculator(
             f"{target.architecture} with its {err.architecture}", opts.source
         ) from None
     draft_kv = spec.get("kv_cache_dtype")
-    if draft_kv is not None and (
-        not isinstance(draft_kv, str) or draft_kv not in f.kv_cache_dtypes
-    ):
-        raise opts.err(
-            "speculative-config.kv_cache_dtype",
-            f"unknown KV-cache dtype {draft_kv!r} for vLLM {version}",
-            did_you_mean(str(draft_kv), f.kv_cache_dtypes) or "e.g. auto, fp8",
-        )
+    if draft_kv is not None:
+        draft_kv = cache_dtype(opts, "speculative-config.kv_cache_dtype", draft_kv, version)
     for s in draft_layers:
         s["role"] = "draft"
         if draft_kv is not None:

@@ -312,3 +312,15 @@ def backend_name(opts: Options, key: str, value: Any, version: str) -> str | Non
         key=key,
     )
     return name
+
+
+def cache_dtype(opts: Options, key: str, value: Any, version: str) -> str:
+    """A KV-cache dtype option, one of the release's ``CacheDType`` values."""
+    known = versions.facts(version).kv_cache_dtypes
+    if not isinstance(value, str) or value not in known:
+        raise opts.err(
+            key,
+            f"unknown KV-cache dtype {value!r} for vLLM {version}",
+            did_you_mean(str(value), known) or "e.g. auto, fp8",
+        )
+    return value

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvconfig._suggest import did_you_mean, same_first_word
+from kvconfig._suggest import same_first_word
 from kvconfig.derive.inputs import Context, Model, pos_int
 from kvconfig.derive.layers import (
     derive,
@@ -26,6 +26,7 @@ from kvconfig.load.models import model_at
 from kvconfig.load.serve import (
     Options,
     backend_name,
+    cache_dtype,
     check_keys,
     int_option,
     json_option,
@@ -53,13 +54,9 @@ def to_deployment(
             "no model given", source=opts.source, key="model", hint="add 'model: PATH'"
         )
     dtype_opt = opts.values.get("dtype")
-    kv_dtype = opts.values.get("kv-cache-dtype", "auto")
-    if not isinstance(kv_dtype, str) or kv_dtype not in f.kv_cache_dtypes:
-        raise opts.err(
-            "kv-cache-dtype",
-            f"unknown KV-cache dtype {kv_dtype!r} for vLLM {version}",
-            did_you_mean(str(kv_dtype), f.kv_cache_dtypes) or "e.g. auto, fp8",
-        )
+    kv_dtype = cache_dtype(
+        opts, "kv-cache-dtype", opts.values.get("kv-cache-dtype", "auto"), version
+    )
     tp = int_option(opts, "tensor-parallel-size", high=1024) or 1
     block_size = int_option(opts, "block-size", high=1 << 16)
 

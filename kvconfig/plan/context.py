@@ -7,6 +7,7 @@ contexts are computed once per distinct layer and looked up afterwards.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,13 +99,13 @@ class PlanContext:
 
     def size_context(self, layer: LayerSet, kv_dtype: str) -> SizeContext:
         """The facts the layer's backend reads when it declares its sizes."""
-        key = (kv_dtype, layer.head_size, layer.head_size_v, layer.tokens_per_state)
+        geometry = (layer.head_size, layer.head_size_v, layer.tokens_per_state)
+        key = (kv_dtype, *geometry)
         hit = self.setting.contexts.get(key)
         if hit is None:
-            hit = layer_context(
-                self.deployment, self.platform, self.machine, layer, kv_dtype, self.target_heads
+            hit = self.setting.contexts[key] = layer_context(
+                self.machine, self.deployment.kv_cache_dtype, kv_dtype, geometry, self.target_heads
             )
-            self.setting.contexts[key] = hit
         return hit
 
     @property
@@ -173,23 +174,6 @@ def _setting(  # noqa: PLR0917 (the setting's key, one argument per fact)
     geometry: tuple[int, int | None, int],
 ) -> Setting:
     catalog = load_catalog(vllm_version)
-    facts = dict(model_facts)
-    head_size, head_size_v, tokens_per_state = geometry
-    target = size_context(
-        vendor=platform.vendor,
-        capability=platform.capability,
-        layer_cache_dtype=kv_cache_dtype,
-        model_cache_dtype=kv_cache_dtype,
-        head_size=head_size,
-        head_size_v=head_size_v,
-        target_heads=heads,
-        use_trtllm_attention=use_trtllm_attention,
-        cubins=cubins,
-        batch_invariant=batch_invariant,
-        flash_attn_version=flash_attn_version,
-        tokens_per_state=tokens_per_state,
-        softcap=bool(facts.get("attn_logit_softcapping")),
-    )
     machine = Machine(
         vendor=platform.vendor,
         capability=platform.capability,
@@ -198,10 +182,11 @@ def _setting(  # noqa: PLR0917 (the setting's key, one argument per fact)
         cubins=cubins,
         flash_attn_version=flash_attn_version,
         quantized_cache=is_quantized(kv_cache_dtype),
-        facts=facts,
+        facts=dict(model_facts),
         catalog=catalog,
-        target=target,
     )
+    target = layer_context(machine, kv_cache_dtype, kv_cache_dtype, geometry, heads)
+    machine = dataclasses.replace(machine, target=target)
     return Setting(catalog, machine, heads)
 
 
@@ -221,29 +206,30 @@ def model_heads(dep: Deployment) -> tuple[int, int]:
     return q, kv
 
 
-def layer_context(  # noqa: PLR0917 (the facts, in the order vLLM reads them)
-    dep: Deployment,
-    platform: PlatformId,
+def layer_context(
     m: Machine,
-    layer: LayerSet,
-    kv_dtype: str,
+    model_cache_dtype: str,
+    layer_cache_dtype: str,
+    geometry: tuple[int, int | None, int],
     target_heads: tuple[int, int],
 ) -> SizeContext:
-    """The facts a layer's backend reads when it declares its sizes."""
+    """The facts a layer's backend reads when it declares its sizes: the platform's, the
+    layer's geometry (head size, value head size, tokens per state) and cache dtype."""
+    head_size, head_size_v, tokens_per_state = geometry
     return size_context(
-        vendor=platform.vendor,
-        capability=platform.capability,
-        layer_cache_dtype=kv_dtype,
-        model_cache_dtype=dep.kv_cache_dtype,
-        head_size=layer.head_size,
-        head_size_v=layer.head_size_v,
+        vendor=m.vendor,
+        capability=m.capability,
+        layer_cache_dtype=layer_cache_dtype,
+        model_cache_dtype=model_cache_dtype,
+        head_size=head_size,
+        head_size_v=head_size_v,
         target_heads=target_heads,
-        use_trtllm_attention=dep.attention.use_trtllm_attention,
-        cubins=dep.trtllm_cubins,
+        use_trtllm_attention=m.use_trtllm_attention,
+        cubins=m.cubins,
         batch_invariant=m.batch_invariant,
-        flash_attn_version=dep.attention.flash_attn_version,
-        tokens_per_state=layer.tokens_per_state,
-        softcap=bool(dep.model_facts.get("attn_logit_softcapping")),
+        flash_attn_version=m.flash_attn_version,
+        tokens_per_state=tokens_per_state,
+        softcap=bool(m.facts.get("attn_logit_softcapping")),
     )
 
 
