@@ -4,9 +4,9 @@ A ``Spec`` carries exactly what grouping reads: the spec class, the block size, 
 page size in bytes, the ``block_stride_alignment`` that ``customize_attention_spec``
 sets, and the other fields that make two specs equal. Sources:
 
-* attention: ``Attention.get_kv_cache_spec`` (``model_executor/layers/attention/
-  attention.py``); sliding-window layers pick their own block size with
-  ``_largest_kernel_block_within``;
+* attention: ``Attention.get_kv_cache_spec``
+  (``vllm/model_executor/layers/attention/attention.py``); sliding-window layers pick
+  their own block size with ``_largest_kernel_block_within``;
 * MLA: ``MLAAttention.get_kv_cache_spec`` (``mla_attention.py``), ``fp8_ds_mla`` /
   ``nvfp4_ds_mla`` pages of 656 / 352 bytes per token; sparse MLA backends canonicalise
   a quantized cache to ``fp8_ds_mla`` (``_canonicalize_sparse_mla_kv_cache_dtype``);
