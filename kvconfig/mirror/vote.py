@@ -38,18 +38,6 @@ def select_common(block_size: int, voters: Sequence[Declared]) -> int:
     )
 
 
-def working_block_sizes(voters: Sequence[Declared], limit: int = 1024) -> list[int]:
-    """Block sizes up to ``limit`` (multiples of 16) for which the vote succeeds."""
-    good = []
-    for b in range(16, limit + 1, 16):
-        try:
-            select_common(b, voters)
-        except NoCommonKernelBlockSize:
-            continue
-        good.append(b)
-    return good
-
-
 def narrow(kernel_block_size: int, voter: Declared) -> int:
     """``AttentionGroup.create_metadata_builders``: a group's k narrowed for one backend
     (the vote over that backend alone, with k as the block size); k when it has none."""

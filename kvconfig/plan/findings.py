@@ -99,7 +99,7 @@ def fixed_by_hooks(g: Group, runner: int, own: int) -> Found:
 
 def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Declared]) -> Found:
     """KV201: the runner's vote raises."""
-    from kvconfig.mirror.vote import working_block_sizes
+    from kvconfig.plan.fixes import working_block_sizes
 
     good = working_block_sizes(voters)
     fixes = (f"--block-size {good[0]} (works: {', '.join(map(str, good[:8]))})",) if good else ()

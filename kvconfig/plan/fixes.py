@@ -1,14 +1,18 @@
-"""The fixes kvconfig suggests when the model runner and the speculator disagree.
+"""The fixes kvconfig suggests when a vote fails or the model runner and the speculator
+disagree.
 
-kvconfig policy, not vLLM's: the block sizes (multiples of 16 up to 1024) at which both
-votes agree, and the drafter backends, valid on the platform, with which they agree. Each
-candidate is planned with the same mirror of vLLM's votes as the plan itself.
+kvconfig policy, not vLLM's: the block sizes (multiples of 16 up to 1024) at which the
+vote succeeds, or both votes agree, and the drafter backends, valid on the platform, with
+which they agree. Each candidate is planned with the same mirror of vLLM's votes as the
+plan itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kvconfig.errors import NoCommonKernelBlockSize
-from kvconfig.mirror.vote import select_common
+from kvconfig.mirror.vote import Declared, select_common
 from kvconfig.plan.assemble import Group, voters_of
 from kvconfig.plan.context import PlanContext
 
@@ -68,3 +72,15 @@ def agreeing_drafter_backends(ctx: PlanContext, g: Group) -> list[str]:
             except NoCommonKernelBlockSize:
                 continue
     return found
+
+
+def working_block_sizes(voters: Sequence[Declared], limit: int = 1024) -> list[int]:
+    """Block sizes up to ``limit`` (multiples of 16) for which the vote succeeds."""
+    good = []
+    for b in range(16, limit + 1, 16):
+        try:
+            select_common(b, voters)
+        except NoCommonKernelBlockSize:
+            continue
+        good.append(b)
+    return good

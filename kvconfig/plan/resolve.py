@@ -126,8 +126,12 @@ def _block_plan(ctx: PlanContext, layers: Sequence[LayerInfo]) -> BlockPlan | No
 def _dispatch(g: Group, voters: list[Declared]) -> int | NoCommonKernelBlockSize:
     """``prepare_kernel_block_sizes`` for one group and these attention groups."""
     spec: SpecClass = "mamba" if g.kind == "mamba" else "attention"
+    # Every spec kvconfig derives has per-layer views; the specs without them (vLLM's
+    # HiSparseHotSpec and HiSparseResidentSpec, vllm/v1/kv_cache_interface.py) serve no
+    # layer kvconfig derives. The hooks read the flag off the running engine's specs.
+    views = True
     try:
-        k = group_kernel_block_size(GroupInput(spec, g.block_size, True, g.packed, tuple(voters)))
+        k = group_kernel_block_size(GroupInput(spec, g.block_size, views, g.packed, tuple(voters)))
     except NoCommonKernelBlockSize as err:
         return err
     assert k is not None  # kvconfig forms no encoder-only groups
