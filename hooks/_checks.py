@@ -92,7 +92,7 @@ def catalog_error(
         layers=layers,
         backends=backends,
         block_size=g.block_size,
-        expected=g.runner if g.runner is not None else g.block_size,
+        expected=g.runner_k if g.runner_k is not None else g.block_size,
         found=report.own[g.id],
         component="kvconfig catalog",
         reason="catalog",

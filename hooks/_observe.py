@@ -97,8 +97,8 @@ def deployment(
                 has_layer_views=views,
                 packed=packed(config, kv_group.layer_names),
                 voters=tuple(voters),
-                runner=int(sizes[gid]) if gid < len(sizes) else None,
-                speculator=min(spec_ks) if spec_ks else None,
+                runner_k=int(sizes[gid]) if gid < len(sizes) else None,
+                speculator_k=min(spec_ks) if spec_ks else None,
                 speculator_own=own,
             )
         )
@@ -127,7 +127,7 @@ def log_plan(d: RuntimeDeployment, report: RuntimeReport, *, profiling: bool) ->
     """One line per KV-cache group."""
     level = logging.DEBUG if profiling else logging.INFO
     for g in d.groups:
-        k = g.runner
+        k = g.runner_k
         split = None if k is None else g.block_size // k
         backends = ", ".join(
             f"{v.name} {format_sizes(v.declared)} "
@@ -139,8 +139,8 @@ def log_plan(d: RuntimeDeployment, report: RuntimeReport, *, profiling: bool) ->
             + f" k={v.runner_k}"
             for v in g.voters
         )
-        spec = "-" if g.speculator is None else str(g.speculator)
-        if g.speculator_own is not None and g.speculator_own != g.speculator:
+        spec = "-" if g.speculator_k is None else str(g.speculator_k)
+        if g.speculator_own is not None and g.speculator_own != g.speculator_k:
             spec += f" (alone it would use {g.speculator_own})"
         logger.log(
             level,
@@ -153,7 +153,7 @@ def log_plan(d: RuntimeDeployment, report: RuntimeReport, *, profiling: bool) ->
             k,
             split,
             backends,
-            g.runner,
+            g.runner_k,
             spec,
             report.own.get(g.id),
         )
@@ -225,7 +225,7 @@ def finish(session: Session, *, profiling: bool = False) -> RuntimeReport:
         )
     if mode == "strict":
         problems += [
-            catalog_error(session, g, report) for g in d.groups if report.own[g.id] != g.runner
+            catalog_error(session, g, report) for g in d.groups if report.own[g.id] != g.runner_k
         ]
     if not profiling:
         export(report)

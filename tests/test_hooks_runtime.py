@@ -83,8 +83,8 @@ def seed(
             voter(FI, "FLASHINFER", (16, 32, 64), k=runner or B),
             voter(FA, "FLASH_ATTN", (MultipleOf(16),), draft=True, k=runner or B),
         ),
-        runner=runner,
-        speculator=speculator,
+        runner_k=runner,
+        speculator_k=speculator,
         speculator_own=own,
     )
 

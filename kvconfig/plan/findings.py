@@ -35,8 +35,8 @@ def _speculator(method: str | None) -> str:
 
 def component_mismatch(
     g: Group,
-    runner: int,
-    speculator: int,
+    runner_k: int,
+    speculator_k: int,
     voters: Sequence[Voter],
     method: str | None,
     *,
@@ -45,14 +45,14 @@ def component_mismatch(
 ) -> Found:
     """KV101 or KV102: runner and speculator disagree on a group's k."""
     B = g.block_size
-    f = B // runner
+    f = B // runner_k
     head = (
         f"KV-cache group {g.id} ({_who(voters)}) has {B}-token blocks. The model runner "
         f"votes over all layers and splits each block into {_plural(f, 'kernel page')} of "
-        f"{runner} tokens; that is how the KV cache is allocated. {_speculator(method)} "
-        f"votes again over its draft layers alone and gets {speculator}."
+        f"{runner_k} tokens; that is how the KV cache is allocated. {_speculator(method)} "
+        f"votes again over its draft layers alone and gets {speculator_k}."
     )
-    if speculator == B:
+    if speculator_k == B:
         code = FindingCode.COMPONENT_MISMATCH
         body = (
             " It reads the cache with an unsplit block table, so draft steps 2 and later read "
@@ -62,8 +62,8 @@ def component_mismatch(
     else:
         code = FindingCode.SPECULATOR_SPLIT_ERROR
         body = (
-            f" vLLM then fails at start-up: the draft backend asks for {speculator}-token "
-            f"kernel blocks the {runner}-token cache view cannot provide (its error blames "
+            f" vLLM then fails at start-up: the draft backend asks for {speculator_k}-token "
+            f"kernel blocks the {runner_k}-token cache view cannot provide (its error blames "
             "'packed' blocks, which is misleading)."
         )
     fixes = []
@@ -77,22 +77,22 @@ def component_mismatch(
         )
     for name in backend_fixes[:3]:
         fixes.append(
-            f"speculative-config attention_backend: {name} (the drafter then votes {runner} too)"
+            f"speculative-config attention_backend: {name} (the drafter then votes {runner_k} too)"
         )
     fixes.append(
         "install the kvconfig vLLM hooks (pip install 'kvconfig[vllm]'; KVCONFIG_MODE=enforce, "
-        f"the default, hands the runner's {runner} to the speculator)"
+        f"the default, hands the runner's {runner_k} to the speculator)"
     )
     return Found(code, g.id, head + body, tuple(fixes))
 
 
-def fixed_by_hooks(g: Group, runner: int, own: int) -> Found:
+def fixed_by_hooks(g: Group, runner_k: int, own: int) -> Found:
     """KV103: the hooks make the speculator use the runner's k."""
     return Found(
         FindingCode.MISMATCH_FIXED_BY_HOOKS,
         g.id,
         f"KV-cache group {g.id}: on its own the speculator would vote {own}, not the runner's "
-        f"{runner}; the kvconfig hooks hand it {runner} at start-up, so it reads the pages the "
+        f"{runner_k}; the kvconfig hooks hand it {runner_k} at start-up, so it reads the pages the "
         "KV cache was allocated with.",
     )
 
@@ -111,7 +111,7 @@ def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Decl
     )
 
 
-def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: int) -> Found:
+def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner_k: int) -> Found:
     """KV202: the speculator's own vote raises."""
     return Found(
         FindingCode.SPECULATOR_NO_COMMON_KERNEL_SIZE,
@@ -119,7 +119,7 @@ def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: in
         f"KV-cache group {g.id}: the speculator's vote over its draft layers fails at "
         f"start-up: {err}",
         (
-            f"--block-size {runner}",
+            f"--block-size {runner_k}",
             "install the kvconfig vLLM hooks (KVCONFIG_MODE=enforce)",
         ),
     )

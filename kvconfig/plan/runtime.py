@@ -61,9 +61,9 @@ class RuntimeGroup:
     """False for specs allocated without per-layer views (HiSparse)."""
     packed: bool
     voters: tuple[RuntimeVoter, ...]
-    runner: int | None
+    runner_k: int | None
     """The runner's value for this group (what the KV cache was allocated with)."""
-    speculator: int | None = None
+    speculator_k: int | None = None
     """The speculator's kernel block size for its layers of this group (None: none)."""
     speculator_own: int | None = None
     """What the speculator would have voted on its own, when the hooks handed it the runner's."""
@@ -170,44 +170,44 @@ def _group(g: RuntimeGroup) -> GroupResult:
         kind=g.kind,
         block_size=g.block_size,
         block_size_reason="the running engine's KV-cache config",
-        kernel_block_size=g.runner,
+        kernel_block_size=g.runner_k,
         packed=g.packed,
         target_layers=tuple(n for v in g.voters for n in v.target_layers),
         draft_layers=tuple(n for v in g.voters for n in v.draft_layers),
         voters=tuple(_voter(v) for v in g.voters),
-        runner_k=g.runner,
-        speculator_k=g.speculator,
+        runner_k=g.runner_k,
+        speculator_k=g.speculator_k,
     )
 
 
 def _findings(d: RuntimeDeployment) -> list[Found]:
     found = []
     for g in d.groups:
-        if g.runner is None or g.speculator is None:
+        if g.runner_k is None or g.speculator_k is None:
             continue
-        if g.speculator != g.runner:
+        if g.speculator_k != g.runner_k:
             code = (
                 FindingCode.COMPONENT_MISMATCH
-                if g.speculator == g.block_size
+                if g.speculator_k == g.block_size
                 else FindingCode.SPECULATOR_SPLIT_ERROR
             )
             found.append(
                 Found(
                     code,
                     g.id,
-                    f"KV-cache group {g.id}: the KV cache was allocated in {g.runner}-token "
+                    f"KV-cache group {g.id}: the KV cache was allocated in {g.runner_k}-token "
                     f"kernel pages of {g.block_size}-token blocks, but the speculator's "
-                    f"attention uses {g.speculator}-token pages (kvconfig hooks mode: {d.mode}).",
-                    ("KVCONFIG_MODE=enforce", f"--block-size {g.runner}"),
+                    f"attention uses {g.speculator_k}-token pages (kvconfig hooks mode: {d.mode}).",
+                    ("KVCONFIG_MODE=enforce", f"--block-size {g.runner_k}"),
                 )
             )
-        elif g.speculator_own is not None and g.speculator_own != g.runner:
+        elif g.speculator_own is not None and g.speculator_own != g.runner_k:
             found.append(
                 Found(
                     FindingCode.MISMATCH_FIXED_BY_HOOKS,
                     g.id,
                     f"KV-cache group {g.id}: the speculator alone would have voted "
-                    f"{g.speculator_own}; the kvconfig hooks handed it the runner's {g.runner}.",
+                    f"{g.speculator_own}; the kvconfig hooks handed it the runner's {g.runner_k}.",
                 )
             )
     return sort(found)
@@ -233,11 +233,11 @@ def runtime_report(d: RuntimeDeployment, catalog: CatalogData | None) -> Runtime
                 )
         k = own_vote(g, sizes)
         own[g.id] = k
-        if k != g.runner:
+        if k != g.runner_k:
             disagreements.append(
                 f"group {g.id} (B={g.block_size}): kvconfig's catalog votes "
                 f"{'no kernel block size' if k is None else k}, vLLM's model runner "
-                f"{'none' if g.runner is None else g.runner}"
+                f"{'none' if g.runner_k is None else g.runner_k}"
             )
     plan = PlanResult(
         source=d.source,
