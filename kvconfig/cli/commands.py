@@ -13,6 +13,7 @@ gave.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ from typing import TextIO
 from kvconfig.cli.outcomes import outcomes, say
 from kvconfig.cli.parser import build_parser
 from kvconfig.errors import InputError, KVConfigError
+from kvconfig.report.outcome import Outcome
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
@@ -73,26 +75,26 @@ def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
 
 
 def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig.report.github import render_github
-    from kvconfig.report.json import render_json
-    from kvconfig.report.sarif import render_sarif
-    from kvconfig.report.text import render_lint
-
     runs = outcomes(args, command, many=True)
-    render = {
-        "text": render_lint,
-        "json": render_json,
-        "github": render_github,
-        "sarif": render_sarif,
-    }
+    module, name = _LINT_REPORTERS[args.format]
+    render: Callable[[Sequence[Outcome]], str] = getattr(importlib.import_module(module), name)
     verdicts = {o.verdict for o in runs}
     if "error" in verdicts:
         # Bad input: each bad deployment has had its line on stderr. A report or a JSON
         # document with holes in it is worse than none; annotations (github, sarif) are
         # per problem, so they carry the input errors beside the findings.
-        text = render[args.format](runs) if args.format in ("github", "sarif") else ""
+        text = render(runs) if args.format in ("github", "sarif") else ""
         return text, 2
-    return render[args.format](runs), 1 if "reject" in verdicts else 0
+    return render(runs), 1 if "reject" in verdicts else 0
+
+
+#: ``lint --format``: the reporter of each format, imported when it is asked for.
+_LINT_REPORTERS = {
+    "text": ("kvconfig.report.text", "render_lint"),
+    "json": ("kvconfig.report.json", "render_json"),
+    "github": ("kvconfig.report.github", "render_github"),
+    "sarif": ("kvconfig.report.sarif", "render_sarif"),
+}
 
 
 def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
