@@ -462,9 +462,7 @@ def test_strict_refuses_when_kvconfig_and_vllm_disagree(
 
     real = load_catalog("0.33.0")
     entry = real.by_class[FLASHINFER]
-    narrower = dataclasses.replace(
-        entry, rules=tuple(dataclasses.replace(r, sizes=(16, 32)) for r in entry.rules)
-    )
+    narrower = entry._replace(rules=tuple(r._replace(sizes=(16, 32)) for r in entry.rules))
     changed = dataclasses.replace(real, by_class={**real.by_class, FLASHINFER: narrower})
     monkeypatch.setattr(_observe, "_catalog", lambda version: changed)
 

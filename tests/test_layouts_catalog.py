@@ -178,7 +178,7 @@ def test_customize_alignment_is_vllms(
         else ("bytes", theirs)
     )
     assert got == want
-    assert replace(ours, alignment=got).stride_alignment() == _stride(real, theirs)
+    assert ours._replace(alignment=got).stride_alignment() == _stride(real, theirs)
 
 
 def _stride(spec: Any, alignment: Any) -> int:

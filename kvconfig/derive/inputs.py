@@ -8,8 +8,8 @@ Derivers return layer sets in the document shape of ``schemas.deployment.LayerSe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from kvconfig.errors import InputError, describe
 
@@ -25,8 +25,10 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Model:
+_EMPTY: Mapping[str, int] = MappingProxyType({})
+
+
+class Model(NamedTuple):
     """A model's config as kvconfig reads it."""
 
     path: str
@@ -52,8 +54,7 @@ class Model:
         return inner if isinstance(inner, Mapping) else self.config
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
+class Context(NamedTuple):
     """Deployment facts that change a model's layers or their sizes."""
 
     dtype: str = "bfloat16"
@@ -70,7 +71,7 @@ class Context:
     """``--mamba-ssm-cache-dtype``."""
     language_model_only: bool = False
     """``--language-model-only``: a multimodal model serves text only."""
-    mm_limits: Mapping[str, int] = field(default_factory=dict)
+    mm_limits: Mapping[str, int] = _EMPTY
     """``--limit-mm-per-prompt``: items per prompt, by modality (0: none)."""
     mm_embeds: bool = False
     """``--enable-mm-embeds``: precomputed multimodal embeddings are accepted."""

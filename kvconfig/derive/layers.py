@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
@@ -197,7 +196,7 @@ def derive(
         from kvconfig.derive.sketch import native_snippet
 
         raise UnsupportedArchitecture(arch, model.path, native_snippet(model, draft=draft))
-    ctx = replace(context or Context(), dtype=dtype, first_index=first_index)
+    ctx = (context or Context())._replace(dtype=dtype, first_index=first_index)
     sets = deriver(model, ctx)
     if _mm_prefix(model, ctx):
         for s in sets:
@@ -230,7 +229,7 @@ def derive_mtp(model: Model, dtype: str, context: Context | None = None) -> list
             key="speculative-config.model",
             hint="set speculative-config.model to the drafter's folder",
         )
-    return deriver(model, replace(context or Context(), dtype=dtype, first_index=0))
+    return deriver(model, (context or Context())._replace(dtype=dtype, first_index=0))
 
 
 __all__ = [

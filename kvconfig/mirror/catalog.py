@@ -13,7 +13,7 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
@@ -22,8 +22,7 @@ from kvconfig.mirror import versions
 from schemas.sizes import KernelSize, MultipleOf, size_from_json
 
 
-@dataclass(frozen=True, slots=True)
-class SizeContext:
+class SizeContext(NamedTuple):
     """The facts a backend's size rules read."""
 
     vendor: str
@@ -92,8 +91,7 @@ def size_context(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(NamedTuple):
     """One size rule: conditions, the sizes, and why."""
 
     when: tuple[tuple[str, Any], ...]
@@ -129,8 +127,7 @@ class Rule:
         return ", ".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One backend class of the catalog."""
 
     name: str

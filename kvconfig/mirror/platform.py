@@ -13,11 +13,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class PlatformId:
+class PlatformId(NamedTuple):
     """A resolved platform: canonical name, vendor, capability."""
 
     name: str

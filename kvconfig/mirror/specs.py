@@ -22,7 +22,6 @@ sets, and the other fields that make two specs equal. Sources:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from kvconfig.mirror.platform import kv_quant
@@ -74,8 +73,7 @@ ROW_ALIGNED = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Spec:
+class Spec(NamedTuple):
     """One layer's KV-cache spec (equality as vLLM compares specs; ``is_draft`` excluded)."""
 
     cls: str
@@ -158,14 +156,14 @@ def customize(
     """``customize_attention_spec``: the backend's own alignment, else ``MultipleOf(max)``."""
     if backend == "FLASHMLA_SPARSE":
         if quantized and major != 10:
-            return replace(spec, alignment=("multiple_of", 64))
-        return replace(spec, alignment=("bytes", spec.content))
+            return spec._replace(alignment=("multiple_of", 64))
+        return spec._replace(alignment=("bytes", spec.content))
     rows = ROW_ALIGNED.get(backend)
     if rows is not None:
-        return replace(spec, alignment=("bytes", rows * spec.content))
+        return spec._replace(alignment=("bytes", rows * spec.content))
     fixed = [s for s in sizes if isinstance(s, int)]
     if sizes and len(fixed) == len(sizes):
-        return replace(spec, alignment=("multiple_of", max(fixed)))
+        return spec._replace(alignment=("multiple_of", max(fixed)))
     return spec
 
 

@@ -13,12 +13,14 @@ backend name, read by ``kvconfig.mirror.selection``. The MLA backends are in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import NamedTuple
 
 from kvconfig.mirror.catalog import CatalogData, SizeContext
 from kvconfig.mirror.platform import fa_supported, fa_version, is_quantized, supports_trtllm
 from schemas.sizes import KernelSize, MultipleOf
+
+_EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
 class Request(NamedTuple):
@@ -39,8 +41,7 @@ class Request(NamedTuple):
     """Query heads on this rank (the MLA priorities and FA4 sparse MLA read them)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Machine:
+class Machine(NamedTuple):
     """Deployment-wide facts the checks read."""
 
     vendor: str
@@ -51,7 +52,7 @@ class Machine:
     flash_attn_version: int | None = None
     quantized_cache: bool = False
     """``--kv-cache-dtype`` is quantized (FA4's head-size-256 kernel then falls back)."""
-    facts: Mapping[str, int] = field(default_factory=dict)
+    facts: Mapping[str, int] = _EMPTY
     """Target ``config.json`` values MLA backends check (``hf_text_config``)."""
     catalog: CatalogData | None = None
     """The release's backend catalog: what each backend declares without a layer spec."""
@@ -102,8 +103,7 @@ _FP32 = ("float16", "bfloat16", "float32")
 _ALL_TYPES = ("decoder", "encoder", "encoder_only", "encoder_decoder")
 
 
-@dataclass(frozen=True, slots=True)
-class Traits:
+class Traits(NamedTuple):
     """What ``validate_configuration`` checks for one backend."""
 
     dtypes: tuple[str, ...] = _FP
@@ -356,8 +356,7 @@ DENSE_TRAITS["TRITON_FLASHINFER"] = _composite(
 )
 DENSE_TRAITS["TRITON_FLASH_ATTN"] = _composite(
     DENSE_TRAITS["TRITON_ATTN"],
-    replace(
-        DENSE_TRAITS["FLASH_ATTN"],
+    DENSE_TRAITS["FLASH_ATTN"]._replace(
         capability=lambda m: m.vendor == "xpu" or (m.major == 9 and m.capability is not None),
         combination=_fa_route_combination,
     ),

@@ -23,9 +23,8 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvconfig.errors import InputError
 
@@ -59,8 +58,7 @@ def check(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Facts:
+class Facts(NamedTuple):
     """What one vLLM release accepts, as its ``facts.json`` records it."""
 
     version: str

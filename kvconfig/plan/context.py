@@ -7,7 +7,6 @@ contexts are computed once per distinct layer and looked up afterwards.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -186,7 +185,7 @@ def _setting(  # noqa: PLR0917 (the setting's key, one argument per fact)
         catalog=catalog,
     )
     target = layer_context(machine, kv_cache_dtype, kv_cache_dtype, geometry, heads)
-    machine = dataclasses.replace(machine, target=target)
+    machine = machine._replace(target=target)
     return Setting(catalog, machine, heads)
 
 

@@ -3,15 +3,14 @@ input error that stopped it, and where in the file each finding points."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError
 from kvconfig.plan.result import Found, PlanResult
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """One (deployment, platform) lint result, or an input error for that deployment."""
 
     source: str
