@@ -164,9 +164,8 @@ def _explicit(
     groups = []
     for gid in ids:
         rows = by_id[gid]
-        kinds = sorted({i.layer.kind for i, _ in rows})
-        bases = {_base_type(i.layer) for i, _ in rows}
-        if len(bases) != 1:
+        if len({_base_type(i.layer) for i, _ in rows}) != 1:
+            kinds = sorted({i.layer.kind for i, _ in rows})
             raise InputError(
                 f"group {gid} mixes spec kinds {kinds}",
                 source=dep.source,
@@ -174,16 +173,18 @@ def _explicit(
                 hint="vLLM never puts different spec types in one group; split it",
             )
         cfg = settings.get(gid)
-        b = cfg.block_size if cfg is not None and cfg.block_size is not None else block_size
-        why = f"groups[{gid}].block_size" if cfg is not None and cfg.block_size else reason
+        if cfg is None:
+            groups.append(Group(gid, rows[0][0].layer.kind, block_size, reason, tuple(rows)))
+            continue
+        own = cfg.block_size
         groups.append(
             Group(
                 gid,
                 rows[0][0].layer.kind,
-                b,
-                why,
+                own if own is not None else block_size,
+                f"groups[{gid}].block_size" if own else reason,
                 tuple(rows),
-                packed=cfg.packed if cfg is not None else False,
+                packed=cfg.packed,
             )
         )
     return groups
@@ -202,7 +203,7 @@ def attention_groups(group: Group, roles: frozenset[str]) -> list[AttentionRun]:
         role = info.layer.role
         if role not in roles:
             continue
-        key = (info.class_path, info.spec_key(), info.heads_per_rank)
+        key = info.attention_key
         run = found.get(key)
         if run is None:
             found[key] = (info, {role}, list(names))

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import operator
 
-from kvconfig.mirror.catalog import Entry
 from kvconfig.mirror.selection import MAMBA_BACKENDS, Selection, model_backend
 from kvconfig.mirror.specs import per_rank
 from kvconfig.plan import findings as F
 from kvconfig.plan.assemble import canonical_cache_dtype
-from kvconfig.plan.context import PlanContext
+from kvconfig.plan.context import Choice, PlanContext
 from kvconfig.plan.result import LayerInfo
 from schemas.deployment import LayerSet
-from schemas.sizes import KernelSize, MultipleOf
+from schemas.sizes import MultipleOf
 
 #: kvconfig layer kinds -> vLLM's ``get_attn_spec_kind`` (the keys of ``backend_per_kind``).
 VLLM_KIND = {"sparse_mla": "mla_attention", "chunked_local": "full_attention"}
@@ -70,49 +69,82 @@ def choose_backends(ctx: PlanContext) -> list[LayerInfo]:
     """Every layer set with its backend and declared sizes; refusals become findings.
 
     Layer sets that differ only in their names and group (a model repeats its layers)
-    are chosen for once.
+    are chosen for once, and so is a layer set every plan with the same engine setting,
+    request and block size shares (``PlanContext.setting``).
     """
     s = ctx.deployment
     tp = s.tensor_parallel_size
-    choices: dict[tuple[object, ...], _Choice] = {}
+    # the deployment's own backends make a choice this deployment's alone
+    choices = ctx.setting.choices if not ctx.custom else {}
     infos: list[LayerInfo] = []
     refused: dict[tuple[str, int], tuple[Selection, list[LayerSet]]] = {}
     for layer in s.layers:
         kv_dtype = layer.kv_cache_dtype or s.kv_cache_dtype
         q = per_rank(layer.num_heads, tp)
-        key = (_layer_key(layer), kv_dtype, q)
+        requested = requested_backend(ctx, layer)
+        key = (_layer_key(layer), kv_dtype, q, requested, s.block_size)
         choice = choices.get(key)
         if choice is None:
-            choice = choices[key] = _declared(ctx, layer, kv_dtype, q)
-        sel, path, entry, sizes, cache = choice
+            choice = choices[key] = _declared(ctx, layer, kv_dtype, q, requested)
+        sel, path, entry, sizes, cache, attention_key = choice
         if sel.backend is None:
             refused.setdefault((layer.role, id(sel)), (sel, []))[1].append(layer)
-        infos.append(LayerInfo(layer, sel, entry, sel.backend, path, sizes, q, cache))
+        infos.append(
+            LayerInfo(layer, sel, entry, sel.backend, path, sizes, q, cache, attention_key)
+        )
     for sel, layers in refused.values():
         ctx.findings.append(F.backend_refused(layers, sel, ctx.platform))
     return infos
 
 
-_Choice = tuple[Selection, str, "Entry | None", tuple[KernelSize, ...], str]
-"""A layer set's selection, backend class, catalog entry, declared sizes and cache dtype."""
-
-
-def _declared(ctx: PlanContext, layer: LayerSet, kv_dtype: str, q: int) -> _Choice:
+def _declared(
+    ctx: PlanContext, layer: LayerSet, kv_dtype: str, q: int, requested: tuple[str | None, str]
+) -> Choice:
     """The backend of a distinct layer set and what it declares for it."""
-    sel, path = _choose(ctx, layer, kv_dtype, q)
+    sel, path = _choose(ctx, layer, kv_dtype, q, requested)
     if sel.backend is None:
-        return sel, path, None, (), kv_dtype
+        return sel, path, None, (), kv_dtype, ()
     if sel.backend in ctx.custom:
-        return sel, path, None, ctx.custom[sel.backend], kv_dtype
+        return (
+            sel,
+            path,
+            None,
+            ctx.custom[sel.backend],
+            kv_dtype,
+            (path, *_spec(layer, kv_dtype), q),
+        )
     entry = ctx.catalog.by_class.get(path)
     name = entry.name if entry is not None else sel.backend
     cache = canonical_cache_dtype(layer, name, ctx.deployment, ctx.platform.major)
+    key = (path, *_spec(layer, cache), q)
     if entry is None:
-        return sel, path, None, (MultipleOf(1),), cache
-    return sel, path, entry, ctx.sizes(entry, layer, cache), cache
+        return sel, path, None, (MultipleOf(1),), cache, key
+    return sel, path, entry, ctx.sizes(entry, layer, cache), cache, key
 
 
-def _choose(ctx: PlanContext, layer: LayerSet, kv_dtype: str, heads: int) -> tuple[Selection, str]:
+def _spec(layer: LayerSet, cache_dtype: str) -> tuple[object, ...]:
+    """What makes two layers' KV-cache specs equal."""
+    l = layer
+    return (
+        l.kind,
+        l.num_kv_heads,
+        l.head_size,
+        l.head_size_v,
+        l.dtype,
+        cache_dtype,
+        l.sliding_window,
+        l.tokens_per_state,
+        l.state_bytes,
+    )
+
+
+def _choose(
+    ctx: PlanContext,
+    layer: LayerSet,
+    kv_dtype: str,
+    heads: int,
+    requested_from: tuple[str | None, str],
+) -> tuple[Selection, str]:
     """The layer's backend selection and the backend class it resolves to."""
     s = ctx.deployment
     if layer.kind == "mamba":
@@ -120,7 +152,7 @@ def _choose(ctx: PlanContext, layer: LayerSet, kv_dtype: str, heads: int) -> tup
         entry = ctx.catalog.by_class.get(path)
         name = entry.name if entry is not None else (layer.mamba_type or "mamba").upper()
         return Selection(name, "the Mamba mixer's own backend"), path
-    requested, source = requested_backend(ctx, layer)
+    requested, source = requested_from
     if requested is not None and requested in ctx.custom:
         return Selection(requested, source), requested
     own = model_backend(layer.backend, ctx.machine, kv_dtype) if layer.backend else None

@@ -22,6 +22,10 @@ from kvconfig.plan.result import Found
 from schemas.deployment import Deployment, LayerSet
 from schemas.sizes import KernelSize
 
+Choice = tuple[Selection, str, "Entry | None", tuple[KernelSize, ...], str, tuple[object, ...]]
+"""A layer set's backend selection, backend class, catalog entry, declared sizes, cache
+dtype and attention-group key (vLLM's ``AttentionGroup`` key: class, spec, heads)."""
+
 
 @dataclass
 class Setting:
@@ -47,6 +51,9 @@ class Setting:
     """Sizes evaluated with this setting, per backend class and layer geometry."""
     contexts: dict[tuple[object, ...], SizeContext] = field(default_factory=dict)
     """Size contexts derived with this setting, per layer geometry and cache dtype."""
+    choices: dict[tuple[object, ...], Choice] = field(default_factory=dict)
+    """``kvconfig.plan.backends``' choices for layer sets, per layer set, request and
+    block size."""
 
 
 @dataclass

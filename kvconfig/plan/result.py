@@ -69,21 +69,8 @@ class LayerInfo(NamedTuple):
     heads_per_rank: int
     cache_dtype: str = "auto"
     """The cache dtype the layer uses (sparse MLA may canonicalise ``fp8`` to ``fp8_ds_mla``)."""
-
-    def spec_key(self) -> tuple[object, ...]:
-        """What makes two layers' KV-cache specs equal."""
-        l = self.layer
-        return (
-            l.kind,
-            l.num_kv_heads,
-            l.head_size,
-            l.head_size_v,
-            l.dtype,
-            self.cache_dtype,
-            l.sliding_window,
-            l.tokens_per_state,
-            l.state_bytes,
-        )
+    attention_key: tuple[object, ...] = ()
+    """vLLM's attention-group key: backend class, layer spec, heads per rank."""
 
     def display_name(self) -> str:
         """The backend's vLLM name (``get_name()``)."""
