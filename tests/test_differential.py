@@ -346,7 +346,7 @@ def _pools(catalog: CatalogData) -> dict[str, list[Entry]]:
 def run_differential(n: int, seed: int) -> Counter[str]:
     """Compare ``n`` random cases; returns outcome counts; fails on the first difference."""
     from tools.catalog import emulate
-    from tools.catalog.generate import load_class
+    from tools.catalog.discover import load_class
 
     catalog = load_catalog(VERSION)
     pools = _pools(catalog)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("kvconfig", "hooks", "schemas")
+PACKAGES = ("kvconfig", "hooks", "schemas", "tools")
 MAX_LINES = 400
 
 #: What each part of kvconfig may import, besides itself, the standard library and
@@ -104,6 +104,15 @@ def test_parts_depend_downwards(part: str) -> None:
         for d in deps
         if _part(d) != part and d not in allowed and _part(d) not in allowed
     )
+    assert wrong == []
+
+
+def test_the_package_never_imports_the_developer_tools() -> None:
+    wrong = [
+        m
+        for m, deps in GRAPH.items()
+        if not m.startswith("tools") and any(d.startswith("tools") for d in deps)
+    ]
     assert wrong == []
 
 
