@@ -1,8 +1,9 @@
 """What every step of one plan shares: the deployment, the platform, the catalog, the
-platform facts the backends' checks read, and what is computed once per plan.
+platform facts the backends' checks read, and what is computed once per engine setting.
 
-A model repeats the same layer many times; backend selection, size rules and size
-contexts are computed once per distinct layer and looked up afterwards.
+A model repeats the same layer many times, and a fleet's deployments share their engine
+setting (``Setting``): backend choices, size rules and size contexts are computed once
+per distinct layer set and setting, and looked up afterwards.
 """
 
 from __future__ import annotations
