@@ -30,14 +30,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     args = parser.parse_args()
 
-    from kvconfig.introspect import emulate
+    from tools.catalog import emulate
 
     emulate.install()
     import pytest
 
     import hooks
-    from kvconfig.introspect.emulate import Emulation, emulated
     from tests.test_hooks_engine import build
+    from tools.catalog.emulate import Emulation, emulated
 
     logging.getLogger("kvconfig").setLevel(logging.ERROR)
     monkeypatch = pytest.MonkeyPatch()

@@ -154,10 +154,9 @@ def bench_batch(runs: int, n: int = 1000) -> dict[str, Any]:
     return {"deployments": n, "seconds": stats(times)}
 
 
-def resolver_setup() -> Any:
+def resolver_deployment() -> Any:
     """A 128-layer model with a drafter, in 4 KV-cache groups, on H200."""
-    from kvconfig.load.platforms import parse_platform
-    from kvconfig.plan.setup import LayerSet, Setup
+    from schemas.deployment import Deployment, LayerSet
 
     layers = [
         LayerSet(
@@ -178,10 +177,10 @@ def resolver_setup() -> Any:
             group=0,
         )
     )
-    return Setup(
+    return Deployment(
         source="bench",
-        platform=parse_platform("h200"),
-        layers=tuple(layers),
+        platform="h200",
+        layers=layers,
         block_size=64,
         speculative_method="eagle3",
     )
@@ -201,18 +200,16 @@ def timeit(fn: Callable[[], object], runs: int, inner: int = 1) -> list[float]:
 
 
 def bench_resolver(runs: int) -> dict[str, Any]:
-    """3: resolve_setup on the 128-layer, 4-group model (safe and mismatching variants)."""
+    """3: the resolver on the 128-layer, 4-group model (safe and mismatching variants)."""
     from dataclasses import replace
 
-    from kvconfig.plan.resolve import resolve_setup
+    from kvconfig.plan.resolve import resolve
 
-    safe = resolver_setup()
+    safe = resolver_deployment()
     bad = replace(safe, block_size=128)
     return {
-        "safe_us": stats([t * 1e6 for t in timeit(lambda: resolve_setup(safe), runs, 10)]),
-        "mismatch_with_fixes_us": stats(
-            [t * 1e6 for t in timeit(lambda: resolve_setup(bad), runs, 10)]
-        ),
+        "safe_us": stats([t * 1e6 for t in timeit(lambda: resolve(safe), runs, 10)]),
+        "mismatch_with_fixes_us": stats([t * 1e6 for t in timeit(lambda: resolve(bad), runs, 10)]),
     }
 
 

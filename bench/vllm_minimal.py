@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kvconfig.introspect import emulate
+from tools.catalog import emulate
 
 emulate.install()
 

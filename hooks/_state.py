@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hooks._log import logger
+from kvconfig.mirror import versions
 
 MODES = ("enforce", "strict", "warn", "off")
 """The values of ``KVCONFIG_MODE``."""
 
 DEFAULT_MODE = "enforce"
 
-SUPPORTED_VLLM_VERSIONS = ("0.33.0",)
-"""vLLM releases the hooks are built and tested for; on others every patched
-signature is checked first."""
+SUPPORTED_VLLM_VERSIONS: tuple[str, ...] = versions.KNOWN
+"""vLLM releases the hooks are built and tested for (kvconfig's version registry); on
+others every patched signature is checked first."""
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 
 def closest(word: str, choices: Iterable[str], key: Callable[[str], str] = str.lower) -> str | None:
@@ -17,3 +17,12 @@ def did_you_mean(word: str, choices: Iterable[str], key: Callable[[str], str] = 
     """``did you mean 'x'?`` or an empty string."""
     hit = closest(word, choices, key)
     return f"did you mean {hit!r}?" if hit else ""
+
+
+def same_first_word(word: str, choices: Sequence[str]) -> str:
+    """``did you mean`` among the choices that start like ``word`` (sliding_attention ->
+    sliding_window), else among all of them."""
+    head = word.lower().split("_")[0]
+    pool = [c for c in choices if c.split("_")[0] == head]
+    hits = difflib.get_close_matches(word.lower(), pool, n=1, cutoff=0.0) if pool else []
+    return f"did you mean {hits[0]!r}?" if hits else did_you_mean(word, choices)

@@ -12,13 +12,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvconfig.derive.architectures import UnsupportedArchitecture
-from kvconfig.errors import InputError
-from kvconfig.load.deployment import document, is_native, validate_native
-from kvconfig.load.platforms import parse_platform
-from kvconfig.plan.resolve import PlanResult, resolve_setup
-from kvconfig.plan.setup import Setup
-
 if TYPE_CHECKING:
     from schemas.deployment import Deployment
     from schemas.plan import Plan
@@ -31,39 +24,36 @@ def load_deployment(
     env: Mapping[str, str] | None = None,
     vllm_version: str | None = None,
     hooks: str | None = None,
+    trtllm_cubins: bool | None = None,
 ) -> Deployment:
     """A deployment from a vLLM serve YAML, a native kvconfig file, or a ``vllm serve`` argv.
 
-    Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a model
-    kvconfig cannot derive (describe it in a native file instead).
+    The keywords are the CLI's options (``--platform``, ``--env``, ``--vllm-version``,
+    ``--hooks``, ``--no-trtllm-cubins``), and the CLI reads deployments through the same
+    loader. Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a
+    model kvconfig cannot derive (describe it in a native file instead).
     """
-    from schemas.deployment import Deployment
+    from kvconfig.load.deployment import load
 
     arg: str | Sequence[str] = str(target) if isinstance(target, Path) else target
-    data, doc = document(arg, env=env, vllm_version=vllm_version, hooks=hooks)
-    if doc is not None and is_native(doc):
-        data = validate_native(data, doc)
-    if platform is not None:
-        data["platform"] = parse_platform(platform).name
-    return Deployment.model_validate(data)
+    return load(
+        arg,
+        platform=platform,
+        env=env,
+        vllm_version=vllm_version,
+        hooks=hooks,
+        trtllm_cubins=trtllm_cubins,
+    )
 
 
 def resolve(deployment: Deployment, *, platform: str | None = None) -> Plan:
     """The plan of a deployment (``platform`` overrides the deployment's)."""
+    from kvconfig.load.platforms import parse_platform
+    from kvconfig.plan.resolve import resolve as resolve_plan
     from schemas.plan import Plan
 
-    return Plan.model_validate(plan_result(deployment, platform=platform).to_json())
-
-
-def plan_result(deployment: Deployment, *, platform: str | None = None) -> PlanResult:
-    """The resolver's own result object (used by the hooks and the CLI)."""
     plat = parse_platform(platform) if platform is not None else None
-    setup = Setup.from_dict(deployment.model_dump(mode="json", by_alias=True), plat)
-    if setup.platform is None:
-        raise InputError(
-            "no platform given", source=setup.source, key="platform", hint="pass platform='h200'"
-        )
-    return resolve_setup(setup)
+    return Plan.model_validate(resolve_plan(deployment, plat).to_json())
 
 
-__all__ = ["UnsupportedArchitecture", "load_deployment", "plan_result", "resolve"]
+__all__ = ["load_deployment", "resolve"]

@@ -1,5 +1,12 @@
 """Every error kvconfig raises. All derive from ``KVConfigError`` and survive pickling,
-because vLLM raises them in worker processes and re-raises them elsewhere."""
+because vLLM raises them in worker processes and re-raises them elsewhere.
+
+Public (``kvconfig.__all__``): ``KVConfigError``, ``InputError`` (bad input, one line),
+``UnsupportedArchitecture`` (a model kvconfig cannot derive), ``NoCommonKernelBlockSize``
+and ``KernelBlockSizeMismatch`` (raised by the vLLM hooks). The others mirror where
+vLLM fails at start-up; the resolver turns them into findings, the loaders into
+``InputError``, so they never reach a caller of the API.
+"""
 
 from __future__ import annotations
 
@@ -72,10 +79,81 @@ class InputError(KVConfigError):
         )
 
 
+class UnsupportedArchitecture(KVConfigError):
+    """vLLM knows the architecture but kvconfig cannot derive its layers.
+
+    ``snippet`` is a native-file sketch of the layers, filled from what the
+    ``config.json`` says (finding KV401 shows it).
+    """
+
+    def __init__(self, architecture: str, source: str, snippet: str = "") -> None:
+        self.architecture = architecture
+        self.source = source
+        self.snippet = snippet
+        message = (
+            f"{source}: kvconfig cannot derive the KV-cache layers of {architecture!r}; "
+            "describe them in a native kvconfig file (docs/native-format.md)"
+        )
+        super().__init__(message + (", starting from:\n" + snippet if snippet else ""))
+
+
+class DeploymentError(KVConfigError):
+    """A contradiction inside a deployment (``schemas.deployment``), with the path of the
+    key it is about; the loaders report it as an ``InputError`` at that key's line."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...], hint: str) -> None:
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        super().__init__(message)
+
+
+class NoCommonBlockSize(KVConfigError):
+    """Without ``--block-size``, no block size suits every attention backend.
+
+    Mirrors ``Platform._preferred_block_size_for_backends`` raising
+    (``vllm/platforms/interface.py``): "The attention backends share no supported KV
+    cache block size".
+    """
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+        super().__init__(", ".join(self.names))
+
+
+class AlignedBlockSizeUnsupported(KVConfigError):
+    """Hybrid alignment moved B to a size some backend rejects.
+
+    Mirrors ``Platform._check_aligned_block_size`` (``vllm/platforms/interface.py``).
+    """
+
+    def __init__(self, block_size: int, names: Sequence[str]) -> None:
+        self.block_size = block_size
+        self.names = list(names)
+        super().__init__(f"{block_size}: {', '.join(self.names)}")
+
+
+class GroupingError(KVConfigError):
+    """vLLM cannot group these KV-cache specs: ``get_kv_cache_groups``
+    (``vllm/v1/core/kv_cache_planning.py``) raises at start-up with this message."""
+
+
+def describe(value: Any) -> str:
+    """``the list [1, 2]``: a value and its type, shortened, for error messages."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    kinds = {int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"the {kinds.get(type(value), type(value).__name__)} {text}"
+
+
 class NoCommonKernelBlockSize(KVConfigError):
     """No kernel block size divides B and is accepted by every backend of a group.
 
-    The message matches vLLM 0.33.0's ``select_common_block_size`` error.
+    The message matches vLLM's ``select_common_block_size`` error
+    (``vllm/v1/worker/utils.py``).
     """
 
     def __init__(self, block_size: int, declared: Sequence[tuple[str, str]]) -> None:

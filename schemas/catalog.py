@@ -12,10 +12,10 @@ from schemas._base import Strict
 Vendor = Literal["cuda", "rocm", "xpu", "cpu", "unspecified"]
 """The platform family vLLM detects: CUDA, ROCm, XPU, CPU, or none (a GPU-less host)."""
 
-BackendKind = Literal[
+LayerFamily = Literal[
     "attention", "mla", "sparse_mla", "sliding_window_mla", "indexer", "state", "other"
 ]
-"""The kind of layer a backend serves; ``state`` covers Mamba and linear attention."""
+"""The layers a backend serves; ``state`` covers Mamba and linear attention."""
 
 
 class Conditions(Strict):
@@ -69,8 +69,8 @@ class BackendEntry(Strict):
     """What ``get_name()`` returns; not unique (several classes report ``FLASH_ATTN``)."""
     class_path: str = Field(alias="class")
     """The class, ``module.QualName``: the unique key."""
-    kind: BackendKind = "attention"
-    """The kind of layer the backend serves."""
+    serves: LayerFamily = "attention"
+    """The layers the backend serves."""
     rules: list[SizeRule] = Field(min_length=1)
     """Size rules, first match wins; the last one has no conditions."""
     source: str

@@ -1,4 +1,4 @@
-"""The shipped catalogs: schema, runtime reading, ``kvconfig catalog`` and ``--diff``."""
+"""The shipped catalogs: schema, runtime reading and ``kvconfig catalog``."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import random
 import pytest
 
 from kvconfig.cli import main
-from kvconfig.introspect.learn import FACTS, learn_rules
 from kvconfig.load.platforms import parse_platform
-from kvconfig.mirror.catalog import DATA, SizeContext, catalog_path, load_catalog, versions
+from kvconfig.mirror import versions
+from kvconfig.mirror.catalog import SizeContext, load_catalog
 from kvconfig.report.catalog import context_for
-from kvconfig.report.catalog_diff import diff
 from schemas.catalog import Catalog
 from schemas.sizes import MultipleOf, format_sizes
+from tools.catalog.learn import FACTS, learn_rules
 
-VERSIONS = versions()
+VERSIONS = versions.KNOWN
 
 
 def _run(*argv: str) -> tuple[int, str]:
@@ -26,14 +26,17 @@ def _run(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def test_versions_shipped() -> None:
-    assert "0.33.0" in VERSIONS
-    assert all((DATA / f"vllm-{v}" / "facts.json").is_file() for v in VERSIONS)
+def test_every_known_version_ships_its_data_and_nothing_else_is_shipped() -> None:
+    shipped = sorted(p.name for p in versions.DATA.iterdir() if p.is_dir())
+    assert shipped == [f"vllm-{v}" for v in VERSIONS]
+    for v in VERSIONS:
+        assert (versions.folder(v) / "facts.json").is_file()
+        assert versions.catalog_file(v).is_file()
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_catalog_validates(version: str) -> None:
-    doc = json.loads(catalog_path(version).read_text(encoding="utf-8"))
+    doc = json.loads(versions.catalog_file(version).read_text(encoding="utf-8"))
     cat = Catalog.model_validate(doc)
     assert cat.vllm_version == version
     classes = [b.class_path for b in cat.backends]
@@ -47,7 +50,7 @@ def test_catalog_validates(version: str) -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_registry_points_into_the_catalog(version: str) -> None:
     cat = load_catalog(version)
-    raw = json.loads(catalog_path(version).read_text(encoding="utf-8"))
+    raw = json.loads(versions.catalog_file(version).read_text(encoding="utf-8"))
     walked = set(raw["unimportable_modules"])
     for name, path in {**cat.registry, **cat.mamba_registry}.items():
         module = path.rsplit(".", 1)[0]
@@ -79,8 +82,26 @@ def test_rules_first_match_and_scale() -> None:
     four = glm.sizes(_ctx(tokens_per_state=4))
     assert all(isinstance(s, int) for s in one)
     assert four == tuple(4 * s for s in one if isinstance(s, int))
-    for entry in cat.entries:
-        assert entry.rule_for(_ctx(vendor="nowhere", capability_major=None)) is not None
+
+
+def test_every_entry_has_a_rule_that_holds_for_any_layer() -> None:
+    rng = random.Random(11)
+    contexts = [_ctx(vendor="nowhere", capability_major=None)]
+    contexts += [_random_ctx(rng) for _ in range(200)]
+    for entry in load_catalog(versions.DEFAULT).entries:
+        for ctx in contexts:
+            assert entry.rule_for(ctx).matches(ctx), (entry.class_path, ctx)
+
+
+def test_an_entry_without_an_unconditional_rule_says_so() -> None:
+    from kvconfig.mirror.catalog import parse_catalog
+
+    raw = {"name": "X", "class": "x.X", "source": "x.py:1"}
+    rules = [{"when": {"vendor": ["cuda"]}, "sizes": [16]}]
+    entry = parse_catalog({"vllm_version": "", "backends": [{**raw, "rules": rules}]}).entries[0]
+    assert entry.sizes(_ctx(vendor="cuda")) == (16,)
+    with pytest.raises(ValueError, match="no size rule holds"):
+        entry.rule_for(_ctx(vendor="rocm"))
 
 
 def test_catalog_table_lists_every_class() -> None:
@@ -116,23 +137,6 @@ def test_unknown_backend_is_an_input_error(capsys: pytest.CaptureFixture[str]) -
     code, _ = _run("catalog", "--backend", "FLASHINFERR")
     assert code == 2
     assert "FLASHINFER" in capsys.readouterr().err
-
-
-def test_diff_of_a_version_with_itself() -> None:
-    assert diff("0.33.0", "0.33.0").endswith("no differences\n")
-
-
-@pytest.mark.skipif(len(VERSIONS) < 2, reason="one catalog shipped")
-def test_diff_lists_added_and_removed_classes() -> None:
-    old, new = VERSIONS[0], VERSIONS[-1]
-    text = diff(old, new)
-    a, b = load_catalog(old), load_catalog(new)
-    for path in set(b.by_class) - set(a.by_class):
-        assert f"  + {path} (" in text
-    for path in set(a.by_class) - set(b.by_class):
-        assert f"  - {path} (" in text
-    code, out = _run("catalog", "--diff", old, new)
-    assert code == 0 and out == text
 
 
 def _synthetic(ctx: SizeContext) -> tuple[int | MultipleOf, ...]:

@@ -232,9 +232,9 @@ def test_hand_written_entries_are_the_unimportable_ones() -> None:
     cat = load_catalog(_installed_version())
     import json
 
-    from kvconfig.mirror.catalog import catalog_path
+    from kvconfig.mirror import versions
 
-    raw = json.loads(catalog_path(_installed_version()).read_text(encoding="utf-8"))
+    raw = json.loads(versions.catalog_file(_installed_version()).read_text(encoding="utf-8"))
     failed = set(raw["unimportable_modules"])
     for e in cat.entries:
         module = e.class_path.rsplit(".", 1)[0]

@@ -1,9 +1,9 @@
 """Drift: regenerating the catalog from the installed vLLM gives the shipped files, byte for byte.
 
-Runs ``kvconfig catalog --from-vllm -o TMP`` in a fresh interpreter (the generator
+Runs ``python -m tools.catalog -o TMP`` in a fresh interpreter (the generator
 must resolve vLLM's platform itself) and compares ``catalog.json`` and
 ``facts.json`` with ``kvconfig/data/vllm-<installed version>/``. A difference fails
-with a unified diff; regenerate with ``kvconfig catalog --from-vllm``.
+with a unified diff; regenerate with ``python -m tools.catalog``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvconfig.mirror.catalog import DATA
+from kvconfig.mirror import versions
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm
@@ -45,7 +45,7 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("catalog")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     run = subprocess.run(
-        [sys.executable, "-m", "kvconfig", "catalog", "--from-vllm", "-o", str(out)],
+        [sys.executable, "-m", "tools.catalog", "-o", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -61,11 +61,11 @@ def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("name", ["catalog.json", "facts.json"])
 def test_regenerated_equals_shipped(regenerated: Path, name: str) -> None:
     version = importlib.metadata.version("vllm").split("+")[0]
-    shipped_path = DATA / f"vllm-{version}" / name
+    shipped_path = versions.folder(version) / name
     assert shipped_path.is_file(), f"kvconfig ships no {name} for the installed vLLM {version}"
     shipped = shipped_path.read_text(encoding="utf-8")
     fresh = (regenerated / name).read_text(encoding="utf-8")
     assert fresh == shipped, (
-        f"{name} drifted from vLLM {version}; run 'kvconfig catalog --from-vllm' and review:\n"
+        f"{name} drifted from vLLM {version}; run 'python -m tools.catalog' and review:\n"
         + _diff(name, shipped, fresh)
     )

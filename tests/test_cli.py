@@ -204,17 +204,18 @@ def test_backend_per_kind_uses_the_kind_vllms_selector_asks_for() -> None:
     # vLLM's selector looks up backend_per_kind with get_attn_spec_kind(), which knows only
     # MLA, sliding window and the attention type: chunked-local layers ask as full_attention.
     from kvconfig.load.platforms import parse_platform
-    from kvconfig.plan.resolve import _requested_backend
-    from kvconfig.plan.setup import Attention, LayerSet, Setup
+    from kvconfig.plan.backends import requested_backend
+    from kvconfig.plan.context import new_context
+    from schemas.deployment import AttentionSettings, Deployment, LayerSet
 
     layer = LayerSet(kind="chunked_local")
-    setup = Setup(
+    dep = Deployment(
         source="x",
-        platform=parse_platform("h200"),
-        layers=(layer,),
-        attention=Attention(backend_per_kind={"full_attention": "TRITON_ATTN"}),
+        layers=[layer],
+        attention=AttentionSettings(backend_per_kind={"full_attention": "TRITON_ATTN"}),
     )
-    assert _requested_backend(setup, layer)[0] == "TRITON_ATTN"
+    ctx = new_context(dep, parse_platform("h200"))
+    assert requested_backend(ctx, layer)[0] == "TRITON_ATTN"
 
 
 def test_a_refused_backend_is_one_finding_per_layer_kind() -> None:
@@ -227,14 +228,6 @@ def test_a_refused_backend_is_one_finding_per_layer_kind() -> None:
     assert len(refused) == 2
     assert all("18 target layers" in f["message"] for f in refused)
     assert all("attention sinks not supported" in f["message"] for f in refused)
-
-
-def test_every_finding_code_is_documented() -> None:
-    from kvconfig.plan.findings import CODES
-
-    doc = (EXAMPLES.parent / "docs" / "findings.md").read_text(encoding="utf-8")
-    for code, (name, severity, _) in CODES.items():
-        assert f'id="{code.lower()}"></a>{code} | {name} | {severity} |' in doc, code
 
 
 def test_without_trtllm_cubins_blackwell_flashinfer_splits_again() -> None:

@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 
 from kvconfig.errors import NoCommonKernelBlockSize
-from kvconfig.introspect.grid import PLATFORMS, cache_dtypes
 from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext, load_catalog, size_context
-from kvconfig.mirror.dispatch import GroupInput, SpecKind, prepare_kernel_block_sizes
+from kvconfig.mirror.dispatch import GroupInput, SpecClass, prepare_kernel_block_sizes
+from tools.catalog.grid import PLATFORMS, cache_dtypes
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm
@@ -150,7 +150,7 @@ def _layer_names(gid: int, kind: str, layers: list[Layer]) -> list[str]:
 
 
 def _emulation(case: Case) -> Any:
-    from kvconfig.introspect import emulate
+    from tools.catalog import emulate
 
     q, kv = case.heads
     return emulate.Emulation(
@@ -297,11 +297,10 @@ def _context(case: Case, layer: Layer) -> SizeContext:
         batch_invariant=case.batch_invariant,
         flash_attn_version=case.fa_forced,
         tokens_per_state=layer.tokens_per_state,
-        vllm_version=VERSION,
     )
 
 
-_SPEC_KIND: dict[str, SpecKind] = {
+_SPEC_CLASS: dict[str, SpecClass] = {
     "full": "attention",
     "sliding_window": "attention",
     "mla": "attention",
@@ -320,7 +319,7 @@ def _kvconfig_run(case: Case) -> tuple[list[int] | None, str | None]:
         voters = tuple((l.entry.name, l.entry.sizes(_context(case, l))) for l in layers)
         inputs.append(
             GroupInput(
-                spec=_SPEC_KIND[kind],
+                spec=_SPEC_CLASS[kind],
                 block_size=block,
                 has_layer_views=kind != "hisparse",
                 packed=packed,
@@ -339,15 +338,15 @@ def _kvconfig_run(case: Case) -> tuple[list[int] | None, str | None]:
 def _pools(catalog: CatalogData) -> dict[str, list[Entry]]:
     usable = [e for e in catalog.entries if e.introspected and e.name]
     return {
-        kind: sorted((e for e in usable if e.kind in kinds), key=lambda e: e.class_path)
+        kind: sorted((e for e in usable if e.serves in kinds), key=lambda e: e.class_path)
         for kind, kinds in BACKEND_KINDS.items()
     }
 
 
 def run_differential(n: int, seed: int) -> Counter[str]:
     """Compare ``n`` random cases; returns outcome counts; fails on the first difference."""
-    from kvconfig.introspect import emulate
-    from kvconfig.introspect.generate import load_class
+    from tools.catalog import emulate
+    from tools.catalog.discover import load_class
 
     catalog = load_catalog(VERSION)
     pools = _pools(catalog)

@@ -26,7 +26,9 @@ from kvconfig.errors import (
     NoCommonKernelBlockSize,
 )
 from kvconfig.report.export import schemas
-from kvconfig.report.render import Outcome, render_github, render_sarif
+from kvconfig.report.github import render_github
+from kvconfig.report.outcome import Outcome
+from kvconfig.report.sarif import render_sarif
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kvconfig import engine
-from kvconfig.engine import emulate
+from kvconfig.engine import driver, emulate
 from kvconfig.engine.compare import differences
 from kvconfig.engine.plan import REFUSALS, refusal_code
 from kvconfig.engine.pool import Gpu, Request, _child_env
@@ -108,12 +108,12 @@ def test_a_refused_start_up_compares_by_verdict_only() -> None:
 
 
 def test_the_stub_driver_exports_every_entry_point_and_reports_no_device(tmp_path: Path) -> None:
-    path = emulate.stub_driver(tmp_path)
-    assert path.name == "libcuda.so.1" and path == emulate.stub_driver(tmp_path)  # built once
+    path = driver.stub_driver(tmp_path)
+    assert path.name == "libcuda.so.1" and path == driver.stub_driver(tmp_path)  # built once
     lib = ctypes.CDLL(str(path))
-    for name in emulate.DRIVER_SYMBOLS:
+    for name in driver.DRIVER_SYMBOLS:
         for symbol in (name, f"{name}_v2"):
-            assert getattr(lib, symbol)() == emulate.CUDA_ERROR_NO_DEVICE
+            assert getattr(lib, symbol)() == driver.CUDA_ERROR_NO_DEVICE
 
 
 def test_a_child_environment_is_built_not_inherited(

@@ -41,6 +41,7 @@ HOME = {
     "deepseek-v3-mtp-h200-fp8.yaml": "h200",
     "deepseek-v32-mtp-h200-fp8.yaml": "h200",
     "gemma-3-27b-h100-flashinfer-128.yaml": "h100",
+    "gemma-3-27b-h100-flashinfer-128-text.yaml": "h100",
     "gpt-oss-120b-eagle3-h200-triton-128.yaml": "h200",
     "kimi-k2-eagle3-b200-128.yaml": "b200",
     "minimax-m3-eagle3-gb300-128.yaml": "gb300",

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from kvconfig.load.platforms import parse_platform
-from kvconfig.plan.resolve import resolve_setup
-from kvconfig.plan.setup import Attention, LayerSet, Setup
+from kvconfig.plan.resolve import resolve
+from schemas.deployment import AttentionSettings, Deployment, LayerSet
 
 pytest.importorskip("vllm")
 
@@ -51,7 +50,7 @@ def _setup(  # noqa: PLR0917 (one positional per table column)
     target_kv: str | None = None,
     draft_kv: str | None = None,
     softcap: bool = False,
-) -> Setup:
+) -> Deployment:
     q, kv, tp = heads
     layers = [
         LayerSet(
@@ -78,23 +77,23 @@ def _setup(  # noqa: PLR0917 (one positional per table column)
                 kv_cache_dtype=draft_kv,
             )
         )
-    return Setup(
+    return Deployment(
         source="case",
-        platform=parse_platform(platform),
-        layers=tuple(layers),
+        platform=platform,
+        layers=layers,
         runner=runner,
         hooks=hooks,
         block_size=block,
         kv_cache_dtype=kv_cache_dtype,
         tensor_parallel_size=tp,
         speculative_method="eagle3" if draft is not None else None,
-        attention=Attention(use_trtllm_attention=use_trtllm),
+        attention=AttentionSettings(use_trtllm_attention=use_trtllm),
         model_facts={"attn_logit_softcapping": 1} if softcap else {},
     )
 
 
-def _compare(setup: Setup, *, must_vote: bool = False) -> None:
-    plan = resolve_setup(setup)
+def _compare(dep: Deployment, *, must_vote: bool = False) -> None:
+    plan = resolve(dep)
     refused = [f for f in plan.findings if f.code in ("KV301", "KV302")]
     if refused:
         # vLLM refuses the backend at model construction; there is nothing to vote.
@@ -102,21 +101,21 @@ def _compare(setup: Setup, *, must_vote: bool = False) -> None:
         assert not must_vote, refused[0].message
         assert not plan.groups
         return
-    truth = vllm_values(plan, emulation_for(plan))
+    truth = vllm_values(dep, plan, emulation_for(dep, plan))
     assert len(truth) == len(plan.groups)
     for g, t in zip(plan.groups, truth, strict=True):
         if isinstance(t.runner, str):
-            assert g.runner is None, f"vLLM raised {t.runner!r}, kvconfig voted {g.runner}"
+            assert g.runner_k is None, f"vLLM raised {t.runner!r}, kvconfig voted {g.runner_k}"
             messages = [f.message for f in plan.findings if f.code == "KV201" and f.group == g.id]
             assert messages and t.runner in messages[0]
             continue
-        assert g.runner == t.runner, f"runner: kvconfig {g.runner}, vLLM {t.runner}"
+        assert g.runner_k == t.runner, f"runner: kvconfig {g.runner_k}, vLLM {t.runner}"
         assert g.kernel_block_size == t.runner
         if isinstance(t.speculator, str):
             assert any(f.code == "KV202" and t.speculator in f.message for f in plan.findings)
         else:
-            assert g.speculator == t.speculator, (
-                f"speculator: kvconfig {g.speculator}, vLLM {t.speculator}"
+            assert g.speculator_k == t.speculator, (
+                f"speculator: kvconfig {g.speculator_k}, vLLM {t.speculator}"
             )
         mismatch = [f for f in plan.findings if f.code in ("KV101", "KV102") and f.group == g.id]
         disagree = t.speculator is not None and t.speculator != t.runner
@@ -307,7 +306,7 @@ SPECIAL: list[tuple[str, dict[str, Any]]] = [
 @pytest.mark.parametrize(("case", "kw"), SPECIAL, ids=[c for c, _ in SPECIAL])
 def test_special(case: str, kw: dict[str, Any]) -> None:
     kw = dict(kw)
-    setup = _setup(
+    dep = _setup(
         kw.pop("platform"),
         kw.pop("target"),
         kw.pop("draft"),
@@ -316,8 +315,28 @@ def test_special(case: str, kw: dict[str, Any]) -> None:
         kw.pop("runner", "v2"),
         **kw,
     )
-    _compare(setup, must_vote=True)
+    _compare(dep, must_vote=True)
 
 
-def test_table_size() -> None:
-    assert len(CASES) + len(SPECIAL) >= 40
+def _outcomes(dep: Deployment) -> set[str]:
+    """What a case exercises: split or unsplit groups, and the findings it raises."""
+    plan = resolve(dep)
+    out = {f.code.value for f in plan.findings}
+    for g in plan.groups:
+        if g.runner_k is not None:
+            out.add("split" if g.runner_k < g.block_size else "unsplit")
+    return out
+
+
+def test_the_table_reaches_every_outcome_vllm_can_disagree_on() -> None:
+    """A vote that splits blocks and one that does not, the silent mismatch (KV101), the
+    mismatch vLLM fails on (KV102), the one the hooks fix (KV103) and no common size
+    (KV201): each is compared with vLLM by at least one case."""
+    seen: set[str] = set()
+    for p, (t, d), b, h, r in CASES:
+        seen |= _outcomes(_setup(p, t, d, b, h, r))
+    for _, special in SPECIAL:
+        kw = dict(special)
+        args = [kw.pop(k) for k in ("platform", "target", "draft", "block")]
+        seen |= _outcomes(_setup(*args, kw.pop("heads", (32, 8, 1)), kw.pop("runner", "v2"), **kw))
+    assert {"split", "unsplit", "KV101", "KV102", "KV103", "KV201"} <= seen, seen

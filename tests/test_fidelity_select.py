@@ -14,11 +14,12 @@ import pytest
 
 from kvconfig.mirror.catalog import SizeContext, load_catalog
 from kvconfig.mirror.platform import fa_version, is_quantized, kv_quant
-from kvconfig.mirror.selection import TRAITS, Machine, Request, invalid_reasons, priorities
+from kvconfig.mirror.selection import TRAITS, invalid_reasons, priorities
+from kvconfig.mirror.traits import Machine, Request
 
 pytest.importorskip("vllm")
 
-from kvconfig.introspect.emulate import Emulation, emulated, load
+from tools.catalog.emulate import Emulation, emulated, load
 
 CAPS = [(7, 5), (8, 0), (8, 9), (9, 0), (10, 0), (10, 3), (11, 0), (12, 0), (12, 1)]
 DENSE = [
@@ -67,25 +68,28 @@ def _machine(cap: tuple[int, int], head_size: int, kv: str, trtllm_off: bool) ->
         ),
     )
 
-    def nospec(name: str) -> Any:
-        entry = catalog.by_class.get(catalog.registry.get(name, ""))
-        return entry.sizes(ctx) if entry is not None else ()
-
     return Machine(
         vendor="cuda",
         capability=cap,
         use_trtllm_attention=False if trtllm_off else None,
         quantized_cache=is_quantized(kv),
-        block_sizes_nospec=nospec,
+        catalog=catalog,
+        target=ctx,
     )
 
 
 CASES = list(itertools.product(CAPS, REQUESTS, [False, True]))
 
 
-@pytest.mark.parametrize(("cap", "req", "trtllm_off"), CASES)
+MM_PREFIX_CASES = list(itertools.product(CAPS, REQUESTS[:4], [False], [True]))
+
+
+@pytest.mark.parametrize(
+    ("cap", "req", "trtllm_off", "mm_prefix"),
+    [(*c, False) for c in CASES] + MM_PREFIX_CASES,
+)
 def test_validate_configuration(
-    cap: tuple[int, int], req: tuple[Any, ...], trtllm_off: bool
+    cap: tuple[int, int], req: tuple[Any, ...], trtllm_off: bool, mm_prefix: bool
 ) -> None:
     import torch
     from vllm.platforms.interface import DeviceCapability
@@ -117,6 +121,7 @@ def test_validate_configuration(
                 has_sliding_window=sw,
                 use_non_causal=nc,
                 has_sink=sink,
+                use_mm_prefix=mm_prefix,
             ),
             machine,
         )
@@ -129,7 +134,7 @@ def test_validate_configuration(
                 use_mla=False,
                 has_sink=sink,
                 use_sparse=False,
-                use_mm_prefix=False,
+                use_mm_prefix=mm_prefix,
                 use_per_head_quant_scales=False,
                 device_capability=DeviceCapability(*cap),
                 attn_type="decoder",

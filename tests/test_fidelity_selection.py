@@ -22,9 +22,10 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig.introspect import emulate
-from kvconfig.introspect.emulate import Emulation
-from kvconfig.mirror.selection import Machine, Request, invalid_reasons, priorities
+from kvconfig.mirror.selection import invalid_reasons, priorities
+from kvconfig.mirror.traits import Machine, Request
+from tools.catalog import emulate
+from tools.catalog.emulate import Emulation
 
 pytestmark = pytest.mark.vllm
 

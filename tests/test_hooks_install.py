@@ -82,7 +82,7 @@ def wrapped() -> list[bool]:
 def clean() -> Iterator[None]:
     """No hooks before or after the test."""
     pytest.importorskip("vllm")
-    from kvconfig.introspect.emulate import load
+    from tools.catalog.emulate import load
 
     for t in _install.TARGETS:
         load(t.module)

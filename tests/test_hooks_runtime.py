@@ -10,12 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from kvconfig.load.platforms import PlatformId
 from kvconfig.mirror.catalog import SizeContext, load_catalog
+from kvconfig.mirror.platform import PlatformId
 from kvconfig.plan.runtime import (
-    KEEPS_B,
-    SKIPPED,
-    VOTES,
     RuntimeDeployment,
     RuntimeGroup,
     RuntimeVoter,
@@ -79,14 +76,15 @@ def seed(
         id=0,
         kind="full_attention",
         block_size=B,
-        dispatch=VOTES,
+        spec="attention",
+        has_layer_views=True,
         packed=False,
         voters=(
             voter(FI, "FLASHINFER", (16, 32, 64), k=runner or B),
             voter(FA, "FLASH_ATTN", (MultipleOf(16),), draft=True, k=runner or B),
         ),
-        runner=runner,
-        speculator=speculator,
+        runner_k=runner,
+        speculator_k=speculator,
         speculator_own=own,
     )
 
@@ -157,13 +155,19 @@ def test_without_a_catalog_every_backend_votes_with_its_declared_sizes() -> None
 
 
 @pytest.mark.parametrize(
-    ("dispatch", "packed", "expected"),
-    [(SKIPPED, False, None), (KEEPS_B, False, 256), (VOTES, True, 256), (VOTES, False, 64)],
+    ("spec", "views", "packed", "expected"),
+    [
+        ("encoder_only", True, False, None),
+        ("mamba", True, False, 256),
+        ("attention", False, False, 256),
+        ("attention", True, True, 256),
+        ("attention", True, False, 64),
+    ],
 )
 def test_group_dispatch_follows_prepare_kernel_block_sizes(
-    dispatch: str, packed: bool, expected: int | None
+    spec: str, views: bool, packed: bool, expected: int | None
 ) -> None:
-    g = replace(seed(256, expected, None), dispatch=dispatch, packed=packed)
+    g = replace(seed(256, expected, None), spec=spec, has_layer_views=views, packed=packed)
     assert runtime_report(deployment(g), CATALOG).own == {0: expected}
 
 
@@ -172,7 +176,7 @@ def test_groups_that_keep_b_do_not_consult_the_catalog() -> None:
     mamba = voter(
         "vllm.v1.attention.backends.gdn_attn.GDNAttentionBackend", "GDN_ATTN", (MultipleOf(1),)
     )
-    g = replace(seed(512, 512, None), kind="mamba", dispatch=KEEPS_B, voters=(mamba,))
+    g = replace(seed(512, 512, None), kind="mamba", spec="mamba", voters=(mamba,))
     report = runtime_report(deployment(g), CATALOG)
     assert report.own == {0: 512} and report.notes == () and report.disagreements == ()
 
@@ -184,3 +188,19 @@ def test_no_common_size_is_no_value() -> None:
     )
     report = runtime_report(deployment(g), CATALOG)
     assert report.own == {0: None} and report.disagreements == ()
+
+
+@pytest.mark.parametrize("mode", ["enforce", "strict", "warn"])
+def test_the_export_names_the_mode_the_hooks_ran_in_as_documented(mode: str) -> None:
+    from pathlib import Path
+    from typing import get_args
+
+    from schemas.plan import PlanHooks
+
+    report = runtime_report(deployment(seed(256, 64, 64), mode=mode), CATALOG)
+    assert report.plan.to_json()["hooks"] == mode
+    assert mode in get_args(PlanHooks)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "hooks.md").read_text()
+    export = docs[docs.index("## Plan export") :]
+    paragraph = export[export.index("`hooks` is") : export.index("`source` is")]
+    assert f"`{mode}`" in paragraph, paragraph

@@ -1,7 +1,8 @@
-"""The names kvconfig checks bad input against are vLLM 0.33.0's own.
+"""The names kvconfig checks bad input against are the installed vLLM's own.
 
-kvconfig's lint path cannot import vLLM, so it keeps these lists as data; each is
-compared here with the vLLM definition it mirrors.
+kvconfig's lint path cannot import vLLM, so it keeps these lists as data (the version
+registry's ``facts.json``, the catalog, a few constants); each is compared here with the
+vLLM definition it mirrors.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from typing import get_args
 
 import pytest
 
-from kvconfig.load import serve as _serve
+from kvconfig.load import checks as _checks
+from kvconfig.mirror import versions
 from kvconfig.mirror.catalog import load_catalog
 
 pytest.importorskip("vllm")
@@ -26,28 +28,34 @@ def _flatten(literal: object) -> set[str]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _emulated() -> None:
-    from kvconfig.introspect import emulate
+    from tools.catalog import emulate
 
     emulate.install()
+
+
+def _facts() -> versions.Facts:
+    import vllm
+
+    return versions.facts(vllm.__version__.split("+")[0])
 
 
 def test_speculative_methods_are_vllms() -> None:
     from vllm.config.speculative import MTPModelTypes, SpeculativeMethod
 
-    assert set(_serve.SPECULATIVE_METHODS) == _flatten(SpeculativeMethod)
-    assert set(_serve.MTP_METHODS) == _flatten(MTPModelTypes)
+    assert set(_facts().speculative_methods) == _flatten(SpeculativeMethod)
+    assert set(_facts().mtp_methods) == _flatten(MTPModelTypes)
 
 
 def test_backend_per_kind_keys_are_vllms_spec_kinds() -> None:
     from vllm.v1.kv_cache_interface import KVCacheSpecKind
 
-    assert set(_serve.SPEC_KINDS) == {k.value for k in KVCacheSpecKind}
+    assert set(_facts().spec_kinds) == {k.value for k in KVCacheSpecKind}
 
 
 def test_backend_names_are_vllms_enum() -> None:
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
-    known = set(load_catalog("0.33.0").registry) | set(_serve.VLLM_ONLY_BACKENDS)
+    known = set(load_catalog(_facts().version).registry) | set(_checks.VLLM_ONLY_BACKENDS)
     assert known == {e.name for e in AttentionBackendEnum}
 
 
@@ -56,7 +64,7 @@ def test_env_choices_are_vllms() -> None:
 
     from vllm import envs
 
-    choices = _serve.ENV_CHOICES["VLLM_KV_CACHE_LAYOUT"]
+    choices = _checks.ENV_CHOICES["VLLM_KV_CACHE_LAYOUT"]
     assert choices is not None
     for value in choices:
         os.environ["VLLM_KV_CACHE_LAYOUT"] = value

@@ -14,17 +14,18 @@ import pytest
 from layout_cases import CASES, EXAMPLES, MODELS, Case
 
 from kvconfig.cli import main
-from kvconfig.derive import architectures as _hf
-from kvconfig.derive.common import Context
-from kvconfig.errors import InputError
-from kvconfig.load.deployment import load_setup
+from kvconfig.derive import layers as derive_layers
+from kvconfig.derive.inputs import Context, Model
+from kvconfig.errors import InputError, UnsupportedArchitecture
+from kvconfig.load.deployment import load
+from kvconfig.load.models import read_model
 from kvconfig.load.platforms import parse_platform
-from kvconfig.plan.resolve import PlanResult, resolve_setup
+from kvconfig.plan.resolve import resolve
+from kvconfig.plan.result import PlanResult
 
 
 def plan_of(path: str | Path, platform: str, hooks: str | None = None) -> PlanResult:
-    setup = load_setup(str(path), parse_platform(platform), hooks=hooks)
-    return resolve_setup(setup)
+    return resolve(load(str(path), hooks=hooks), parse_platform(platform))
 
 
 def serve_file(tmp_path: Path, name: str, text: str) -> Path:
@@ -37,8 +38,8 @@ def serve_file(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def model(name: str) -> _hf.Model:
-    return _hf.read_model(MODELS / name, "test", "model")
+def model(name: str) -> Model:
+    return read_model(MODELS / name, "test", "model")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -46,18 +47,18 @@ def test_example_plan_matches_the_table(case: Case) -> None:
     plan = plan_of(EXAMPLES / case.file, case.platform)
     assert plan.verdict == case.verdict
     assert [(g.kind, g.block_size, g.kernel_block_size) for g in plan.groups] == case.groups
-    speculator = {g.id: g.speculator for g in plan.groups if g.draft_layers}
+    speculator = {g.id: g.speculator_k for g in plan.groups if g.draft_layers}
     assert speculator == case.speculator
     assert any(f.code == "KV501" for f in plan.findings) == case.adjusted
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize("case", [c for c in CASES if c.groups], ids=lambda c: c.id)
 def test_examples_are_safe_with_the_hooks(case: Case) -> None:
     plan = plan_of(EXAMPLES / case.file, case.platform, hooks="enforce")
     assert plan.verdict == "ok"
     for g in plan.groups:
         if g.draft_layers:
-            assert g.speculator == g.runner
+            assert g.speculator_k == g.runner_k
 
 
 def test_every_example_is_in_the_table() -> None:
@@ -90,7 +91,7 @@ def _names(sets: list[dict[str, Any]]) -> list[str]:
 
 
 def test_gemma3_slides_five_layers_of_six() -> None:
-    sets = _hf.derive(model("gemma-3-27b-it"), "bfloat16")
+    sets = derive_layers.derive(model("gemma-3-27b-it"), "bfloat16")
     assert _kinds(sets) == {"sliding_window": 52, "full_attention": 10}
     full = [s["first_index"] for s in sets if s["kind"] == "full_attention"]
     assert full == [5, 11, 17, 23, 29, 35, 41, 47, 53, 59]
@@ -99,14 +100,14 @@ def test_gemma3_slides_five_layers_of_six() -> None:
 
 
 def test_gemma2_alternates() -> None:
-    sets = _hf.derive(model("gemma-2-9b-it"), "bfloat16")
+    sets = derive_layers.derive(model("gemma-2-9b-it"), "bfloat16")
     assert [s["kind"] for s in sets[:2]] == ["sliding_window", "full_attention"]
     assert _kinds(sets) == {"sliding_window": 21, "full_attention": 21}
     assert sets[0]["head_size"] == 256 and sets[0]["sliding_window"] == 4096
 
 
 def test_gpt_oss_slides_on_even_layers_with_sinks() -> None:
-    sets = _hf.derive(model("gpt-oss-120b"), "bfloat16")
+    sets = derive_layers.derive(model("gpt-oss-120b"), "bfloat16")
     assert _kinds(sets) == {"sliding_window": 18, "full_attention": 18}
     assert sets[0]["kind"] == "sliding_window" and sets[0]["sliding_window"] == 128
     assert all(s["has_sink"] for s in sets)
@@ -115,20 +116,20 @@ def test_gpt_oss_slides_on_even_layers_with_sinks() -> None:
 
 def test_deepseek_v3_is_mla_with_one_mtp_layer() -> None:
     m = model("deepseek-v3")
-    sets = _hf.derive(m, "bfloat16")
+    sets = derive_layers.derive(m, "bfloat16")
     assert _kinds(sets) == {"mla_attention": 61}
     assert sets[0]["head_size"] == 576 and sets[0]["num_kv_heads"] == 1
-    mtp = _hf.derive_mtp(m, "bfloat16")
+    mtp = derive_layers.derive_mtp(m, "bfloat16")
     assert _names(mtp) == ["model.layers.61.self_attn.attn"]
 
 
 def test_kimi_k2_has_no_mtp_layers() -> None:
     with pytest.raises(InputError, match="num_nextn_predict_layers"):
-        _hf.derive_mtp(model("kimi-k2-instruct"), "bfloat16")
+        derive_layers.derive_mtp(model("kimi-k2-instruct"), "bfloat16")
 
 
 def test_deepseek_v32_registers_each_indexer_before_its_mla_layer() -> None:
-    sets = _hf.derive(model("deepseek-v3.2-exp"), "bfloat16")
+    sets = derive_layers.derive(model("deepseek-v3.2-exp"), "bfloat16")
     names = _names(sets)
     assert names[:3] == [
         "model.layers.0.self_attn.indexer.k_cache",
@@ -143,16 +144,16 @@ def test_deepseek_v32_registers_each_indexer_before_its_mla_layer() -> None:
 def test_deepseek_v32_skipped_indexers() -> None:
     cfg = json.loads((MODELS / "deepseek-v3.2-exp" / "config.json").read_text())
     cfg["index_topk_freq"] = 4
-    sets = _hf.derive(_hf.Model("x", cfg), "bfloat16")
+    sets = derive_layers.derive(derive_layers.Model("x", cfg), "bfloat16")
     # max(i - 2 + 1, 0) % 4 == 0: layers 0, 1, 5, 9, ...
     with_indexer = [s["first_index"] for s in sets if s["kind"] == "indexer"]
     assert with_indexer[:4] == [0, 1, 5, 9]
-    mtp = _hf.derive_mtp(_hf.Model("x", cfg), "bfloat16")
+    mtp = derive_layers.derive_mtp(derive_layers.Model("x", cfg), "bfloat16")
     assert _kinds(mtp) == {"indexer": 1, "sparse_mla": 1}
 
 
 def test_minimax_m3_dense_then_sparse_with_indexers() -> None:
-    sets = _hf.derive(model("minimax-m3-nvfp4"), "bfloat16")
+    sets = derive_layers.derive(model("minimax-m3-nvfp4"), "bfloat16")
     assert _kinds(sets) == {"full_attention": 60, "indexer": 57}
     names = _names(sets)
     assert names[3] == "language_model.model.layers.3.self_attn.attn.index_cache"
@@ -162,7 +163,7 @@ def test_minimax_m3_dense_then_sparse_with_indexers() -> None:
 
 
 def _state(name: str, **ctx: Any) -> int:
-    sets = _hf.derive(model(name), "bfloat16", context=Context(**ctx))
+    sets = derive_layers.derive(model(name), "bfloat16", context=Context(**ctx))
     (value,) = {s["state_bytes"] for s in sets if s["kind"] == "mamba"}
     return int(value)
 
@@ -180,18 +181,18 @@ def test_gated_delta_net_state_size() -> None:
 
 def test_qwen3_next_layer_pattern_and_mtp() -> None:
     m = model("qwen3-next-80b-a3b-instruct")
-    sets = _hf.derive(m, "bfloat16")
+    sets = derive_layers.derive(m, "bfloat16")
     assert _kinds(sets) == {"mamba": 36, "full_attention": 12}
     assert _names(sets)[3] == "model.layers.3.self_attn.attn"
-    assert _names(_hf.derive_mtp(m, "bfloat16")) == ["mtp.layers.0.self_attn.attn"]
+    assert _names(derive_layers.derive_mtp(m, "bfloat16")) == ["mtp.layers.0.self_attn.attn"]
 
 
 def test_nemotron_h_and_jamba() -> None:
-    sets = _hf.derive(model("nemotron-h-8b-base-8k"), "bfloat16")
+    sets = derive_layers.derive(model("nemotron-h-8b-base-8k"), "bfloat16")
     assert _kinds(sets) == {"mamba": 24, "full_attention": 4}
     # conv (8192 + 2*8*128) x 3 bf16, SSM 128 x 64 x 128 float32 (NemotronH default)
     assert _state("nemotron-h-8b-base-8k") == 10240 * 3 * 2 + 128 * 64 * 128 * 4
-    jamba = _hf.derive(model("jamba-v0.1"), "bfloat16")
+    jamba = derive_layers.derive(model("jamba-v0.1"), "bfloat16")
     assert _kinds(jamba) == {"mamba": 28, "full_attention": 4}
     assert [s["first_index"] for s in jamba if s["kind"] == "full_attention"] == [4, 12, 20, 28]
     assert _state("jamba-v0.1") == 8192 * 3 * 2 + 8192 * 16 * 2
@@ -201,7 +202,10 @@ def test_nemotron_h_and_jamba() -> None:
 
 
 def test_disable_hybrid_kv_cache_manager_merges_sliding_windows(tmp_path: Path) -> None:
-    text = "model: ./models/gemma-3-27b-it\nblock-size: 128\nattention-backend: FLASHINFER\n"
+    text = (
+        "model: ./models/gemma-3-27b-it\nblock-size: 128\nattention-backend: FLASHINFER\n"
+        "language-model-only: true\n"
+    )
     hybrid = plan_of(serve_file(tmp_path, "a.yaml", text), "h100")
     merged = plan_of(
         serve_file(tmp_path, "b.yaml", text + "disable-hybrid-kv-cache-manager: true\n"), "h100"
@@ -221,7 +225,7 @@ def test_disable_hybrid_kv_cache_manager_fails_for_mamba_hybrids(tmp_path: Path)
 
 def test_backend_per_kind_splits_a_hybrid_model(tmp_path: Path) -> None:
     text = (
-        "model: ./models/gemma-3-27b-it\nblock-size: 128\n"
+        "model: ./models/gemma-3-27b-it\nblock-size: 128\nlanguage-model-only: true\n"
         "attention-config:\n  backend_per_kind:\n    sliding_window: TRITON_ATTN\n"
         "    full_attention: FLASHINFER\n"
     )
@@ -328,8 +332,8 @@ def test_unsupported_architecture_error_carries_the_sketch() -> None:
         "kv_lora_rank": 512,
         "qk_rope_head_dim": 64,
     }
-    with pytest.raises(_hf.UnsupportedArchitecture) as info:
-        _hf.derive(_hf.Model("glm/config.json", cfg), "bfloat16")
+    with pytest.raises(UnsupportedArchitecture) as info:
+        derive_layers.derive(derive_layers.Model("glm/config.json", cfg), "bfloat16")
     err = info.value
     assert err.architecture == "Glm4MoeForCausalLM"
     assert "kind: mla_attention" in err.snippet and "head_size: 576" in err.snippet
@@ -340,7 +344,7 @@ def test_unsupported_architecture_error_carries_the_sketch() -> None:
 def test_unsupported_architecture_pickles() -> None:
     import pickle
 
-    err = _hf.UnsupportedArchitecture("X", "x/config.json", "kvconfig: 1")
+    err = UnsupportedArchitecture("X", "x/config.json", "kvconfig: 1")
     back = pickle.loads(pickle.dumps(err))
     assert (back.architecture, back.source, back.snippet, str(back)) == (
         "X",

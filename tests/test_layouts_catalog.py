@@ -17,19 +17,21 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig.introspect import emulate
-from kvconfig.introspect.emulate import Emulation
 from kvconfig.mirror.catalog import SizeContext, load_catalog
 from kvconfig.mirror.platform import kv_quant
 from kvconfig.mirror.specs import Spec, customize
 from schemas.sizes import MultipleOf
+from tools.catalog import emulate
+from tools.catalog.emulate import Emulation
 
 pytestmark = pytest.mark.vllm
 
-KINDS = ("mla", "sparse_mla", "indexer", "state")
+SERVES = ("mla", "sparse_mla", "indexer", "state")
 MINIMAX = "vllm.models.minimax_m3."
 ENTRIES = [
-    e for e in load_catalog("0.33.0").entries if e.kind in KINDS or e.class_path.startswith(MINIMAX)
+    e
+    for e in load_catalog("0.33.0").entries
+    if e.serves in SERVES or e.class_path.startswith(MINIMAX)
 ]
 PLATFORMS = [
     ("cuda", (9, 0)),
@@ -82,7 +84,7 @@ def test_catalog_sizes_are_the_real_classes(entry: Any) -> None:
         assert cls.get_name() == entry.name
     for vendor, capability in PLATFORMS:
         for kv in ("auto", "fp8"):
-            spec = _spec(entry.kind, kv)
+            spec = _spec(entry.serves, kv)
             with emulate.emulated(
                 Emulation(
                     vendor=vendor,
@@ -176,7 +178,7 @@ def test_customize_alignment_is_vllms(
         else ("bytes", theirs)
     )
     assert got == want
-    assert replace(ours, alignment=got).stride_alignment() == _stride(real, theirs)
+    assert ours._replace(alignment=got).stride_alignment() == _stride(real, theirs)
 
 
 def _stride(spec: Any, alignment: Any) -> int:

@@ -2,7 +2,7 @@
 
 kvconfig resolves the deployment; this harness then builds what vLLM's worker and
 engine core would hold and runs vLLM's real functions on it, under
-``kvconfig.introspect.emulate``:
+``tools.catalog.emulate``:
 
 1. one stand-in layer per cache layer, registered in ``static_forward_context`` in
    kvconfig's order, whose ``get_kv_cache_spec`` *is* the real layer class's method
@@ -38,10 +38,10 @@ from typing import Any
 
 import torch
 
-from kvconfig.introspect import emulate
-from kvconfig.introspect.emulate import Emulation
-from kvconfig.plan.resolve import PlanResult
-from kvconfig.plan.setup import Setup
+from kvconfig.plan.result import PlanResult
+from schemas.deployment import Deployment
+from tools.catalog import emulate
+from tools.catalog.emulate import Emulation
 
 _TORCH = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -90,8 +90,8 @@ class _Attrs(dict):  # type: ignore[type-arg]
             raise AttributeError(name) from err
 
 
-def _model_config(setup: Setup, model_json: dict[str, Any] | None, emu: Emulation) -> Any:
-    from kvconfig.introspect.emulate import _FakeModelConfig
+def _model_config(setup: Deployment, model_json: dict[str, Any] | None, emu: Emulation) -> Any:
+    from tools.catalog.emulate import _FakeModelConfig
 
     mc = _FakeModelConfig(emu)
     text = (model_json or {}).get("text_config") or model_json or {}
@@ -111,11 +111,10 @@ def _model_config(setup: Setup, model_json: dict[str, Any] | None, emu: Emulatio
     return mc
 
 
-def _emulation(setup: Setup, plan: PlanResult) -> Emulation:
+def _emulation(setup: Deployment, plan: PlanResult) -> Emulation:
     from tests.vllm_truth import emulation_for
 
-    assert plan.setup is setup
-    return emulation_for(plan)
+    return emulation_for(setup, plan)
 
 
 @contextmanager
@@ -134,7 +133,7 @@ def _no_metadata_builders() -> Iterator[None]:
         attn_utils.get_attn_cg_support = saved[1]
 
 
-def _layers(setup: Setup, plan: PlanResult, cfg: Any) -> dict[str, Any]:
+def _layers(setup: Deployment, plan: PlanResult, cfg: Any) -> dict[str, Any]:
     """Stand-in layers whose spec methods are vLLM's own, in kvconfig's order."""
     from vllm.model_executor.layers.attention.attention import Attention
     from vllm.model_executor.layers.attention.mla_attention import (
@@ -279,7 +278,11 @@ def _mamba_layer(kind: str, model_cls: Any, cfg: Any, draft: bool) -> Any:
 
 
 def _vllm_config(
-    setup: Setup, plan: PlanResult, model_json: dict[str, Any] | None, emu: Emulation, base: Any
+    setup: Deployment,
+    plan: PlanResult,
+    model_json: dict[str, Any] | None,
+    emu: Emulation,
+    base: Any,
 ) -> Any:
     from vllm.config import CacheConfig
 
@@ -318,7 +321,7 @@ def _vllm_config(
     return cfg
 
 
-def run_vllm(setup: Setup, plan: PlanResult, model_json: dict[str, Any] | None) -> VllmOutcome:
+def run_vllm(setup: Deployment, plan: PlanResult, model_json: dict[str, Any] | None) -> VllmOutcome:
     """vLLM's own B, groups and kernel block sizes for ``setup`` (layers as ``plan`` has them)."""
     from vllm.model_executor.models.config import (
         MODELS_CONFIG_MAP,

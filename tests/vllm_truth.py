@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvconfig.introspect.emulate import Emulation, emulated, load
-from kvconfig.plan.resolve import GroupResult, PlanResult
+from kvconfig.plan.result import GroupResult, PlanResult
+from schemas.deployment import Deployment
+from tools.catalog.emulate import Emulation, emulated, load
 
 DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
 
@@ -50,7 +51,7 @@ def _spec(info: Any, block_size: int, tp: int, kv_cache_dtype: str) -> Any:
     return FullAttentionSpec(**common)
 
 
-def vllm_values(plan: PlanResult, emu: Emulation) -> list[Truth]:
+def vllm_values(dep: Deployment, plan: PlanResult, emu: Emulation) -> list[Truth]:
     """Per group: vLLM's runner vote and the speculator's value (V1 narrowing or V2 re-vote)."""
     from vllm.v1.kv_cache_interface import (
         KVCacheConfig,
@@ -65,7 +66,7 @@ def vllm_values(plan: PlanResult, emu: Emulation) -> list[Truth]:
         select_common_block_size,
     )
 
-    s = plan.setup
+    s = dep
     out: list[Truth] = []
     with emulated(emu):
         groups, tensors = [], []
@@ -131,21 +132,20 @@ def vllm_values(plan: PlanResult, emu: Emulation) -> list[Truth]:
     return out
 
 
-def emulation_for(plan: PlanResult) -> Emulation:
+def emulation_for(dep: Deployment, plan: PlanResult) -> Emulation:
     """The emulated machine and target config matching a plan's deployment.
 
     The target's config is what the first target attention layer says (the model config
     vLLM's backends read); model facts (MLA dimensions, soft-capping, ...) become the
     emulated ``hf_text_config``.
     """
-    s = plan.setup
-    assert s.platform is not None
+    s = dep
     attention = ("full_attention", "sliding_window", "mla_attention", "sparse_mla")
     targets = [i.layer for i in plan.layers if i.layer.role == "target"]
     first = next((l for l in targets if l.kind in attention), targets[0])
     return Emulation(
-        vendor=s.platform.vendor,
-        capability=s.platform.capability,
+        vendor=plan.platform.vendor,
+        capability=plan.platform.capability,
         num_heads=first.num_heads,
         num_kv_heads=first.num_kv_heads,
         head_size=first.head_size,
@@ -162,4 +162,4 @@ def emulation_for(plan: PlanResult) -> Emulation:
 
 def kvconfig_values(groups: Sequence[GroupResult]) -> list[tuple[int | None, int | None]]:
     """kvconfig's (runner, speculator) per group."""
-    return [(g.runner, g.speculator) for g in groups]
+    return [(g.runner_k, g.speculator_k) for g in groups]

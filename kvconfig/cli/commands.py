@@ -13,138 +13,17 @@ gave.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TextIO
 
+from kvconfig.cli.outcomes import outcomes, say
+from kvconfig.cli.parser import build_parser
 from kvconfig.errors import InputError, KVConfigError
-
-if TYPE_CHECKING:
-    from kvconfig.load.platforms import PlatformId
-    from kvconfig.report.render import Outcome
-
-FORMATS = ("text", "json", "github", "sarif")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        message = re.sub(r" \(choose from (.*)\)$", r"; choose from \1", message)
-        hint = f"see '{self.prog} --help'"
-        if message.startswith("unrecognized arguments: "):
-            first = message.split(": ", 1)[1].split()[0].split("=")[0]
-            if first.startswith("-"):
-                from kvconfig._suggest import did_you_mean
-
-                hint = did_you_mean(first, self._every_option()) or hint
-        raise InputError(message, key=self.prog.removeprefix("kvconfig").strip(), hint=hint)
-
-    def _every_option(self) -> list[str]:
-        """Option strings of this parser and of its sub-commands."""
-        found = list(self._option_string_actions)
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for sub in action.choices.values():
-                    found.extend(sub._option_string_actions)
-        return sorted(set(found))
-
-
-def _env_pairs(items: Sequence[str]) -> dict[str, str]:
-    from kvconfig.load.serve import check_env
-
-    env = {}
-    for item in items:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise InputError(
-                f"expected KEY=VALUE, got {item!r}",
-                key="--env",
-                hint="e.g. --env VLLM_USE_V2_MODEL_RUNNER=0",
-            )
-        env[name.strip()] = value
-    check_env(env, "")
-    return env
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The command-line interface."""
-    parser = _Parser(
-        prog="kvconfig",
-        description="One authoritative KV-cache kernel block-size plan for vLLM deployments.",
-    )
-    from kvconfig import __version__
-
-    parser.add_argument("--version", action="version", version=f"kvconfig {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    def common(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
-        p.add_argument(
-            "--platform",
-            help="GPU name (H200, B200, GB300, RTX PRO 6000, ...), smXY or X.Y; "
-            "a comma list for several",
-        )
-        p.add_argument(
-            "--env",
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="environment of the vLLM process (e.g. VLLM_USE_V2_MODEL_RUNNER=0)",
-        )
-        p.add_argument(
-            "--hooks",
-            choices=("none", "enforce"),
-            help="whether the kvconfig vLLM hooks will be installed",
-        )
-        p.add_argument("--vllm-version", help="vLLM release to plan for (default 0.33.0)")
-        p.add_argument(
-            "--no-trtllm-cubins",
-            dest="trtllm_cubins",
-            action="store_false",
-            default=None,
-            help="FlashInfer's TRTLLM cubins cannot be fetched where vLLM runs "
-            "(no flashinfer-cubin, no network): no large FlashInfer pages on SM10x",
-        )
-        p.add_argument("--format", choices=formats, default="text")
-
-    p_plan = sub.add_parser("plan", help="print the plan of one deployment")
-    p_plan.add_argument(
-        "deployments", nargs="*", metavar="deployment", help="vllm serve YAML or native file"
-    )
-    common(p_plan, ("text", "json"))
-
-    p_lint = sub.add_parser("lint", help="check deployments; exit 1 if any is rejected")
-    p_lint.add_argument("deployments", nargs="*", help="files, or folders of YAML files")
-    common(p_lint, FORMATS)
-
-    p_explain = sub.add_parser("explain", help="explain a plan step by step, or a finding code")
-    p_explain.add_argument("deployment", nargs="?", help="deployment file, or a code like KV101")
-    common(p_explain, ("text",))
-
-    p_export = sub.add_parser("export", help="write a plan (or the JSON Schemas) to files")
-    p_export.add_argument("deployments", nargs="*", metavar="deployment")
-    p_export.add_argument("-o", "--output", help="output file (plan) or folder (--schema)")
-    p_export.add_argument("--schema", action="store_true", help="write the JSON Schemas instead")
-    common(p_export, ("json",))
-
-    p_cat = sub.add_parser("catalog", help="what each attention backend accepts, and why")
-    p_cat.add_argument("--backend", help="one backend (vLLM name or class path)")
-    p_cat.add_argument("--platform", help="evaluate the sizes on this platform")
-    p_cat.add_argument("--vllm-version", default=None)
-    p_cat.add_argument("--format", choices=("text", "json"), default="text")
-    p_cat.add_argument(
-        "--from-vllm", action="store_true", help="regenerate the catalog from the installed vLLM"
-    )
-    p_cat.add_argument(
-        "--diff", nargs=2, metavar=("OLD", "NEW"), help="compare two versions' catalogs"
-    )
-    p_cat.add_argument(
-        "-o", "--output", help="where --from-vllm writes (default: the shipped file)"
-    )
-    return parser
+from kvconfig.report.outcome import Outcome
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
@@ -162,12 +41,12 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         ]
         text, code = handler(args, command)
     except KVConfigError as err:
-        _say(str(err))
+        say(str(err))
         return 2
     except Exception as err:
         if os.environ.get("KVCONFIG_TRACEBACK"):
             raise
-        _say(
+        say(
             f"internal error: {type(err).__name__}: {err} (a kvconfig bug; please report it "
             "with the input, and rerun with KVCONFIG_TRACEBACK=1 for the traceback)"
         )
@@ -183,192 +62,49 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     return code
 
 
-def _say(text: str) -> None:
-    """One line on stderr, ``kvconfig: ...``."""
-    line = " ".join(text.split("\n"))
-    print(f"kvconfig: {line}", file=sys.stderr)
-
-
-def _targets(
-    args: argparse.Namespace, command: list[str] | None, many: bool
-) -> list[str | list[str]]:
-    items: list[str] = list(getattr(args, "deployments", None) or [])
-    single = getattr(args, "deployment", None)
-    if single:
-        items.append(single)
-    targets: list[str | list[str]] = []
-    for item in items:
-        path = Path(item)
-        if path.is_dir():
-            found = sorted(
-                str(p) for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
-            )
-            if not found:
-                raise InputError(
-                    "the folder holds no .yaml or .yml files",
-                    source=item,
-                    hint="pass the deployment files, or a folder that holds them",
-                )
-            targets.extend(found)
-        else:
-            targets.append(item)
-    if command:
-        targets.append(command)
-    if not targets:
-        raise InputError("no deployment given", hint="pass a file, or '-- vllm serve ...'")
-    if not many and len(targets) > 1:
-        raise InputError(
-            f"{args.command} takes one deployment, got {len(targets)}",
-            hint="use 'kvconfig lint' for several",
-        )
-    return targets
-
-
-def _platforms(args: argparse.Namespace) -> list[PlatformId | None]:
-    from kvconfig.load.platforms import parse_platforms
-
-    if args.platform:
-        return list(parse_platforms(args.platform))
-    return [None]
-
-
-def _outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:
-    """One outcome per (deployment, platform).
-
-    With ``many`` (``lint``) a deployment that cannot be read or planned becomes an
-    error outcome and its line goes to stderr; otherwise the InputError propagates.
-    """
-    from kvconfig.report.render import Outcome
-
-    env = _env_pairs(args.env)
-    platforms = _platforms(args)
-    outcomes: list[Outcome] = []
-    for target in _targets(args, command, many):
-        source = target if isinstance(target, str) else "<command>"
-        failed: list[tuple[str, InputError]] = []
-        for platform in platforms:
-            label = platform.label() if platform is not None else "-"
-            try:
-                outcomes.append(_outcome(args, target, source, platform, env))
-            except InputError as err:
-                if not many:
-                    raise
-                failed.append((label, err))
-        if len(failed) == len(platforms) > 1 and len({str(f) for _, f in failed}) == 1:
-            failed = [("all platforms", failed[0][1])]
-        for label, problem in failed:
-            _say(str(problem))
-            outcomes.append(Outcome(source, label, error=str(problem), problem=problem))
-    return outcomes
-
-
-def _outcome(
-    args: argparse.Namespace,
-    target: str | list[str],
-    source: str,
-    platform: PlatformId | None,
-    env: dict[str, str],
-) -> Outcome:
-    """Load, resolve and report one deployment on one platform."""
-    from kvconfig.derive.architectures import UnsupportedArchitecture
-    from kvconfig.load.deployment import load_setup
-    from kvconfig.plan import findings as F
-    from kvconfig.plan.resolve import PlanResult, resolve_setup
-    from kvconfig.plan.setup import LayerSet, Setup
-    from kvconfig.report.render import Outcome
-
-    try:
-        setup = load_setup(
-            target,
-            platform,
-            env=env,
-            vllm_version=args.vllm_version,
-            hooks=args.hooks,
-            trtllm_cubins=args.trtllm_cubins,
-        )
-    except UnsupportedArchitecture as err:
-        plat = platform
-        if plat is None:
-            raise InputError(
-                "no platform given",
-                source=source,
-                key="--platform",
-                hint="pass --platform, e.g. --platform h200",
-            ) from None
-        stub = Setup(source=source, platform=plat, layers=(LayerSet(),))
-        plan = PlanResult(stub, (), (F.architecture(err.architecture, err.source, err.snippet),))
-        return Outcome(source, plat.label(), plan)
-    if setup.platform is None:
-        raise InputError(
-            "no platform given",
-            source=source,
-            key="--platform",
-            hint="pass --platform, e.g. --platform h200, or set 'platform' in the file",
-        )
-    plan = resolve_setup(setup)
-    return Outcome(source, setup.platform.label(), plan, line_of=_key_lines(target))
-
-
-def _key_lines(target: str | list[str]) -> dict[str, int]:
-    if not isinstance(target, str):
-        return {}
-    from kvconfig.load import yamlfile as _yaml
-
-    try:
-        doc = _yaml.load(Path(target), target)
-    except InputError:
-        return {}
-    if not isinstance(doc.data, dict):
-        return {}
-    return {str(k).replace("_", "-"): doc.line(k) or 1 for k in doc.data}
-
-
 def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig.report.render import Outcome, render_json, render_plan
+    from kvconfig.report.json import render_json
+    from kvconfig.report.text import render_plan
 
-    outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]
+    runs = outcomes(args, command, many=False)
     if args.format == "json":
-        text = render_json(outcomes)
+        text = render_json(runs)
     else:
-        text = "\n".join(render_plan(o.plan) for o in outcomes if o.plan is not None)
-    return text, 1 if any(o.verdict != "ok" for o in outcomes) else 0
+        text = "\n".join(render_plan(o.plan) for o in runs if o.plan is not None)
+    return text, 1 if any(o.verdict != "ok" for o in runs) else 0
 
 
 def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig.report.render import (
-        Outcome,
-        render_github,
-        render_json,
-        render_lint,
-        render_sarif,
-    )
-
-    outcomes = [o for o in _outcomes(args, command, many=True) if isinstance(o, Outcome)]
-    render = {
-        "text": render_lint,
-        "json": render_json,
-        "github": render_github,
-        "sarif": render_sarif,
-    }
-    verdicts = {o.verdict for o in outcomes}
+    runs = outcomes(args, command, many=True)
+    module, name = _LINT_REPORTERS[args.format]
+    render: Callable[[Sequence[Outcome]], str] = getattr(importlib.import_module(module), name)
+    verdicts = {o.verdict for o in runs}
     if "error" in verdicts:
         # Bad input: each bad deployment has had its line on stderr. A report or a JSON
         # document with holes in it is worse than none; annotations (github, sarif) are
         # per problem, so they carry the input errors beside the findings.
-        text = render[args.format](outcomes) if args.format in ("github", "sarif") else ""
+        text = render(runs) if args.format in ("github", "sarif") else ""
         return text, 2
-    return render[args.format](outcomes), 1 if "reject" in verdicts else 0
+    return render(runs), 1 if "reject" in verdicts else 0
+
+
+#: ``lint --format``: the reporter of each format, imported when it is asked for.
+_LINT_REPORTERS = {
+    "text": ("kvconfig.report.text", "render_lint"),
+    "json": ("kvconfig.report.json", "render_json"),
+    "github": ("kvconfig.report.github", "render_github"),
+    "sarif": ("kvconfig.report.sarif", "render_sarif"),
+}
 
 
 def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
     from kvconfig.report.explain import explain_code, explain_plan
-    from kvconfig.report.render import Outcome
 
     code = (args.deployment or "").upper()
     if code.startswith("KV") and not Path(args.deployment).exists():
         return explain_code(code), 0
-    outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]
-    return "\n".join(explain_plan(o.plan) for o in outcomes if o.plan is not None), 0
+    runs = outcomes(args, command, many=False)
+    return "\n".join(explain_plan(o.plan) for o in runs if o.plan is not None), 0
 
 
 def _cmd_export(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
@@ -384,16 +120,14 @@ def _cmd_export(args: argparse.Namespace, command: list[str] | None) -> tuple[st
                 hint="kvconfig export --schema DIR",
             )
         return export_schemas(folders[0] if folders else None), 0
-    from kvconfig.report.render import Outcome
-
-    outcomes = [o for o in _outcomes(args, command, many=False) if isinstance(o, Outcome)]
-    return export_plan(outcomes, args.output)
+    runs = outcomes(args, command, many=False)
+    return export_plan(runs, args.output)
 
 
 def _cmd_catalog(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig.report.catalog import run_catalog
+    from kvconfig.report.catalog import catalog_report
 
-    return run_catalog(args)
+    return catalog_report(args.backend, args.platform, args.vllm_version, args.format), 0
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace, list[str] | None], tuple[str, int]]] = {

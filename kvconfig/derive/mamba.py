@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig.derive.common import (
+from kvconfig.derive.inputs import (
     Context,
     Model,
     attention_geometry,

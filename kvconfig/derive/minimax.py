@@ -1,7 +1,7 @@
 """MiniMax-M3: dense attention layers, then block-sparse attention layers each with a
 lightning-indexer key cache.
 
-Sources (vLLM 0.33.0, ``models/minimax_m3/nvidia/model.py``):
+Sources (``vllm/models/minimax_m3/nvidia/model.py``):
 
 * ``sparse_attention_config.sparse_attention_freq[i] != 0`` makes layer ``i`` sparse
   (``_sparse_attention_layer_ids``); the others use the generic ``Attention`` with
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig.derive.common import Context, Model, attention_geometry, int_list, ordered, pos_int
+from kvconfig.derive.inputs import Context, Model, attention_geometry, int_list, ordered, pos_int
 from kvconfig.errors import InputError
 
 SPARSE = "MINIMAX_M3_SPARSE"

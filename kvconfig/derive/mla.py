@@ -1,7 +1,7 @@
 """Multi-head latent attention: DeepSeek V2/V3 (and Kimi K2, which is a DeepSeek V3),
 DeepSeek V3.2 with its sparse attention indexer, and their MTP layers.
 
-Sources (vLLM 0.33.0):
+Sources:
 
 * ``model_executor/models/deepseek_v2.py`` and ``models/deepseek_v32/``: every decoder
   layer has one MLA layer ``model.layers.{i}.self_attn.attn`` caching one latent vector
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig.derive.common import Context, Model, ordered, pos_int
+from kvconfig.derive.inputs import Context, Model, ordered, pos_int
 from kvconfig.errors import InputError
 
 V32_INDEXER = "vllm.v1.attention.backends.mla.indexer.DeepseekV32IndexerBackend"

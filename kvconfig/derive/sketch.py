@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kvconfig.derive.common import Model
+from kvconfig.derive.inputs import Model
 
 
 def _int(cfg: Mapping[str, Any], key: str) -> int | None:

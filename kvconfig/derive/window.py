@@ -1,6 +1,6 @@
 """Sliding-window + full-attention models: Gemma 2, Gemma 3 and GPT-OSS.
 
-Which layers slide follows vLLM 0.33.0's model code, not only ``config.json``:
+Which layers slide follows vLLM's model code, not only ``config.json``:
 
 * Gemma 2 (``model_executor/models/gemma2.py``) and Gemma 3 (``gemma3.py``) read
   ``config.layer_types``; transformers fills it when the file has none, every second
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvconfig.derive.common import Context, Model, attention_geometry, layer_types, pos_int, runs
+from kvconfig.derive.inputs import Context, Model, attention_geometry, layer_types, pos_int, runs
 
 
 def _window(cfg: dict[str, Any] | Any, source: str) -> int:

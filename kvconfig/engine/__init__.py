@@ -94,7 +94,7 @@ def plans(
         )
     from kvconfig.engine import emulate
     from kvconfig.engine.plan import plan_json
-    from kvconfig.engine.pool import EngineUnavailable, Pool, Request
+    from kvconfig.engine.pool import Pool, Request
 
     requests = [
         Request(
@@ -108,11 +108,8 @@ def plans(
         )
         for t in targets
     ]
-    try:
-        with Pool(jobs=jobs, timeout=timeout) as pool:
-            answers = pool.ask_all(requests)
-    except EngineUnavailable as err:
-        raise InputError(str(err), key="--engine", hint="or use --engine offline") from None
+    with Pool(jobs=jobs, timeout=timeout) as pool:
+        answers = pool.ask_all(requests)
     out: list[dict[str, Any] | InputError] = []
     for t, answer in zip(targets, answers, strict=True):
         p = t.platform

@@ -17,7 +17,6 @@ import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,41 +26,15 @@ def _answer(out: TextIO, message: dict[str, Any]) -> None:
     out.flush()
 
 
-def _where(error: BaseException) -> str | None:
-    """``vllm/path.py:line`` of the innermost vLLM frame that raised."""
-    frames = traceback.extract_tb(error.__traceback__)
-    for frame in reversed(frames):
-        marker = f"{os.sep}vllm{os.sep}"
-        if marker in frame.filename:
-            return f"vllm/{frame.filename.rsplit(marker, 1)[1]}:{frame.lineno}"
-    return None
-
-
 def _one(request: dict[str, Any]) -> dict[str, Any]:
     from kvconfig.engine import startup
 
-    rid = request.get("id")
     cwd = request.get("cwd")
     if cwd:
         os.chdir(cwd)
     t0 = time.perf_counter()
-    try:
-        facts = startup.start([str(a) for a in request["argv"]])
-    except startup.BadArguments as err:
-        return {"id": rid, "status": "arguments", "message": str(err)}
-    except startup.Refused as err:
-        traceback.print_exception(err.error, file=sys.stderr)
-        return {
-            "id": rid,
-            "status": "refused",
-            "step": err.step,
-            "error": type(err.error).__name__,
-            "message": str(err.error),
-            "where": _where(err.error),
-            "facts": err.facts,
-            "seconds": time.perf_counter() - t0,
-        }
-    return {"id": rid, "status": "ok", "facts": facts, "seconds": time.perf_counter() - t0}
+    answer = startup.start([str(a) for a in request["argv"]])
+    return {"id": request.get("id"), **answer, "seconds": time.perf_counter() - t0}
 
 
 def main() -> int:

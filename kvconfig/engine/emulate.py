@@ -4,16 +4,17 @@ vLLM's start-up needs a CUDA device in a few places only: loading its compiled
 extensions, probing the device, allocating tensors, and initialising NCCL. This module
 stands in for exactly those, and for nothing that decides the KV-cache plan:
 
-* a stub ``libcuda.so.1`` (built once with the system C compiler into the cache folder)
-  whose every entry point reports ``CUDA_ERROR_NO_DEVICE``: ``vllm._C`` and its
-  FlashAttention and FlashMLA extensions load and register their ops against it;
+* a stub ``libcuda.so.1`` whose every entry point reports no device
+  (``kvconfig.engine.driver``): ``vllm._C`` and its FlashAttention and FlashMLA
+  extensions load and register their ops against it;
 * ``vllm.platforms.current_platform`` is an instance of a subclass of vLLM's own
   ``NonNvmlCudaPlatform`` that answers the device probes (capability, name, memory,
   count, NUMA, pinned memory) for the emulated GPU, and ``torch.cuda``'s property,
-  memory, stream and event probes answer for the same GPU (streams and events are inert);
+  memory, stream and event probes answer for the same GPU (``kvconfig.engine.cuda``);
 * Triton's NVIDIA driver reports itself active (it asks ``torch.cuda.is_available()``),
   which is what makes Model Runner V2 vLLM's default;
-* every tensor asked for on ``cuda`` is created on the ``meta`` device (``MetaDevice``);
+* every tensor asked for on ``cuda`` is created on the ``meta`` device
+  (``kvconfig.engine.cuda.meta_device``);
 * the worker's device set-up runs without NCCL: one process, a gloo group, whose
   tensor-parallel (and pipeline, context-parallel) groups report rank 0 of the
   configured size, so layers see the per-rank head counts;
@@ -31,41 +32,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-import hashlib
 import os
-import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kvconfig.engine.cuda import patch_torch
+from kvconfig.engine.driver import stub_driver
 from kvconfig.engine.pool import Gpu
-
-#: Entry points of the CUDA driver that vLLM's extensions, Triton's driver helpers and the
-#: CUDA libraries vLLM loads reference (each is also exported with the ``_v2`` suffix).
-DRIVER_SYMBOLS = (
-    "cuCtxCreate", "cuCtxDestroy", "cuCtxGetCurrent", "cuCtxGetDevice", "cuCtxGetId",
-    "cuCtxGetLimit", "cuCtxPopCurrent", "cuCtxPushCurrent", "cuCtxSetCurrent",
-    "cuCtxSetLimit", "cuDeviceGet", "cuDeviceGetAttribute", "cuDeviceGetCount",
-    "cuDeviceGetName", "cuDevicePrimaryCtxGetState", "cuDevicePrimaryCtxRelease",
-    "cuDevicePrimaryCtxRetain", "cuDriverGetVersion", "cuEventCreate", "cuEventDestroy",
-    "cuEventRecord", "cuEventSynchronize", "cuFuncGetAttribute", "cuFuncSetAttribute",
-    "cuFuncSetCacheConfig", "cuGetErrorName", "cuGetErrorString", "cuGetExportTable",
-    "cuGetProcAddress", "cuInit", "cuLaunchCooperativeKernel", "cuLaunchKernel",
-    "cuLaunchKernelEx", "cuLinkAddData", "cuLinkComplete", "cuLinkCreate",
-    "cuMemAddressFree", "cuMemAddressReserve", "cuMemAlloc", "cuMemAllocAsync",
-    "cuMemAllocPitch", "cuMemCreate", "cuMemFree", "cuMemFreeAsync",
-    "cuMemGetAllocationGranularity", "cuMemMap", "cuMemRelease", "cuMemSetAccess",
-    "cuMemUnmap", "cuMemcpy2D", "cuMemcpy2DAsync", "cuMemcpyDtoH", "cuMemcpyHtoD",
-    "cuModuleGetFunction", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx",
-    "cuModuleUnload", "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-    "cuOccupancyMaxActiveClusters", "cuPointerGetAttribute", "cuStreamCreate",
-    "cuStreamDestroy", "cuStreamGetCtx", "cuStreamSynchronize", "cuStreamWaitEvent",
-    "cuTensorMapEncodeIm2col", "cuTensorMapEncodeTiled",
-)  # fmt: skip
-
-CUDA_ERROR_NO_DEVICE = 100
 
 STOOD_IN = (
     "CUDA driver: a stub libcuda.so.1 whose entry points report no device",
@@ -84,168 +59,6 @@ STOOD_IN = (
     "gc.collect: a no-op (vLLM collects before memory snapshots, which are not taken here)",
 )
 """What the engine mode stands in for, in the words the plan's JSON uses."""
-
-
-def driver_source() -> str:
-    """C source of the stub driver."""
-    lines = ["/* A CUDA driver with no devices: every entry point reports no device. */"]
-    for name in DRIVER_SYMBOLS:
-        for symbol in (name, f"{name}_v2"):
-            lines.append(f"int {symbol}(void) {{ return {CUDA_ERROR_NO_DEVICE}; }}")
-    return "\n".join(lines) + "\n"
-
-
-def stub_driver(cache: Path) -> Path:
-    """The stub ``libcuda.so.1``, built once into ``cache`` with the system C compiler."""
-    source = driver_source()
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    target = cache / f"libcuda-stub-{digest}" / "libcuda.so.1"
-    if target.is_file():
-        return target
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        raise RuntimeError(
-            "the engine mode builds a stub CUDA driver with a C compiler, and none was found "
-            "(install gcc, or set CC)"
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        c_file = Path(tmp) / "stub.c"
-        c_file.write_text(source)
-        built = Path(tmp) / "libcuda.so.1"
-        cmd = [
-            compiler,
-            "-shared",
-            "-fPIC",
-            "-Wl,-soname,libcuda.so.1",
-            "-o",
-            str(built),
-            str(c_file),
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"building the stub CUDA driver failed: {done.stderr.strip()}")
-        os.replace(built, target)
-    return target
-
-
-class _Properties:
-    """``torch.cuda.get_device_properties`` of the emulated GPU."""
-
-    def __init__(self, gpu: Gpu) -> None:
-        self.name = gpu.name
-        self.major, self.minor = gpu.capability
-        self.total_memory = gpu.memory_bytes
-        self.multi_processor_count = 132
-        self.L2_cache_size = 50 * 1024 * 1024
-        self.warp_size = 32
-        self.max_threads_per_multi_processor = 2048
-        self.regs_per_multiprocessor = 65536
-        self.shared_memory_per_block_optin = 227 * 1024
-        self.uuid = "GPU-00000000-0000-0000-0000-000000000000"
-        self.is_integrated = False
-        self.gcnArchName = ""
-        self.pci_bus_id = self.pci_device_id = self.pci_domain_id = 0
-
-
-class _Event:
-    """An inert CUDA event."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def record(self, stream: Any = None) -> None:
-        pass
-
-    def synchronize(self) -> None:
-        pass
-
-    def wait(self, stream: Any = None) -> None:
-        pass
-
-    def query(self) -> bool:
-        return True
-
-    def elapsed_time(self, other: Any) -> float:
-        return 0.0
-
-
-class _Stream:
-    """An inert CUDA stream."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        import torch
-
-        self.device = torch.device("cuda:0")
-        self.cuda_stream = 0
-
-    def synchronize(self) -> None:
-        pass
-
-    def wait_stream(self, stream: Any) -> None:
-        pass
-
-    def wait_event(self, event: Any) -> None:
-        pass
-
-    def record_event(self, event: Any = None) -> _Event:
-        return event if event is not None else _Event()
-
-    def query(self) -> bool:
-        return True
-
-    def __enter__(self) -> _Stream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _patch_torch(gpu: Gpu) -> None:
-    """torch.cuda's probes answer for ``gpu``; nothing initialises CUDA."""
-    import torch
-
-    tc: Any = torch.cuda
-    count = gpu.count
-    probes: dict[str, Any] = {
-        "is_available": lambda: True,
-        "is_initialized": lambda: True,
-        "_is_compiled": lambda: True,
-        "_device_count_nvml": lambda: count,
-        "device_count": lambda: count,
-        "get_device_capability": lambda device=None: gpu.capability,
-        "get_device_name": lambda device=None: gpu.name,
-        "get_device_properties": lambda device=None: _Properties(gpu),
-        "current_device": lambda: 0,
-        "set_device": lambda device: None,
-        "synchronize": lambda device=None: None,
-        "empty_cache": lambda: None,
-        "mem_get_info": lambda device=None: (gpu.memory_bytes, gpu.memory_bytes),
-        "memory_stats": lambda device=None: {},
-        "get_rng_state": lambda device="cuda": torch.zeros(16, dtype=torch.uint8),
-        "Stream": _Stream,
-        "Event": _Event,
-        "current_stream": lambda device=None: _Stream(),
-        "default_stream": lambda device=None: _Stream(),
-        "stream": lambda stream: contextlib.nullcontext(),
-        "set_stream": lambda stream: None,
-    }
-    for name in ("manual_seed", "manual_seed_all", "seed", "seed_all", "set_rng_state"):
-        probes[name] = lambda *args, **kwargs: None
-    for name in ("reset_peak_memory_stats", "reset_max_memory_allocated"):
-        probes[name] = lambda device=None: None
-    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved"):
-        probes[name] = lambda device=None: 0
-    for name, value in probes.items():
-        setattr(tc, name, value)
-    torch._C._cuda_getDeviceCount = lambda: count
-    acc: Any = torch.accelerator
-    acc.device_count = lambda: count
-    acc.is_available = lambda: True
-    acc.current_device_index = lambda: 0
-    acc.set_device_index = lambda *args, **kwargs: None
-    acc.synchronize = lambda *args, **kwargs: None
-    acc.empty_cache = lambda: None
 
 
 def _platform(gpu: Gpu) -> Any:
@@ -304,49 +117,6 @@ def _platform(gpu: Gpu) -> Any:
 ALIGNED: list[tuple[int, int]] = []
 """(B before, B after) of each hybrid block-size alignment vLLM made (read, then cleared,
 per start-up)."""
-
-
-def _meta(device: Any) -> Any:
-    import torch
-
-    if device is None:
-        return None
-    if isinstance(device, int):
-        return torch.device("meta")
-    dev = device if isinstance(device, torch.device) else torch.device(device)
-    return torch.device("meta") if dev.type == "cuda" else device
-
-
-def meta_device() -> Any:
-    """A torch function mode under which tensors asked for on ``cuda`` live on ``meta``."""
-    import torch
-    from torch.overrides import TorchFunctionMode
-
-    tensor_to = torch.Tensor.to
-    moves = (torch.Tensor.cuda,)
-    pins = (torch.Tensor.pin_memory,)
-
-    class MetaDevice(TorchFunctionMode):  # type: ignore[misc]
-        def __torch_function__(
-            self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
-        ) -> Any:
-            kwargs = dict(kwargs or {})
-            if "device" in kwargs:
-                kwargs["device"] = _meta(kwargs["device"])
-            if kwargs.get("pin_memory"):
-                kwargs["pin_memory"] = False
-            if func in moves:
-                return args[0].to("meta")
-            if func in pins:
-                return args[0]
-            if func is tensor_to and len(args) > 1:
-                args = (
-                    args[0],
-                    *(_meta(a) if isinstance(a, str | torch.device) else a for a in args[1:]),
-                )
-            return func(*args, **kwargs)
-
-    return MetaDevice()
 
 
 @contextlib.contextmanager
@@ -464,7 +234,7 @@ def install(gpu: Gpu, *, cubins: bool, cache: Path, scratch: Path) -> None:
     ctypes.CDLL(str(driver), mode=ctypes.RTLD_GLOBAL)
     # Triton links its driver helpers against the driver it finds here
     os.environ["TRITON_LIBCUDA_PATH"] = str(driver.parent)
-    _patch_torch(gpu)
+    patch_torch(gpu)
     from vllm import platforms
 
     if getattr(platforms, "_current_platform", None) is not None:

@@ -21,36 +21,43 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kvconfig.codes import FindingCode, Severity
 from kvconfig.engine.pool import Answer
-from kvconfig.plan.findings import Found
-from kvconfig.plan.findings import sort as sort_findings
+from kvconfig.plan.result import Found
+from kvconfig.plan.result import sort as sort_findings
 
 #: Texts vLLM 0.33.0 raises, and the finding code each refusal is.
-REFUSALS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("Selected backend", "is not valid for this configuration"), "KV301"),
-    (("FP8 KV cache is not supported by the",), "KV301"),
-    (("does not support logits soft cap",), "KV301"),
-    (("No valid attention backend",), "KV302"),
-    (("-token kernel blocks, which packed",), "KV102"),
-    (("No common block size for",), "KV201"),
-    (("The attention backends share no supported KV cache block size",), "KV203"),
-    (("Aligned KV cache block size",), "KV204"),
+REFUSALS: tuple[tuple[tuple[str, ...], FindingCode], ...] = (
+    (("Selected backend", "is not valid for this configuration"), FindingCode.BACKEND_UNSUPPORTED),
+    (("FP8 KV cache is not supported by the",), FindingCode.BACKEND_UNSUPPORTED),
+    (("does not support logits soft cap",), FindingCode.BACKEND_UNSUPPORTED),
+    (("No valid attention backend",), FindingCode.NO_VALID_BACKEND),
+    (("-token kernel blocks, which packed",), FindingCode.SPECULATOR_SPLIT_ERROR),
+    (("No common block size for",), FindingCode.NO_COMMON_KERNEL_SIZE),
+    (
+        ("The attention backends share no supported KV cache block size",),
+        FindingCode.NO_COMMON_BLOCK_SIZE,
+    ),
+    (("Aligned KV cache block size",), FindingCode.ALIGNED_BLOCK_SIZE_UNSUPPORTED),
 )
 
 #: vLLM's spec kinds (``KVCacheSpecKind``) that kvconfig names differently.
 KINDS = {"chunked_local_attention": "chunked_local"}
 
 
-def refusal_code(message: str, facts: Mapping[str, Any] | None, error: str = "") -> str:
+def refusal_code(message: str, facts: Mapping[str, Any] | None, error: str = "") -> FindingCode:
     """The finding code of a start-up vLLM refused with ``error: message``."""
     if error == "KernelBlockSizeMismatch":
-        return "KV101"  # the kvconfig hooks (strict) refused the mismatch at start-up
+        # the kvconfig hooks (strict) refused the mismatch at start-up
+        return FindingCode.COMPONENT_MISMATCH
     for parts, code in REFUSALS:
         if all(p in message for p in parts):
-            if code == "KV201" and facts and facts.get("kernel_block_sizes") is not None:
-                return "KV202"  # the runner had voted: the speculator's vote raised
+            voted = facts is not None and facts.get("kernel_block_sizes") is not None
+            if code is FindingCode.NO_COMMON_KERNEL_SIZE and voted:
+                # the runner had voted: the speculator's vote raised
+                return FindingCode.SPECULATOR_NO_COMMON_KERNEL_SIZE
             return code
-    return "KV601"
+    return FindingCode.VLLM_REFUSES
 
 
 def _speculator_k(group: Mapping[str, Any]) -> int | None:
@@ -118,7 +125,7 @@ def _group_findings(facts: Mapping[str, Any], method: str | None) -> list[Found]
         if spec != runner:
             found.append(
                 Found(
-                    "KV101",
+                    FindingCode.COMPONENT_MISMATCH,
                     g["id"],
                     f"KV-cache group {g['id']} ({_who(g)}) has {block}-token blocks that vLLM's "
                     f"model runner split into {block // runner} kernel pages of {runner} tokens "
@@ -138,7 +145,7 @@ def _group_findings(facts: Mapping[str, Any], method: str | None) -> list[Found]
         elif g.get("speculator_own") not in (None, runner) and facts.get("hooks") == "enforce":
             found.append(
                 Found(
-                    "KV103",
+                    FindingCode.MISMATCH_FIXED_BY_HOOKS,
                     g["id"],
                     f"KV-cache group {g['id']}: on its own the speculator would vote "
                     f"{g['speculator_own']}, not the runner's {runner}; the kvconfig hooks, "
@@ -148,7 +155,7 @@ def _group_findings(facts: Mapping[str, Any], method: str | None) -> list[Found]
     for before, after in facts.get("aligned", ()):
         found.append(
             Found(
-                "KV501",
+                FindingCode.BLOCK_SIZE_ADJUSTED,
                 None,
                 f"vLLM's hybrid block-size alignment (Platform._align_hybrid_block_size) moved "
                 f"the block size from {before} to {after} tokens, so that an attention page "
@@ -191,7 +198,7 @@ def plan_json(
     findings = [_refusal(answer)] if refused else _group_findings(facts, method)
     ordered = sort_findings(findings)
     return {
-        "verdict": "reject" if any(f.severity == "error" for f in ordered) else "ok",
+        "verdict": "reject" if any(f.severity is Severity.ERROR for f in ordered) else "ok",
         "vllm_version": answer.vllm_version,
         "platform": dict(platform),
         "source": source,

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from kvconfig.errors import InputError
+
 #: Variables of the caller's environment a child keeps (everything else is dropped).
 PASSED_ON = (
     "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER",
@@ -86,10 +88,6 @@ class Answer:
     data: Mapping[str, Any]
     vllm_version: str | None = None
     seconds: float = 0.0
-
-
-class EngineUnavailable(RuntimeError):
-    """No engine child can be started (vLLM missing, no C compiler, ...)."""
 
 
 def _cache_folder() -> Path:
@@ -151,7 +149,11 @@ class _Child:
         if ready is None or not ready.get("ready"):
             tail = self.log_tail()
             self.close()
-            raise EngineUnavailable(f"the engine child did not start: {tail}")
+            raise InputError(
+                f"vLLM's start-up could not begin: {tail}",
+                key="--engine",
+                hint="check that vLLM imports (python -c 'import vllm'), or use --engine offline",
+            )
         self.vllm_version = str(ready.get("vllm_version"))
 
     def _send(self, message: Mapping[str, Any]) -> None:

@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import sys
 import time
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,20 +46,6 @@ def _parser() -> Any:
     return top
 
 
-class Refused(Exception):
-    """vLLM refused the deployment in ``step``."""
-
-    def __init__(self, step: str, error: BaseException, facts: dict[str, Any] | None) -> None:
-        super().__init__(str(error))
-        self.step = step
-        self.error = error
-        self.facts = facts
-
-
-class BadArguments(Exception):
-    """vLLM's parser rejected the arguments (what ``vllm serve`` prints, and exits 2)."""
-
-
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[io.StringIO]:
     buf = io.StringIO()
@@ -64,8 +53,8 @@ def _quiet_stderr() -> Iterator[io.StringIO]:
         yield buf
 
 
-def parse(argv: list[str]) -> Any:
-    """vLLM's parse of ``vllm serve ARGV`` (BadArguments with vLLM's message)."""
+def parse(argv: list[str]) -> Any | str:
+    """vLLM's parse of ``vllm serve ARGV``, or the message its parser exits with."""
     from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
 
     parser = _parser()
@@ -74,8 +63,7 @@ def parse(argv: list[str]) -> Any:
             args = parser.parse_args(["serve", *argv])
         except SystemExit:
             lines = [line for line in err.getvalue().strip().splitlines() if line.strip()]
-            message = lines[-1] if lines else "vLLM's parser rejected the arguments"
-            raise BadArguments(message) from None
+            return lines[-1] if lines else "vLLM's parser rejected the arguments"
     if getattr(args, "model_tag", None) is not None:
         args.model = args.model_tag
     validate_parsed_serve_args(args)
@@ -125,9 +113,21 @@ def _clear_caches() -> None:
             fn.cache_clear()
 
 
+def where(error: BaseException) -> str | None:
+    """``vllm/path.py:line`` of the innermost vLLM frame that raised."""
+    marker = f"{os.sep}vllm{os.sep}"
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if marker in frame.filename:
+            return f"vllm/{frame.filename.rsplit(marker, 1)[1]}:{frame.lineno}"
+    return None
+
+
 def start(argv: list[str]) -> dict[str, Any]:
-    """The plan facts of one deployment, or Refused / BadArguments."""
-    from kvconfig.engine.emulate import ALIGNED, meta_device
+    """One start-up's answer: ``{"status": "ok", "facts"}``, ``{"status": "arguments",
+    "message"}``, or ``{"status": "refused", "step", "error", "message", "where", "facts"}``
+    (the facts vLLM had decided when it raised, if any)."""
+    from kvconfig.engine.cuda import meta_device
+    from kvconfig.engine.emulate import ALIGNED
 
     ALIGNED.clear()
     timings: dict[str, float] = {}
@@ -138,6 +138,8 @@ def start(argv: list[str]) -> dict[str, Any]:
     cfg = None
     try:
         args = parse(argv)
+        if isinstance(args, str):
+            return {"status": "arguments", "message": args}
         timings["parse"] = time.perf_counter() - t0
         step = "config"
         cfg = _engine_args(args).create_engine_config()
@@ -164,29 +166,35 @@ def start(argv: list[str]) -> dict[str, Any]:
         facts["aligned"] = [list(a) for a in ALIGNED if a[0] != a[1]]
         facts["hooks"] = _hooks_mode()
         facts["timings"] = timings
-        return facts
-    except BadArguments:
-        raise
+        return {"status": "ok", "facts": facts}
     except Exception as err:
-        facts = None
+        traceback.print_exception(err, file=sys.stderr)
+        partial = None
         if runner is not None and cfg is not None:
             with contextlib.suppress(Exception):
-                facts = readout.read(runner, cfg)
-        raise Refused(step, err, facts) from err
+                partial = readout.read(runner, cfg)
+        return {
+            "status": "refused",
+            "step": step,
+            "error": type(err).__name__,
+            "message": str(err),
+            "where": where(err),
+            "facts": partial,
+        }
     finally:
         _teardown(core)
 
 
 def _hooks_mode() -> str:
-    """The kvconfig hooks' mode in this process (``none`` when vLLM did not load them)."""
-    import sys
+    """The mode of the kvconfig hooks vLLM's plugin loader loaded (``none``: not loaded).
 
-    if "hooks" not in sys.modules:
+    The state is read off the module vLLM imported; importing it here would load the
+    plugin where vLLM did not."""
+    plugin = sys.modules.get("hooks")
+    if plugin is None:
         return "none"
-    from hooks import status
-
-    state = status()
-    return state.mode if state.active else "none"
+    state = plugin.status()
+    return str(state.mode) if state.active else "none"
 
 
 _LAST_RUNNER: list[Any] = []

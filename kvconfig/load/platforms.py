@@ -6,35 +6,11 @@ reports for the gfx target (vLLM's ROCm platform passes them through).
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
 
 from kvconfig.errors import InputError
-
-
-@dataclass(frozen=True, slots=True)
-class PlatformId:
-    """A resolved platform: canonical name, vendor, capability."""
-
-    name: str
-    vendor: str
-    capability: tuple[int, int] | None
-
-    @property
-    def major(self) -> int | None:
-        """Capability major, the device *family*."""
-        return None if self.capability is None else self.capability[0]
-
-    def label(self) -> str:
-        """``H200 (sm90)``."""
-        if self.capability is None:
-            return self.name
-        return f"{self.name} (sm{self.capability[0]}{self.capability[1]})"
-
-    def capability_text(self) -> str | None:
-        """``"9.0"`` or None."""
-        return None if self.capability is None else f"{self.capability[0]}.{self.capability[1]}"
-
+from kvconfig.mirror.platform import PlatformId
 
 _CUDA: dict[str, tuple[int, int]] = {
     "V100": (7, 0),
@@ -110,6 +86,7 @@ def known_names() -> list[str]:
     return [*_CUDA, *_ROCM, *_GFX, "cpu", "xpu"]
 
 
+@functools.lru_cache(maxsize=256)
 def parse_platform(text: str) -> PlatformId:
     """One platform from a GPU name, ``smXY`` or ``X.Y``; raises InputError otherwise."""
     raw = text.strip()

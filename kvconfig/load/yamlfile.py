@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvconfig.errors import InputError
 
@@ -38,8 +37,7 @@ _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 Path_ = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(NamedTuple):
     """A parsed file: its data and the line of every key path."""
 
     source: str

@@ -1,4 +1,4 @@
-"""The manager block size B, as vLLM 0.33.0 settles it after loading the model.
+"""The manager block size B, as vLLM settles it after loading the model.
 
 Mirrors ``Platform.update_block_size_for_backend`` (``vllm/platforms/interface.py``):
 
@@ -19,27 +19,35 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from kvconfig.derive.common import per_rank
-from kvconfig.mirror.selection import PREFERRED_BLOCK_SIZE, Machine, supports_block_size
-from kvconfig.mirror.specs import dtype_bytes, torch_dtype
-from kvconfig.plan.groups import MLA_KINDS, BlockPlan, LayerInfo
-from kvconfig.plan.setup import Setup
+from kvconfig.errors import AlignedBlockSizeUnsupported, NoCommonBlockSize
+from kvconfig.mirror.platform import PlatformId
+from kvconfig.mirror.selection import supports_block_size
+from kvconfig.mirror.specs import MLA_KINDS, BlockPlan, dtype_bytes, per_rank, torch_dtype
+from kvconfig.mirror.traits import Machine
+from schemas.deployment import Deployment
 from schemas.sizes import KernelSize, MultipleOf
 
 DEFAULT_BLOCK_SIZE = 16
-"""``CacheConfig.DEFAULT_BLOCK_SIZE`` in vLLM 0.33.0."""
+"""``CacheConfig.DEFAULT_BLOCK_SIZE``."""
 
 CUDA_RUNTIME_MAJOR = 13
-"""The CUDA runtime vLLM 0.33.0's wheels are built against (torch cu130)."""
+"""The CUDA runtime vLLM's wheels are built against (torch cu130)."""
 
 GDN_CHECKPOINT_ALIGNMENT = 64
 """``FLASHINFER_GDN_CHECKPOINT_ALIGNMENT`` (``v1/attention/backends/gdn_attn.py``)."""
 
+#: ``get_preferred_block_size`` overrides, by backend name: default -> preferred.
+PREFERRED_BLOCK_SIZE: dict[str, Callable[[int], int]] = {
+    "B12X": lambda d: d if d in (64, 128) else 128,
+    "DEEPSEEK_SPARSE_SWA": lambda d: 256,
+    "ROCM_AITER_UNIFIED_ATTN": lambda d: 64,
+    "ULTRAQUANT": lambda d: 64,
+}
 
-@dataclass(frozen=True, slots=True)
-class Backend:
+
+class Backend(NamedTuple):
     """A distinct non-SSM backend: its vLLM name and class."""
 
     name: str
@@ -50,35 +58,8 @@ SizesOf = Callable[[Backend], tuple[KernelSize, ...]]
 """A backend's sizes when asked without a spec (``get_supported_kernel_block_sizes()``)."""
 
 
-class NoBlockSize(Exception):
-    """``_preferred_block_size_for_backends`` raises: no size suits every backend."""
-
-    def __init__(self, names: list[str]) -> None:
-        super().__init__(", ".join(names))
-        self.names = names
-
-
-class AlignedRejected(Exception):
-    """``_check_aligned_block_size`` raises: a backend rejects the aligned B."""
-
-    def __init__(self, block_size: int, names: list[str]) -> None:
-        super().__init__(f"{block_size}: {', '.join(names)}")
-        self.block_size = block_size
-        self.names = names
-
-
 def _base(s: KernelSize) -> int:
     return s.multiple_of if isinstance(s, MultipleOf) else s
-
-
-def backends(layers: Sequence[LayerInfo]) -> list[Backend]:
-    """``_find_non_ssm_backends``: distinct attention backends, in layer order."""
-    found: dict[str, Backend] = {}
-    for info in layers:
-        if info.backend_name is None or info.layer.kind == "mamba":
-            continue
-        found.setdefault(info.class_path, Backend(info.display_name(), info.class_path))
-    return list(found.values())
 
 
 def preferred(names: Sequence[Backend], m: Machine, sizes_of: SizesOf) -> tuple[int, str]:
@@ -108,19 +89,18 @@ def preferred(names: Sequence[Backend], m: Machine, sizes_of: SizesOf) -> tuple[
         if everyone(c):
             label = "/".join(dict.fromkeys(b.name for b in names))
             return c, f"the smallest block size {label} all support"
-    raise NoBlockSize([b.name for b in names])
+    raise NoCommonBlockSize([b.name for b in names])
 
 
-def checkpoint_alignment(s: Setup, layers: Sequence[LayerInfo]) -> int | None:
+def checkpoint_alignment(s: Deployment, p: PlatformId) -> int | None:
     """``get_mamba_prefill_checkpoint_alignment``: the lcm of every Mamba layer's grid, or
     None unless all have one. Only gated-delta-net layers on FlashInfer's prefill kernel
     (CUDA SM 9.0; SM10x/12x with 128-wide keys and CUDA 13) export checkpoints, and only
     with prefix caching (``mamba_cache_mode == "align"``)."""
-    mamba = [i.layer for i in layers if i.layer.kind == "mamba"]
+    mamba = [layer for layer in s.layers if layer.kind == "mamba"]
     if not mamba or not s.prefix_caching:
         return None
-    p = s.platform
-    if p is None or p.vendor != "cuda" or p.capability is None:
+    if p.vendor != "cuda" or p.capability is None:
         return None
     alignment = 1
     for layer in mamba:
@@ -133,14 +113,13 @@ def checkpoint_alignment(s: Setup, layers: Sequence[LayerInfo]) -> int | None:
     return alignment
 
 
-def attention_page_per_token(s: Setup, layers: Sequence[LayerInfo]) -> int:
+def attention_page_per_token(s: Deployment) -> int:
     """One token's attention page as ``_align_hybrid_block_size`` computes it: the target
     model's per-rank KV heads and head size (``model_config``), the cache dtype."""
     target = next(
-        i.layer
-        for i in layers
-        if i.layer.role == "target"
-        and i.layer.kind in ("full_attention", "sliding_window", *MLA_KINDS)
+        layer
+        for layer in s.layers
+        if layer.role == "target" and layer.kind in ("full_attention", "sliding_window", *MLA_KINDS)
     )
     kv = s.kv_cache_dtype
     dtype = torch_dtype(target.kind, kv, target.dtype)
@@ -151,28 +130,28 @@ def attention_page_per_token(s: Setup, layers: Sequence[LayerInfo]) -> int:
 
 
 def plan_block_size(
-    s: Setup, layers: Sequence[LayerInfo], m: Machine, sizes_of: SizesOf
+    s: Deployment, p: PlatformId, names: Sequence[Backend], m: Machine, sizes_of: SizesOf
 ) -> tuple[BlockPlan, bool]:
     """B (and the Mamba block and padding) vLLM uses, and whether alignment changed B.
 
-    Raises NoBlockSize or AlignedRejected where vLLM fails.
+    ``names`` are the distinct non-SSM backends in layer order (``_find_non_ssm_backends``).
+    Raises NoCommonBlockSize or AlignedBlockSizeUnsupported where vLLM fails.
     """
-    names = backends(layers)
     if s.block_size is not None:
         block, reason = s.block_size, "--block-size"
     else:
         block, reason = preferred(names, m, sizes_of)
-    mamba = [i.layer for i in layers if i.layer.kind == "mamba"]
+    mamba = [layer for layer in s.layers if layer.kind == "mamba"]
     if not mamba or not names:
         return BlockPlan(block, reason), False
     state = max(layer.state_bytes or 0 for layer in mamba)
-    per_token = attention_page_per_token(s, layers)
+    per_token = attention_page_per_token(s)
     first = min(_base(x) for x in sizes_of(names[0]))
     kernel = max(first, block)
     backend_align = math.lcm(*(min(_base(x) for x in d) for b in names if (d := sizes_of(b))))
-    if any(i.layer.kind in MLA_KINDS for i in layers if i.layer.role == "target"):
+    if any(layer.kind in MLA_KINDS for layer in s.layers if layer.role == "target"):
         kernel = max(kernel, 128)
-    grid = checkpoint_alignment(s, layers)
+    grid = checkpoint_alignment(s, p)
     if s.prefix_caching:
         kernel = math.lcm(kernel, grid or 1)
     aligned = kernel * -(-state // (kernel * per_token))
@@ -192,7 +171,7 @@ def plan_block_size(
             b.name for b in names if not supports_block_size(b.name, block, m, sizes_of(b))
         ]
         if rejecting:
-            raise AlignedRejected(block, rejecting)
+            raise AlignedBlockSizeUnsupported(block, rejecting)
     page = block * per_token
     padded = page if page != state else None
     if s.prefix_caching:

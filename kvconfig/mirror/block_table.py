@@ -10,7 +10,7 @@ and ``S`` = the packed stride for packed, compressed caches.
 This module mirrors that rewrite in plain Python, so that the rule can be checked without a GPU:
 
 * :func:`expand_block_table` follows ``AttentionGroup.map_to_kernel_block_table`` in
-  ``vllm/v1/worker/utils.py`` (vLLM 0.33.0), including ``kernel_block_stride`` for packed caches.
+  ``vllm/v1/worker/utils.py``, including ``kernel_block_stride`` for packed caches.
 * :func:`kernel_slot` shows why slot mappings, which ``vllm/v1/worker/gpu/block_table.py``
   (``BlockTables``) computes in manager units as ``slot = block*B + offset``, need no rewrite:
   ``b*B + o == (b*f + o//k)*k + o%k``.

@@ -1,8 +1,10 @@
 """The backend catalog at run time: one JSON file per vLLM version, read without pydantic.
 
-The files are validated against ``schemas.catalog.Catalog`` by the tests and when
-they are regenerated; reading them here is a plain ``json.load`` so that
-``kvconfig lint`` starts fast.
+Mirrors what each backend class's ``get_supported_kernel_block_sizes`` returns
+(``vllm/v1/attention/backends/*``), as ordered size rules over the facts the methods
+read. The files (``kvconfig.mirror.versions`` says where) are validated against
+``schemas.catalog.Catalog`` by the tests and when they are regenerated; reading them
+here is a plain ``json.load`` so that ``kvconfig lint`` starts fast.
 """
 
 from __future__ import annotations
@@ -11,19 +13,16 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 from kvconfig.mirror import platform as _facts
-from schemas.sizes import KernelSize, size_from_json
+from kvconfig.mirror import versions
+from schemas.sizes import KernelSize, MultipleOf, size_from_json
 
-DATA = Path(__file__).parent.parent / "data"
 
-
-@dataclass(frozen=True, slots=True)
-class SizeContext:
+class SizeContext(NamedTuple):
     """The facts a backend's size rules read."""
 
     vendor: str
@@ -37,6 +36,7 @@ class SizeContext:
     tokens_per_state: int = 1
 
 
+@functools.lru_cache(maxsize=1024)
 def size_context(
     *,
     vendor: str,
@@ -52,7 +52,6 @@ def size_context(
     flash_attn_version: int | None = None,
     tokens_per_state: int = 1,
     softcap: bool = False,
-    vllm_version: str = "0.33.0",
 ) -> SizeContext:
     """The facts a layer's backend reads, derived the way vLLM derives them.
 
@@ -85,15 +84,14 @@ def size_context(
             supports_fa4_hd256=True,
             forced=flash_attn_version,
             batch_invariant=batch_invariant,
-            quantized_kv=_facts.hd256_quantized(model_cache_dtype, vllm_version),
+            quantized_kv=_facts.is_quantized(model_cache_dtype),
             softcap_model=softcap,
         ),
         tokens_per_state=tokens_per_state,
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(NamedTuple):
     """One size rule: conditions, the sizes, and why."""
 
     when: tuple[tuple[str, Any], ...]
@@ -129,24 +127,23 @@ class Rule:
         return ", ".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One backend class of the catalog."""
 
     name: str
     class_path: str
-    kind: str
+    serves: str
     rules: tuple[Rule, ...]
     source: str
     introspected: bool
     note: str
 
     def rule_for(self, ctx: SizeContext) -> Rule:
-        """The first rule whose conditions hold."""
+        """The first rule whose conditions hold (a catalog's last rule has none)."""
         for rule in self.rules:
             if rule.matches(ctx):
                 return rule
-        return self.rules[-1]
+        raise ValueError(f"{self.class_path}: no size rule holds for {ctx}")
 
     def sizes(self, ctx: SizeContext) -> tuple[KernelSize, ...]:
         """The sizes the backend declares for a layer in ``ctx``."""
@@ -167,6 +164,20 @@ class CatalogData:
     by_class: Mapping[str, Entry]
     mamba_registry: Mapping[str, str] = field(default_factory=dict)
     """vLLM's ``MambaAttentionBackendEnum``: state backend name -> class path."""
+    _declared: dict[tuple[str, SizeContext], tuple[KernelSize, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def declared_by_name(self, name: str, ctx: SizeContext) -> tuple[KernelSize, ...]:
+        """The sizes backend ``name`` (a vLLM name or a class path) declares in ``ctx``;
+        ``[MultipleOf(1)]``, vLLM's default, for a class the catalog does not know."""
+        key = (name, ctx)
+        hit = self._declared.get(key)
+        if hit is None:
+            entry = self.by_class.get(self.registry.get(name, name))
+            hit = entry.sizes(ctx) if entry is not None else (MultipleOf(1),)
+            self._declared[key] = hit
+        return hit
 
     def lookup(self, backend: str, *, source: str = "", key: str = "") -> Entry:
         """The entry for a backend given as an ``--attention-backend`` name or a class path."""
@@ -204,7 +215,7 @@ def parse_catalog(raw: Mapping[str, Any]) -> CatalogData:
         Entry(
             name=e["name"],
             class_path=e["class"],
-            kind=e.get("kind", "attention"),
+            serves=e.get("serves", "attention"),
             rules=tuple(_rule(r) for r in e["rules"]),
             source=e.get("source", ""),
             introspected=bool(e.get("introspected", True)),
@@ -221,25 +232,8 @@ def parse_catalog(raw: Mapping[str, Any]) -> CatalogData:
     )
 
 
-def versions() -> list[str]:
-    """The vLLM versions kvconfig ships a catalog for."""
-    return sorted(p.name.removeprefix("vllm-") for p in DATA.glob("vllm-*") if p.is_dir())
-
-
-def catalog_path(version: str) -> Path:
-    """The catalog file of ``version``."""
-    return DATA / f"vllm-{version}" / "catalog.json"
-
-
 @functools.cache
 def load_catalog(version: str) -> CatalogData:
     """The catalog of a vLLM version; InputError for a version kvconfig does not know."""
-    path = catalog_path(version)
-    if not path.is_file():
-        raise InputError(
-            f"no catalog for vLLM {version}",
-            key="--vllm-version",
-            hint=f"known versions: {', '.join(versions())}",
-        )
-    with path.open(encoding="utf-8") as f:
+    with versions.catalog_file(version).open(encoding="utf-8") as f:
         return parse_catalog(json.load(f))

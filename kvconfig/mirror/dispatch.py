@@ -1,7 +1,10 @@
-"""One kernel block size per KV-cache group, as vLLM 0.33.0's model runner picks it.
+"""One kernel block size per KV-cache group, as vLLM's ``prepare_kernel_block_sizes`` picks it.
 
 Mirrors ``prepare_kernel_block_sizes`` in ``vllm/v1/worker/utils.py`` over plain
-descriptions of the groups, in the order of ``KVCacheConfig.kv_cache_groups``:
+descriptions of the groups, in the order of ``KVCacheConfig.kv_cache_groups``. This is
+the one dispatch: the resolver runs it for the model runner's vote and for the Model
+Runner V2 speculator's, the hooks for kvconfig's own vote in a running engine, and the
+differential test against vLLM's function.
 
 * an encoder-only group is **skipped**: nothing is appended, so every later group's
   value moves one place to the left (vLLM's runners index the list by group id and
@@ -19,22 +22,21 @@ For a ``UniformTypeKVCacheSpecs`` group, the kind is that of its first layer spe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from kvconfig.mirror.vote import Declared, select_common
 
-SpecKind = Literal["attention", "encoder_only", "mamba", "other"]
-"""What a group's spec is: an ``AttentionSpec`` (any but encoder-only), an
-``EncoderOnlyAttentionSpec``, a ``MambaSpec``, or anything else."""
+SpecClass = Literal["attention", "encoder_only", "mamba", "other"]
+"""What the class of a group's spec is, as the dispatch sees it: an ``AttentionSpec``
+(any but encoder-only), an ``EncoderOnlyAttentionSpec``, a ``MambaSpec``, or anything
+else."""
 
 
-@dataclass(frozen=True, slots=True)
-class GroupInput:
+class GroupInput(NamedTuple):
     """What ``prepare_kernel_block_sizes`` reads of one KV-cache group."""
 
-    spec: SpecKind
-    """The kind of the group's spec (of its first layer spec for uniform-type groups)."""
+    spec: SpecClass
+    """The class of the group's spec (of its first layer spec for uniform-type groups)."""
     block_size: int
     """B: the group's manager block size in tokens."""
     has_layer_views: bool = True
@@ -58,7 +60,7 @@ def group_kernel_block_size(group: GroupInput) -> int | None:
         return select_common(group.block_size, group.voters)
     if group.spec == "mamba":
         return group.block_size
-    raise NotImplementedError(f"unknown kv cache spec kind {group.spec!r}")
+    raise NotImplementedError(f"unknown kv cache spec class {group.spec!r}")
 
 
 def prepare_kernel_block_sizes(groups: Sequence[GroupInput]) -> list[int]:

@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's KV-cache grouping, on kvconfig's ``Spec``s.
+"""vLLM's KV-cache grouping, on kvconfig's ``Spec``s.
 
 Mirrors ``get_kv_cache_groups`` in ``vllm/v1/core/kv_cache_planning.py``, in order:
 
@@ -21,13 +21,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
+from kvconfig.errors import GroupingError
 from kvconfig.mirror.specs import Spec
-
-
-class GroupingError(Exception):
-    """vLLM cannot group these specs (it raises at start-up)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +127,7 @@ def promote_local(specs: dict[str, Spec]) -> dict[str, Spec]:
             padded = None
             if spec.padded is not None:
                 padded = max(spec.padded, spec.unpadded(block))
-            out[name] = replace(spec, cls="full", block_size=block, padded=padded)
+            out[name] = spec._replace(cls="full", block_size=block, padded=padded)
     promoted = list(out.values())
     if not (uniform(promoted) or is_uniform_type(promoted)):
         raise GroupingError("Failed to promote local KV cache specs to one unified type.")
@@ -148,11 +145,11 @@ def unify_page_size(specs: dict[str, Spec]) -> dict[str, Spec]:
         if spec.page == biggest:
             out[name] = spec
         elif spec.cls == "mamba":
-            out[name] = replace(spec, padded=biggest)
+            out[name] = spec._replace(padded=biggest)
         elif biggest % spec.page == 0:
-            out[name] = replace(spec, block_size=spec.block_size * (biggest // spec.page))
+            out[name] = spec._replace(block_size=spec.block_size * (biggest // spec.page))
         elif spec.cls != "mla":
-            out[name] = replace(spec, padded=biggest)
+            out[name] = spec._replace(padded=biggest)
         else:
             raise GroupingError(
                 f"Layer {name}: page size is not divisible by the maximum page size and "

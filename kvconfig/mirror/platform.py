@@ -1,13 +1,42 @@
-"""Platform facts vLLM 0.33.0 derives before any backend votes.
+"""The platform, and the facts vLLM derives from it before any backend votes.
 
+* ``PlatformId`` is what vLLM's ``current_platform`` answers: the vendor and the device
+  capability (``vllm/platforms/interface.py``).
 * ``fa_version`` mirrors ``get_flash_attn_version`` in
   ``vllm/v1/attention/backends/fa_utils.py`` for a CUDA install of vLLM (the wheel
   ships FA2, FA3 and FA4: FA2 needs SM80+, FA3 SM9x, FA4 SM9x/10x/11x).
 * ``kv_quant`` mirrors ``get_kv_quant_mode`` in ``vllm/v1/kv_cache_interface.py``.
-* ``trtllm`` mirrors ``can_use_trtllm_attention`` in ``vllm/utils/flashinfer.py``.
+* ``supports_trtllm`` and ``trtllm_usable`` mirror ``supports_trtllm_attention`` and
+  ``can_use_trtllm_attention`` in ``vllm/utils/flashinfer.py``; the resolver and the
+  hooks both ask these.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class PlatformId(NamedTuple):
+    """A resolved platform: canonical name, vendor, capability."""
+
+    name: str
+    vendor: str
+    capability: tuple[int, int] | None
+
+    @property
+    def major(self) -> int | None:
+        """Capability major, the device *family*."""
+        return None if self.capability is None else self.capability[0]
+
+    def label(self) -> str:
+        """``H200 (sm90)``."""
+        if self.capability is None:
+            return self.name
+        return f"{self.name} (sm{self.capability[0]}{self.capability[1]})"
+
+    def capability_text(self) -> str | None:
+        """``"9.0"`` or None."""
+        return None if self.capability is None else f"{self.capability[0]}.{self.capability[1]}"
 
 
 def fa_supported(vendor: str, major: int | None, minor: int, version: int) -> bool:
@@ -126,6 +155,29 @@ def _hd256(major: int, head_size: int | None, head_size_v: int | None) -> bool:
     return major in (10, 11)
 
 
+def trtllm_capable(capability: tuple[int, int] | None) -> bool:
+    """Whether the device has TRTLLM attention kernels at all: SM90 and SM12x (XQA
+    decode), SM10x (TRTLLM-gen prefill and decode)."""
+    return capability is not None and (capability == (9, 0) or capability[0] in (10, 12))
+
+
+def supports_trtllm(
+    capability: tuple[int, int] | None,
+    *,
+    cubins: bool,
+    batch_invariant: bool,
+    prefill: bool = False,
+) -> bool:
+    """``supports_trtllm_attention(is_prefill)``: never under batch invariance or without
+    the cubins; SM90 and SM12x decode only; SM10x both phases."""
+    if batch_invariant or not cubins or not trtllm_capable(capability):
+        return False
+    assert capability is not None
+    if capability == (9, 0) or capability[0] == 12:
+        return not prefill
+    return True
+
+
 def trtllm_usable(
     *,
     capability: tuple[int, int] | None,
@@ -135,26 +187,11 @@ def trtllm_usable(
     cubins: bool,
     batch_invariant: bool,
 ) -> bool:
-    """``can_use_trtllm_attention`` (decode): SM90 and SM12x have XQA, SM10x TRTLLM-gen."""
-    if use_trtllm_attention is False or batch_invariant or not cubins:
+    """``can_use_trtllm_attention`` for decode: not turned off by
+    ``attention-config.use_trtllm_attention: false``, supported on the device, and the
+    query heads a whole multiple of the KV heads."""
+    if use_trtllm_attention is False:
         return False
-    if capability is None:
-        return False
-    if not (capability == (9, 0) or capability[0] in (10, 12)):
+    if not supports_trtllm(capability, cubins=cubins, batch_invariant=batch_invariant):
         return False
     return num_kv_heads > 0 and num_heads % num_kv_heads == 0
-
-
-def hd256_quantized(kv_cache_dtype: str, vllm_version: str = "0.33.0") -> bool:
-    """Whether FlashAttention's FA4 head-size-256 path counts the KV-cache dtype as quantized.
-
-    ``_fa4_hd256_fallback_reason`` (``vllm/v1/attention/backends/fa_utils.py``) falls
-    back to FA2 for a quantized cache. vLLM 0.33.0 asks ``is_quantized_kv_cache`` of
-    ``vllm/v1/kv_cache_interface.py`` (any KV quantization mode); vLLM 0.32.0 asked the
-    one of ``vllm/utils/torch_utils.py`` (``fp8*``, ``*per_token_head``, ``nvfp4*``
-    only, so TurboQuant and UltraQuant caches kept FA4).
-    """
-    if vllm_version == "0.32.0":
-        d = kv_cache_dtype
-        return d.startswith(("fp8", "nvfp4")) or d.endswith("per_token_head")
-    return is_quantized(kv_cache_dtype)

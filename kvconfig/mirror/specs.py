@@ -1,12 +1,12 @@
-"""Each layer's KV-cache spec, as vLLM 0.33.0's layers report it to the engine core.
+"""Each layer's KV-cache spec, as vLLM's layers report it to the engine core.
 
 A ``Spec`` carries exactly what grouping reads: the spec class, the block size, the
 page size in bytes, the ``block_stride_alignment`` that ``customize_attention_spec``
 sets, and the other fields that make two specs equal. Sources:
 
-* attention: ``Attention.get_kv_cache_spec`` (``model_executor/layers/attention/
-  attention.py``); sliding-window layers pick their own block size with
-  ``_largest_kernel_block_within``;
+* attention: ``Attention.get_kv_cache_spec``
+  (``vllm/model_executor/layers/attention/attention.py``); sliding-window layers pick
+  their own block size with ``_largest_kernel_block_within``;
 * MLA: ``MLAAttention.get_kv_cache_spec`` (``mla_attention.py``), ``fp8_ds_mla`` /
   ``nvfp4_ds_mla`` pages of 656 / 352 bytes per token; sparse MLA backends canonicalise
   a quantized cache to ``fp8_ds_mla`` (``_canonicalize_sparse_mla_kv_cache_dtype``);
@@ -22,10 +22,24 @@ sets, and the other fields that make two specs equal. Sources:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kvconfig.mirror.platform import kv_quant
+from schemas.deployment import Deployment, LayerSet
 from schemas.sizes import KernelSize, MultipleOf
+
+#: kvconfig layer kinds whose vLLM layer is an ``MLAAttention``.
+MLA_KINDS = frozenset({"mla_attention", "sliding_window_mla", "sparse_mla"})
+
+V32_INDEXER_NAME = "DEEPSEEK_V32_INDEXER"
+"""DeepSeek-V3.2's lightning-indexer backend: its key cache is stored as bytes."""
+
+
+def per_rank(total: int, tp: int) -> int:
+    """Heads one rank holds (``ModelConfig.get_num_kv_heads``): split over the
+    tensor-parallel ranks, replicated when there are fewer heads than ranks."""
+    return max(1, total // tp)
+
 
 #: Spec classes by vLLM name: what grouping and ``prepare_kernel_block_sizes`` dispatch on.
 SPEC_CLASS = {
@@ -59,8 +73,7 @@ ROW_ALIGNED = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Spec:
+class Spec(NamedTuple):
     """One layer's KV-cache spec (equality as vLLM compares specs; ``is_draft`` excluded)."""
 
     cls: str
@@ -143,14 +156,14 @@ def customize(
     """``customize_attention_spec``: the backend's own alignment, else ``MultipleOf(max)``."""
     if backend == "FLASHMLA_SPARSE":
         if quantized and major != 10:
-            return replace(spec, alignment=("multiple_of", 64))
-        return replace(spec, alignment=("bytes", spec.content))
+            return spec._replace(alignment=("multiple_of", 64))
+        return spec._replace(alignment=("bytes", spec.content))
     rows = ROW_ALIGNED.get(backend)
     if rows is not None:
-        return replace(spec, alignment=("bytes", rows * spec.content))
+        return spec._replace(alignment=("bytes", rows * spec.content))
     fixed = [s for s in sizes if isinstance(s, int)]
     if sizes and len(fixed) == len(sizes):
-        return replace(spec, alignment=("multiple_of", max(fixed)))
+        return spec._replace(alignment=("multiple_of", max(fixed)))
     return spec
 
 
@@ -174,3 +187,86 @@ def largest_kernel_block_within(
 def dtype_bytes(name: str) -> int:
     """Bytes of a torch dtype name."""
     return _TORCH_BYTES.get(name, 2)
+
+
+class BlockPlan(NamedTuple):
+    """The cache config's block sizes the layers read when they report their specs
+    (``kvconfig.mirror.block_size`` settles them)."""
+
+    block_size: int
+    """``cache_config.block_size``: B of attention layers."""
+    reason: str
+    """Why B is what it is."""
+    mamba_block_size: int | None = None
+    """``cache_config.mamba_block_size`` (hybrid models)."""
+    mamba_reason: str = ""
+    """Why the Mamba block size is what it is."""
+    mamba_page_padded: int | None = None
+    """``cache_config.mamba_page_size_padded``: the attention page Mamba pads to."""
+    checkpoint_alignment: int | None = None
+    """Prefill checkpoint grid of gated-delta-net layers (align mode, FlashInfer prefill)."""
+
+
+def layer_spec(  # noqa: PLR0917 (what a layer and its backend are)
+    l: LayerSet,
+    backend: str,
+    cache_dtype: str,
+    sizes: tuple[KernelSize, ...],
+    dep: Deployment,
+    major: int | None,
+    plan: BlockPlan,
+) -> Spec:
+    """The spec a layer reports on ``backend`` (its vLLM name), after
+    ``customize_attention_spec``; ``sizes`` are what the backend declares for it."""
+    B = plan.block_size
+    if l.kind == "mamba":
+        checkpoint = (1, 1) if l.mamba_type == "mamba2" else (0, None)
+        if l.mamba_type == "gdn_attention" and plan.checkpoint_alignment is not None:
+            checkpoint = (1, plan.checkpoint_alignment)
+        mode = "align" if dep.prefix_caching else "none"
+        return Spec(
+            "mamba",
+            plan.mamba_block_size or B,
+            content=l.state_bytes or 0,
+            padded=plan.mamba_page_padded,
+            fields=(l.mamba_type, mode, dep.num_speculative_tokens, *checkpoint),
+        )
+    name = backend
+    kv = cache_dtype
+    if l.kind in MLA_KINDS:
+        dtype = torch_dtype(l.kind, kv, l.dtype)
+        content = DS_MLA_BYTES.get(kv) or l.head_size * dtype_bytes(dtype)
+        sparse = l.kind == "sparse_mla"
+        topk = dep.model_facts.get("index_topk") if sparse else None
+        fields: tuple[object, ...] = (
+            l.head_size,
+            0,
+            dtype,
+            kv_quant(kv),
+            1,
+            kv,
+            topk,
+            "sparse",
+            sparse,
+        )
+        spec = Spec("mla", B, 1, content, l.tokens_per_state, fields=fields)
+    elif l.kind == "indexer":
+        v32 = name == V32_INDEXER_NAME
+        dtype = "uint8" if v32 else torch_dtype(l.kind, kv, l.dtype)
+        fields = (l.head_size, 0, dtype, "none", 1 if v32 else None, None, None, "indexer", False)
+        spec = Spec("mla", B, 1, l.head_size * dtype_bytes(dtype), fields=fields)
+    else:
+        heads = per_rank(l.num_kv_heads, dep.tensor_parallel_size)
+        hv = l.head_size_v or l.head_size
+        dtype = torch_dtype(l.kind, kv, l.dtype)
+        content = (l.head_size + hv) * dtype_bytes(dtype)
+        fields = (l.head_size, hv, dtype, kv_quant(kv), None)
+        if l.kind == "sliding_window":
+            per_token = heads * content
+            block = largest_kernel_block_within(sizes, per_token, per_token * B, B)
+            spec = Spec(
+                "sliding_window", block, heads, content, window=l.sliding_window, fields=fields
+            )
+        else:
+            spec = Spec("full", B, heads, content, l.tokens_per_state, fields=fields)
+    return customize(spec, name, sizes, major, kv_quant(kv) != "none")

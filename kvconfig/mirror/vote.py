@@ -1,4 +1,4 @@
-"""The kernel block-size vote, exactly as vLLM 0.33.0 runs it.
+"""The kernel block-size vote, exactly as vLLM runs it.
 
 Mirrors ``_block_size_is_supported`` and ``select_common_block_size`` in
 ``vllm/v1/worker/utils.py``: B wins when every backend accepts it; otherwise the
@@ -38,13 +38,12 @@ def select_common(block_size: int, voters: Sequence[Declared]) -> int:
     )
 
 
-def working_block_sizes(voters: Sequence[Declared], limit: int = 1024) -> list[int]:
-    """Block sizes up to ``limit`` (multiples of 16) for which the vote succeeds."""
-    good = []
-    for b in range(16, limit + 1, 16):
-        try:
-            select_common(b, voters)
-        except NoCommonKernelBlockSize:
-            continue
-        good.append(b)
-    return good
+def narrow(kernel_block_size: int, voter: Declared) -> int:
+    """``AttentionGroup.create_metadata_builders``: a group's k narrowed for one backend
+    (the vote over that backend alone, with k as the block size); k when it has none."""
+    if accepts(list(voter[1]), kernel_block_size):
+        return kernel_block_size
+    try:
+        return select_common(kernel_block_size, [voter])
+    except NoCommonKernelBlockSize:
+        return kernel_block_size

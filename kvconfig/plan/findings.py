@@ -3,135 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from kvconfig.codes import FindingCode
 from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.mirror.platform import PlatformId
+from kvconfig.mirror.selection import Selection
 from kvconfig.mirror.vote import Declared
-from schemas.sizes import format_sizes
-
-if TYPE_CHECKING:
-    from kvconfig.mirror.selection import Selection
-    from kvconfig.plan.groups import Group
-    from kvconfig.plan.resolve import Voter, _Ctx
-    from kvconfig.plan.setup import LayerSet, Setup
-
-#: code -> (name, severity, one-line summary); the documented, stable list.
-CODES: dict[str, tuple[str, str, str]] = {
-    "KV101": (
-        "component-mismatch",
-        "error",
-        "the speculator reads the KV cache with its own, larger kernel block size (silent)",
-    ),
-    "KV102": (
-        "speculator-split-error",
-        "error",
-        "the speculator's kernel block size sits between the runner's and B: vLLM fails at start",
-    ),
-    "KV103": (
-        "mismatch-fixed-by-hooks",
-        "info",
-        "the kvconfig hooks hand the runner's kernel block size to the speculator",
-    ),
-    "KV201": (
-        "no-common-kernel-size",
-        "error",
-        "no kernel block size divides B and suits every backend of a group: vLLM fails at start",
-    ),
-    "KV202": (
-        "speculator-no-common-kernel-size",
-        "error",
-        "the draft layers' backends share no kernel block size: the speculator fails at start",
-    ),
-    "KV203": (
-        "no-common-block-size",
-        "error",
-        "the backends share no KV-cache block size vLLM could default to: vLLM fails at start",
-    ),
-    "KV204": (
-        "aligned-block-size-unsupported",
-        "error",
-        "hybrid alignment moved B to a size an attention backend rejects: vLLM fails at start",
-    ),
-    "KV205": (
-        "grouping-fails",
-        "error",
-        "vLLM cannot group these layers' KV-cache specs: it fails at start",
-    ),
-    "KV301": (
-        "backend-unsupported",
-        "error",
-        "a requested attention backend cannot run on this platform or layer: vLLM refuses it",
-    ),
-    "KV302": (
-        "no-valid-backend",
-        "error",
-        "no attention backend in vLLM's priority list can run this layer",
-    ),
-    "KV303": (
-        "backend-choice-unknown",
-        "error",
-        "kvconfig cannot derive vLLM's automatic backend choice on this platform",
-    ),
-    "KV401": (
-        "architecture-not-derivable",
-        "error",
-        "kvconfig cannot derive this architecture's layers; describe them in a native file",
-    ),
-    "KV501": (
-        "block-size-adjusted",
-        "info",
-        "vLLM changes the block size itself (hybrid alignment)",
-    ),
-    "KV601": (
-        "vllm-refuses",
-        "error",
-        "vLLM's own start-up (--engine vllm) raised: the deployment does not start",
-    ),
-    "KV602": (
-        "engine-differs",
-        "warning",
-        "the offline plan differs from vLLM's own start-up (--engine both): an offline bug",
-    ),
-}
-
-_ORDER = {"error": 0, "warning": 1, "info": 2}
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    """One finding."""
-
-    code: str
-    group: int | None
-    message: str
-    fixes: tuple[str, ...] = field(default=())
-
-    @property
-    def name(self) -> str:
-        """The code's stable slug."""
-        return CODES[self.code][0]
-
-    @property
-    def severity(self) -> str:
-        """error, warning or info."""
-        return CODES[self.code][1]
-
-    def to_json(self) -> dict[str, object]:
-        """The documented JSON shape of a finding."""
-        return {
-            "code": self.code,
-            "name": self.name,
-            "severity": self.severity,
-            "group": self.group,
-            "message": self.message,
-            "fixes": list(self.fixes),
-        }
-
-
-def sort(findings: Sequence[Found]) -> list[Found]:
-    """Errors first, then by group."""
-    return sorted(findings, key=lambda f: (_ORDER[f.severity], -1 if f.group is None else f.group))
+from kvconfig.plan.assemble import Group
+from kvconfig.plan.result import Found, Voter
+from schemas.deployment import Deployment, LayerSet
+from schemas.sizes import KernelSize, format_sizes
 
 
 def _plural(n: int, word: str) -> str:
@@ -147,42 +28,42 @@ def _who(voters: Sequence[Voter]) -> str:
     return "; ".join(parts)
 
 
-def _speculator(setup: Setup) -> str:
-    method = (setup.speculative_method or "").upper().replace("DRAFT_MODEL", "draft-model")
-    return f"The {method} speculator (Model Runner V2)"
+def _speculator(method: str | None) -> str:
+    name = (method or "").upper().replace("DRAFT_MODEL", "draft-model")
+    return f"The {name} speculator (Model Runner V2)"
 
 
 def component_mismatch(
     g: Group,
-    runner: int,
-    speculator: int,
+    runner_k: int,
+    speculator_k: int,
     voters: Sequence[Voter],
-    ctx: _Ctx,
+    method: str | None,
     *,
     block_fixes: Sequence[int] = (),
     backend_fixes: Sequence[str] = (),
 ) -> Found:
     """KV101 or KV102: runner and speculator disagree on a group's k."""
     B = g.block_size
-    f = B // runner
+    f = B // runner_k
     head = (
         f"KV-cache group {g.id} ({_who(voters)}) has {B}-token blocks. The model runner "
         f"votes over all layers and splits each block into {_plural(f, 'kernel page')} of "
-        f"{runner} tokens; that is how the KV cache is allocated. {_speculator(ctx.setup)} "
-        f"votes again over its draft layers alone and gets {speculator}."
+        f"{runner_k} tokens; that is how the KV cache is allocated. {_speculator(method)} "
+        f"votes again over its draft layers alone and gets {speculator_k}."
     )
-    if speculator == B:
-        code = "KV101"
+    if speculator_k == B:
+        code = FindingCode.COMPONENT_MISMATCH
         body = (
             " It reads the cache with an unsplit block table, so draft steps 2 and later read "
             "the wrong KV pages: draft acceptance collapses after the first position while the "
             "output stays lossless. Nothing fails."
         )
     else:
-        code = "KV102"
+        code = FindingCode.SPECULATOR_SPLIT_ERROR
         body = (
-            f" vLLM then fails at start-up: the draft backend asks for {speculator}-token "
-            f"kernel blocks the {runner}-token cache view cannot provide (its error blames "
+            f" vLLM then fails at start-up: the draft backend asks for {speculator_k}-token "
+            f"kernel blocks the {runner_k}-token cache view cannot provide (its error blames "
             "'packed' blocks, which is misleading)."
         )
     fixes = []
@@ -196,59 +77,59 @@ def component_mismatch(
         )
     for name in backend_fixes[:3]:
         fixes.append(
-            f"speculative-config attention_backend: {name} (the drafter then votes {runner} too)"
+            f"speculative-config attention_backend: {name} (the drafter then votes {runner_k} too)"
         )
     fixes.append(
         "install the kvconfig vLLM hooks (pip install 'kvconfig[vllm]'; KVCONFIG_MODE=enforce, "
-        f"the default, hands the runner's {runner} to the speculator)"
+        f"the default, hands the runner's {runner_k} to the speculator)"
     )
     return Found(code, g.id, head + body, tuple(fixes))
 
 
-def fixed_by_hooks(g: Group, runner: int, own: int, voters: Sequence[Voter]) -> Found:
+def fixed_by_hooks(g: Group, runner_k: int, own: int) -> Found:
     """KV103: the hooks make the speculator use the runner's k."""
     return Found(
-        "KV103",
+        FindingCode.MISMATCH_FIXED_BY_HOOKS,
         g.id,
         f"KV-cache group {g.id}: on its own the speculator would vote {own}, not the runner's "
-        f"{runner}; the kvconfig hooks hand it {runner} at start-up, so it reads the pages the "
+        f"{runner_k}; the kvconfig hooks hand it {runner_k} at start-up, so it reads the pages the "
         "KV cache was allocated with.",
     )
 
 
 def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Declared]) -> Found:
     """KV201: the runner's vote raises."""
-    from kvconfig.mirror.vote import working_block_sizes
+    from kvconfig.plan.fixes import working_block_sizes
 
     good = working_block_sizes(voters)
     fixes = (f"--block-size {good[0]} (works: {', '.join(map(str, good[:8]))})",) if good else ()
     return Found(
-        "KV201",
+        FindingCode.NO_COMMON_KERNEL_SIZE,
         g.id,
         f"KV-cache group {g.id}: vLLM fails at start-up, before serving: {err}",
         (*fixes, "give the layers backends that share a kernel block size"),
     )
 
 
-def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner: int) -> Found:
+def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner_k: int) -> Found:
     """KV202: the speculator's own vote raises."""
     return Found(
-        "KV202",
+        FindingCode.SPECULATOR_NO_COMMON_KERNEL_SIZE,
         g.id,
         f"KV-cache group {g.id}: the speculator's vote over its draft layers fails at "
         f"start-up: {err}",
         (
-            f"--block-size {runner}",
+            f"--block-size {runner_k}",
             "install the kvconfig vLLM hooks (KVCONFIG_MODE=enforce)",
         ),
     )
 
 
-def no_block_size(names: Sequence[str], ctx: _Ctx) -> Found:
-    """KV203: no default B suits every backend."""
-    sizes = "; ".join(f"{n}: {format_sizes(ctx.machine.block_sizes_nospec(n))}" for n in names)
+def no_block_size(names: Sequence[str], declared: Sequence[Sequence[KernelSize]]) -> Found:
+    """KV203: no default B suits every backend (``declared``: each one's sizes)."""
+    sizes = "; ".join(f"{n}: {format_sizes(d)}" for n, d in zip(names, declared, strict=True))
     return Found(
-        "KV203",
+        FindingCode.NO_COMMON_BLOCK_SIZE,
         None,
         f"vLLM fails at start-up: the attention backends share no supported KV cache block "
         f"size ({sizes}).",
@@ -256,16 +137,30 @@ def no_block_size(names: Sequence[str], ctx: _Ctx) -> Found:
     )
 
 
-def backend_refused(layers: Sequence[LayerSet], sel: Selection, setup: Setup) -> Found:
-    """KV301/KV302/KV303: no usable backend for some layers (one finding for all of them)."""
+def backend_refused(layers: Sequence[LayerSet], sel: Selection, p: PlatformId) -> Found:
+    """KV301/KV302/KV303/KV304: no usable backend for some layers (one finding for all)."""
     names = [n for layer in layers for n in layer.names()]
     where = (
         f"{layers[0].role} layer {names[0]}"
         if len(names) == 1
         else (f"{len(names)} {layers[0].role} layers ({names[0]} .. {names[-1]})")
     )
-    p = setup.platform
-    plat = p.label() if p is not None else "this platform"
+    plat = p.label()
+    if sel.unknown and sel.rejected:
+        name, why = sel.rejected[0]
+        return Found(
+            FindingCode.BACKEND_UNKNOWN,
+            None,
+            f"{name}, requested by {sel.reason} for {where} on {plat}: {', '.join(why)}, so "
+            "kvconfig cannot tell whether vLLM accepts it (or refuses to start with "
+            f"'Selected backend {name} is not valid for this configuration') nor what it "
+            "declares for these layers.",
+            (
+                "request a backend kvconfig models (see 'kvconfig catalog --platform ...')",
+                "or describe the layers in a native file, with the backend's sizes under "
+                "'backends' (docs/native-format.md)",
+            ),
+        )
     if (
         sel.rejected
         and len(sel.rejected) == 1
@@ -274,7 +169,7 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, setup: Setup) ->
     ):
         name, why = sel.rejected[0]
         return Found(
-            "KV301",
+            FindingCode.BACKEND_UNSUPPORTED,
             None,
             f"{name}, requested by {sel.reason} for {where}, cannot run on {plat}: "
             f"{', '.join(why)}. vLLM refuses to start.",
@@ -284,9 +179,14 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, setup: Setup) ->
             ),
         )
     if not sel.rejected:
-        return Found("KV303", None, f"{where}: {sel.error}.", ("set --attention-backend",))
+        return Found(
+            FindingCode.BACKEND_CHOICE_UNKNOWN,
+            None,
+            f"{where}: {sel.error}.",
+            ("set --attention-backend",),
+        )
     return Found(
-        "KV302",
+        FindingCode.NO_VALID_BACKEND,
         None,
         f"{where} on {plat}: {sel.error}. vLLM refuses to start.",
         ("change the layer's dtype, KV-cache dtype or block size, or the platform",),
@@ -304,7 +204,7 @@ def architecture(arch: str, source: str, snippet: str = "") -> Found:
             "against vLLM's model code; add the drafter's layers with role: draft):\n" + snippet
         )
     return Found(
-        "KV401",
+        FindingCode.ARCHITECTURE_NOT_DERIVABLE,
         None,
         f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r}.",
         tuple(fixes),
@@ -314,7 +214,7 @@ def architecture(arch: str, source: str, snippet: str = "") -> Found:
 def block_size_adjusted(block_size: int, reason: str) -> Found:
     """KV501: vLLM changes B itself (hybrid alignment)."""
     return Found(
-        "KV501",
+        FindingCode.BLOCK_SIZE_ADJUSTED,
         None,
         f"vLLM uses {block_size}-token KV-cache blocks: {reason}.",
     )
@@ -323,7 +223,7 @@ def block_size_adjusted(block_size: int, reason: str) -> Found:
 def aligned_rejected(block_size: int, names: Sequence[str]) -> Found:
     """KV204: the aligned B is rejected by a backend (``_check_aligned_block_size``)."""
     return Found(
-        "KV204",
+        FindingCode.ALIGNED_BLOCK_SIZE_UNSUPPORTED,
         None,
         f"vLLM fails at start-up: Aligned KV cache block size {block_size} is not supported "
         f"by attention backend(s): {', '.join(names)}.",
@@ -331,14 +231,14 @@ def aligned_rejected(block_size: int, names: Sequence[str]) -> Found:
     )
 
 
-def grouping_fails(reason: str, setup: Setup) -> Found:
+def grouping_fails(reason: str, dep: Deployment) -> Found:
     """KV205: ``get_kv_cache_groups`` raises for these specs."""
     fixes = []
-    if setup.disable_hybrid_kv_cache_manager:
+    if dep.disable_hybrid_kv_cache_manager:
         fixes.append("drop --disable-hybrid-kv-cache-manager (Mamba hybrids need it)")
     fixes.append("check the layers' kinds and sizes")
     return Found(
-        "KV205",
+        FindingCode.GROUPING_FAILS,
         None,
         f"vLLM fails at start-up while grouping the KV cache: {reason}",
         tuple(fixes),

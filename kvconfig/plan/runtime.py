@@ -3,10 +3,10 @@
 The hooks (``hooks/_observe.py``) turn vLLM's KV-cache config and attention groups
 into the plain records below; this module never imports vLLM. From them it
 
-* votes kvconfig's own kernel block size per group, with the backend catalog
-  (``kvconfig/data/vllm-<version>/catalog.json``) and the vote of ``_vote.py``, the
-  way ``prepare_kernel_block_sizes`` in ``vllm/v1/worker/utils.py`` dispatches on the
-  group's spec (encoder-only: no value; no layer views, Mamba, packed: B);
+* votes kvconfig's own kernel block size per group, with the backend catalog of the
+  running vLLM and the one dispatch of ``prepare_kernel_block_sizes``
+  (``kvconfig.mirror.dispatch``: encoder-only, no value; no layer views, Mamba, packed:
+  B; otherwise the vote);
 * compares that with the runner's value, which allocated the KV cache;
 * builds the same ``PlanResult`` that ``kvconfig plan`` prints, so the exported file
   has the documented JSON shape.
@@ -17,19 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kvconfig.codes import FindingCode
 from kvconfig.errors import NoCommonKernelBlockSize
-from kvconfig.load.platforms import PlatformId
 from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext
-from kvconfig.mirror.vote import select_common
-from kvconfig.plan import findings as F
-from kvconfig.plan.resolve import GroupResult, PlanResult, Voter
-from kvconfig.plan.setup import Setup
+from kvconfig.mirror.dispatch import GroupInput, SpecClass, group_kernel_block_size
+from kvconfig.mirror.platform import PlatformId
+from kvconfig.plan.result import Found, GroupResult, PlanResult, Voter, sort
 from schemas.sizes import KernelSize, format_sizes
-
-#: What ``prepare_kernel_block_sizes`` does with a group, by the spec it dispatches on.
-VOTES = "vote"
-KEEPS_B = "block_size"
-SKIPPED = "skipped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,13 +55,15 @@ class RuntimeGroup:
     kind: str
     """A ``schemas.deployment.LayerKind`` value."""
     block_size: int
-    dispatch: str
-    """``vote``, ``block_size`` (no split: Mamba, no layer views) or ``skipped`` (encoder-only)."""
+    spec: SpecClass
+    """The class of the group's spec (of its first layer spec for uniform-type groups)."""
+    has_layer_views: bool
+    """False for specs allocated without per-layer views (HiSparse)."""
     packed: bool
     voters: tuple[RuntimeVoter, ...]
-    runner: int | None
+    runner_k: int | None
     """The runner's value for this group (what the KV cache was allocated with)."""
-    speculator: int | None = None
+    speculator_k: int | None = None
     """The speculator's kernel block size for its layers of this group (None: none)."""
     speculator_own: int | None = None
     """What the speculator would have voted on its own, when the hooks handed it the runner's."""
@@ -133,15 +129,25 @@ def catalog_sizes(catalog: CatalogData | None, voter: RuntimeVoter) -> CatalogSi
 
 def own_vote(group: RuntimeGroup, sizes: Sequence[CatalogSizes]) -> int | None:
     """kvconfig's kernel block size for a group; None when encoder-only or no size fits."""
-    if group.dispatch == SKIPPED:
-        return None
-    if group.dispatch == KEEPS_B or group.packed:
-        return group.block_size
-    voters = [(v.name, s.sizes) for v, s in zip(group.voters, sizes, strict=True)]
+    voters = tuple((v.name, s.sizes) for v, s in zip(group.voters, sizes, strict=True))
     try:
-        return select_common(group.block_size, voters)
-    except NoCommonKernelBlockSize:
-        return None
+        return group_kernel_block_size(
+            GroupInput(
+                spec=group.spec,
+                block_size=group.block_size,
+                has_layer_views=group.has_layer_views,
+                packed=group.packed,
+                voters=voters,
+            )
+        )
+    except (NoCommonKernelBlockSize, NotImplementedError):
+        return None  # no common size, or a spec vLLM itself would have refused
+
+
+def _consults_catalog(group: RuntimeGroup) -> bool:
+    """Whether the dispatch votes for this group (otherwise B is kept, whatever the
+    backends declare)."""
+    return group.spec == "attention" and group.has_layer_views and not group.packed
 
 
 def _voter(v: RuntimeVoter) -> Voter:
@@ -154,7 +160,7 @@ def _voter(v: RuntimeVoter) -> Voter:
         sizes=v.declared,
         roles=roles or frozenset({"target"}),
         layers=(*v.target_layers, *v.draft_layers),
-        narrowed=v.runner_k,
+        kernel_block_size=v.runner_k,
     )
 
 
@@ -164,43 +170,47 @@ def _group(g: RuntimeGroup) -> GroupResult:
         kind=g.kind,
         block_size=g.block_size,
         block_size_reason="the running engine's KV-cache config",
-        kernel_block_size=g.runner,
+        kernel_block_size=g.runner_k,
         packed=g.packed,
         target_layers=tuple(n for v in g.voters for n in v.target_layers),
         draft_layers=tuple(n for v in g.voters for n in v.draft_layers),
         voters=tuple(_voter(v) for v in g.voters),
-        runner=g.runner,
-        speculator=g.speculator,
+        runner_k=g.runner_k,
+        speculator_k=g.speculator_k,
     )
 
 
-def _findings(d: RuntimeDeployment) -> list[F.Found]:
+def _findings(d: RuntimeDeployment) -> list[Found]:
     found = []
     for g in d.groups:
-        if g.runner is None or g.speculator is None:
+        if g.runner_k is None or g.speculator_k is None:
             continue
-        if g.speculator != g.runner:
-            code = "KV101" if g.speculator == g.block_size else "KV102"
+        if g.speculator_k != g.runner_k:
+            code = (
+                FindingCode.COMPONENT_MISMATCH
+                if g.speculator_k == g.block_size
+                else FindingCode.SPECULATOR_SPLIT_ERROR
+            )
             found.append(
-                F.Found(
+                Found(
                     code,
                     g.id,
-                    f"KV-cache group {g.id}: the KV cache was allocated in {g.runner}-token "
+                    f"KV-cache group {g.id}: the KV cache was allocated in {g.runner_k}-token "
                     f"kernel pages of {g.block_size}-token blocks, but the speculator's "
-                    f"attention uses {g.speculator}-token pages (kvconfig hooks mode: {d.mode}).",
-                    ("KVCONFIG_MODE=enforce", f"--block-size {g.runner}"),
+                    f"attention uses {g.speculator_k}-token pages (kvconfig hooks mode: {d.mode}).",
+                    ("KVCONFIG_MODE=enforce", f"--block-size {g.runner_k}"),
                 )
             )
-        elif g.speculator_own is not None and g.speculator_own != g.runner:
+        elif g.speculator_own is not None and g.speculator_own != g.runner_k:
             found.append(
-                F.Found(
-                    "KV103",
+                Found(
+                    FindingCode.MISMATCH_FIXED_BY_HOOKS,
                     g.id,
                     f"KV-cache group {g.id}: the speculator alone would have voted "
-                    f"{g.speculator_own}; the kvconfig hooks handed it the runner's {g.runner}.",
+                    f"{g.speculator_own}; the kvconfig hooks handed it the runner's {g.runner_k}.",
                 )
             )
-    return F.sort(found)
+    return sort(found)
 
 
 def runtime_report(d: RuntimeDeployment, catalog: CatalogData | None) -> RuntimeReport:
@@ -210,7 +220,7 @@ def runtime_report(d: RuntimeDeployment, catalog: CatalogData | None) -> Runtime
     notes: list[str] = []
     for g in d.groups:
         sizes = [catalog_sizes(catalog, v) for v in g.voters]
-        consulted = g.dispatch == VOTES and not g.packed
+        consulted = _consults_catalog(g)
         for v, s in zip(g.voters, sizes, strict=True):
             if not consulted:
                 continue  # B is kept whatever the backends declare
@@ -223,20 +233,20 @@ def runtime_report(d: RuntimeDeployment, catalog: CatalogData | None) -> Runtime
                 )
         k = own_vote(g, sizes)
         own[g.id] = k
-        if k != g.runner:
+        if k != g.runner_k:
             disagreements.append(
                 f"group {g.id} (B={g.block_size}): kvconfig's catalog votes "
                 f"{'no kernel block size' if k is None else k}, vLLM's model runner "
-                f"{'none' if g.runner is None else g.runner}"
+                f"{'none' if g.runner_k is None else g.runner_k}"
             )
-    setup = Setup(
+    plan = PlanResult(
         source=d.source,
-        platform=d.platform,
-        layers=(),
         vllm_version=d.vllm_version,
+        platform=d.platform,
         runner=d.runner,
         hooks=d.mode if d.mode in ("enforce", "strict", "warn") else "none",
         speculative_method=d.speculative_method,
+        groups=tuple(_group(g) for g in d.groups),
+        findings=tuple(_findings(d)),
     )
-    plan = PlanResult(setup, tuple(_group(g) for g in d.groups), tuple(_findings(d)))
     return RuntimeReport(plan, own, tuple(disagreements), tuple(notes))

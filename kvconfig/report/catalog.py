@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
-from kvconfig.load.platforms import PlatformId, parse_platform
+from kvconfig.load.platforms import parse_platform
 from kvconfig.mirror import platform as _facts
+from kvconfig.mirror import versions
 from kvconfig.mirror.catalog import Entry, SizeContext, load_catalog
+from kvconfig.mirror.platform import PlatformId
 from schemas.sizes import format_sizes, size_to_json
 
 ASSUMED = (
@@ -48,7 +49,7 @@ def _entry_json(e: Entry) -> dict[str, object]:
     return {
         "name": e.name,
         "class": e.class_path,
-        "kind": e.kind,
+        "serves": e.serves,
         "source": e.source,
         "introspected": e.introspected,
         "note": e.note,
@@ -106,31 +107,26 @@ def _explain(e: Entry, ctx: SizeContext, platform: PlatformId) -> list[str]:
     return lines
 
 
-def run_catalog(args: argparse.Namespace) -> tuple[str, int]:
-    """List the catalog (optionally one backend, evaluated on one platform)."""
-    if args.from_vllm:
-        from kvconfig.introspect.generate import regenerate
-
-        return regenerate(args.output), 0
-    if args.diff:
-        from kvconfig.report.catalog_diff import diff
-
-        return diff(args.diff[0], args.diff[1]), 0
-    cat = load_catalog(args.vllm_version or "0.33.0")
+def catalog_report(
+    backend: str | None, platform_name: str | None, vllm_version: str | None, fmt: str
+) -> str:
+    """``kvconfig catalog``: the catalog, or one backend, evaluated on one platform when
+    one is given; ``fmt`` is ``text`` or ``json``."""
+    cat = load_catalog(vllm_version or versions.DEFAULT)
     entries = list(cat.entries)
-    if args.backend:
-        entries = [cat.lookup(args.backend, key="--backend")]
-        if args.backend.upper() not in cat.registry:
-            entries = [e for e in cat.entries if e.name == args.backend.upper()] or entries
-    platform = parse_platform(args.platform) if args.platform else None
+    if backend:
+        entries = [cat.lookup(backend, key="--backend")]
+        if backend.upper() not in cat.registry:
+            entries = [e for e in cat.entries if e.name == backend.upper()] or entries
+    platform = parse_platform(platform_name) if platform_name else None
     ctx = context_for(platform) if platform is not None else None
-    if args.format == "json":
-        return json.dumps([_entry_json(e) for e in entries], indent=2) + "\n", 0
+    if fmt == "json":
+        return json.dumps([_entry_json(e) for e in entries], indent=2) + "\n"
     lines: list[str] = []
-    if args.backend and ctx is not None and platform is not None:
+    if backend and ctx is not None and platform is not None:
         for e in entries:
             lines.extend(_explain(e, ctx, platform))
-        return "\n".join(lines) + "\n", 0
+        return "\n".join(lines) + "\n"
     if ctx is not None and platform is not None:
         lines.append(f"# on {platform.label()}, assuming {ASSUMED}")
     for e in entries:
@@ -141,9 +137,9 @@ def run_catalog(args: argparse.Namespace) -> tuple[str, int]:
         for i, r in enumerate(e.rules):
             label = _label(e) if i == 0 else ""
             lines.append(f"{label:<32} {_sizes_text(e, None, i):<44} {r.describe()}")
-        if args.backend:
+        if backend:
             lines.append(f"{'':<32} class {e.class_path}")
             lines.append(f"{'':<32} source {e.source}")
             if e.note:
                 lines.append(f"{'':<32} note {e.note}")
-    return "\n".join(lines) + "\n", 0
+    return "\n".join(lines) + "\n"

@@ -2,31 +2,37 @@
 
 from __future__ import annotations
 
+from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError
 from kvconfig.mirror.vote import all_accept
-from kvconfig.plan.findings import CODES
-from kvconfig.plan.resolve import PlanResult
+from kvconfig.plan.result import PlanResult
 from schemas.sizes import format_sizes
 
 
-def explain_code(code: str) -> str:
+def explain_code(text: str) -> str:
     """The documented meaning of a finding code."""
-    if code not in CODES:
+    known = {c.value: c for c in FindingCode}
+    code = known.get(text)
+    if code is None:
         from kvconfig._suggest import did_you_mean
 
         raise InputError(
-            f"unknown finding code {code!r}",
-            hint=did_you_mean(code, CODES) or "see docs/findings.md",
+            f"unknown finding code {text!r}",
+            hint=did_you_mean(text, known) or "see docs/findings.md",
         )
-    name, severity, text = CODES[code]
-    return f"{code} {name} ({severity}): {text}.\nSee docs/findings.md#{code.lower()}.\n"
+    return (
+        f"{code} {code.slug} ({code.severity}): {code.summary}.\n"
+        f"See docs/findings.md#{code.value.lower()}.\n"
+    )
 
 
 def explain_plan(plan: PlanResult) -> str:
     """Every step of a plan: backends, sizes, B, the votes."""
-    s = plan.setup
-    assert s.platform is not None
-    out = [f"{s.source} on {s.platform.label()} (vLLM {s.vllm_version}, runner {s.runner})", ""]
+    out = [
+        f"{plan.source} on {plan.platform.label()} (vLLM {plan.vllm_version}, "
+        f"runner {plan.runner})",
+        "",
+    ]
     out.append("1. Backends, per layer set")
     for info in plan.layers:
         l = info.layer
@@ -37,8 +43,6 @@ def explain_plan(plan: PlanResult) -> str:
         for name, why in sel.rejected:
             out.append(f"      skipped {name}: {', '.join(why)}")
         if info.entry is not None:
-            from kvconfig.mirror.catalog import SizeContext  # noqa: F401  (documentation of the rule)
-
             out.append(f"      declares {format_sizes(info.sizes)} [{info.entry.class_path}]")
         elif info.backend_name is not None:
             out.append(f"      declares {format_sizes(info.sizes)} (from the deployment file)")
@@ -69,8 +73,8 @@ def explain_plan(plan: PlanResult) -> str:
                 out.append(f"      {c}: {'accepted by all -> k' if ok else 'rejected by some'}")
                 if ok:
                     break
-        spec = "-" if g.speculator is None else g.speculator
-        out.append(f"   runner votes {g.runner}; speculator {spec}")
+        spec = "-" if g.speculator_k is None else g.speculator_k
+        out.append(f"   runner votes {g.runner_k}; speculator {spec}")
     if plan.findings:
         out.append("")
         out.append("3. Findings")

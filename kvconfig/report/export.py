@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kvconfig.errors import InputError
-from kvconfig.report.render import Outcome, render_json
+from kvconfig.report.json import render_json
+from kvconfig.report.outcome import Outcome
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -42,14 +43,16 @@ def schemas() -> dict[str, str]:
     The deployment schema describes the file as written: ``kvconfig: 1`` is required
     there, because it is how kvconfig tells a native file from a vllm serve config.
     """
-    from schemas.deployment import Deployment
+    from kvconfig.load.validate import json_schema
     from schemas.plan import Plan
 
+    deployment = json_schema()
+    deployment["required"] = ["kvconfig", *deployment.get("required", [])]
     out = {}
-    for name, model in (("deployment.schema.json", Deployment), ("plan.schema.json", Plan)):
-        body = model.model_json_schema(by_alias=True)
-        if model is Deployment:
-            body["required"] = ["kvconfig", *body.get("required", [])]
+    for name, body in (
+        ("deployment.schema.json", deployment),
+        ("plan.schema.json", Plan.model_json_schema(by_alias=True)),
+    ):
         doc = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": SCHEMA_IDS[name],

@@ -3,8 +3,9 @@
 Each example is a deployment of out-of-tree backends (arbitrary size declarations:
 exact ints and ``MultipleOf``), layers spread over explicit KV-cache groups, target
 and draft roles, a block size per deployment or per group. The whole resolver runs
-(``Setup.from_dict`` -> ``resolve_setup``) and every group's plan is checked against a
-brute-force search over all divisors of B with vLLM's rules (reference §2.2-2.3):
+(``kvconfig.load.validate.deployment`` -> ``kvconfig.plan.resolve.resolve``) and every
+group's plan is checked against a brute-force search over all divisors of B with vLLM's
+rules (reference §2.2-2.3):
 an int accepts exactly itself, ``MultipleOf(m)`` any multiple of m; B wins when every
 backend accepts it, else the largest explicit int that divides B and every backend
 accepts, else an error that names the group and its backends.
@@ -20,9 +21,10 @@ from hypothesis import strategies as st
 
 from kvconfig.errors import NoCommonKernelBlockSize
 from kvconfig.load.platforms import parse_platform
+from kvconfig.load.validate import deployment
 from kvconfig.mirror.vote import select_common
-from kvconfig.plan.resolve import PlanResult, resolve_setup
-from kvconfig.plan.setup import Setup
+from kvconfig.plan.resolve import resolve
+from kvconfig.plan.result import PlanResult
 from schemas.sizes import KernelSize, MultipleOf, size_to_json
 
 H200 = parse_platform("h200")
@@ -90,7 +92,7 @@ def deployments(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def _plan(doc: dict[str, Any]) -> PlanResult:
-    return resolve_setup(Setup.from_dict(doc, H200))
+    return resolve(deployment(doc), H200)
 
 
 def _declared(doc: dict[str, Any], gid: int, roles: set[str]) -> dict[str, list[KernelSize]]:
@@ -111,7 +113,7 @@ def test_the_runner_vote_matches_brute_force(doc: dict[str, Any]) -> None:
         for v in g.voters:
             assert list(v.sizes) == declared[v.name]
         want = brute_force(g.block_size, list(declared.values()))
-        assert g.runner == want == g.kernel_block_size
+        assert g.runner_k == want == g.kernel_block_size
         if want is not None:
             assert g.block_size % want == 0
             assert all(accepts(sizes, want) for sizes in declared.values())
@@ -131,19 +133,19 @@ def test_the_speculator_never_votes_below_the_runner(doc: dict[str, Any]) -> Non
     own_vote = doc["runner"] == "v2" and doc["hooks"] == "none"
     for g in plan.groups:
         drafts = _declared(doc, g.id, {"draft"})
-        if not drafts or g.runner is None:
+        if not drafts or g.runner_k is None:
             continue
-        d = g.speculator
+        d = g.speculator_k
         assert d is not None, "a group the runner can split always has a speculator value"
-        assert d >= g.runner
+        assert d >= g.runner_k
         assert g.block_size % d == 0
         if own_vote:
             assert d == brute_force(g.block_size, list(drafts.values()))
         else:
             # V1 narrows the runner's value; the kvconfig hooks hand it over
-            assert d == g.runner
+            assert d == g.runner_k
         mismatch = [f for f in plan.findings if f.group == g.id and f.code in ("KV101", "KV102")]
-        assert bool(mismatch) == (d != g.runner)
+        assert bool(mismatch) == (d != g.runner_k)
         assert not [f for f in plan.findings if f.group == g.id and f.code == "KV202"]
 
 

@@ -29,7 +29,7 @@ size_lists = st.lists(st.one_of(exact, multiple), min_size=1, max_size=4)
 
 @pytest.fixture(scope="module")
 def vllm_vote() -> Any:
-    from kvconfig.introspect import emulate
+    from tools.catalog import emulate
 
     emulate.install()
     from vllm.v1.attention.backend import MultipleOf as VMultipleOf

@@ -1,0 +1,109 @@
+"""The ``kvconfig`` command line's options: one parser, usage errors as one line."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Sequence
+from typing import NoReturn
+
+from kvconfig.errors import InputError
+
+FORMATS = ("text", "json", "github", "sarif")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        message = re.sub(r" \(choose from (.*)\)$", r"; choose from \1", message)
+        hint = f"see '{self.prog} --help'"
+        if message.startswith("unrecognized arguments: "):
+            first = message.split(": ", 1)[1].split()[0].split("=")[0]
+            if first.startswith("-"):
+                from kvconfig._suggest import did_you_mean
+
+                hint = did_you_mean(first, self._every_option()) or hint
+        raise InputError(message, key=self.prog.removeprefix("kvconfig").strip(), hint=hint)
+
+    def _every_option(self) -> list[str]:
+        """Option strings of this parser and of its sub-commands."""
+        found = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found.extend(sub._option_string_actions)
+        return sorted(set(found))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = _Parser(
+        prog="kvconfig",
+        description="One authoritative KV-cache kernel block-size plan for vLLM deployments.",
+    )
+    from kvconfig import __version__
+    from kvconfig.mirror import versions
+
+    parser.add_argument("--version", action="version", version=f"kvconfig {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def common(p: argparse.ArgumentParser, formats: Sequence[str]) -> None:
+        p.add_argument(
+            "--platform",
+            help="GPU name (H200, B200, GB300, RTX PRO 6000, ...), smXY or X.Y; "
+            "a comma list for several",
+        )
+        p.add_argument(
+            "--env",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="environment of the vLLM process (e.g. VLLM_USE_V2_MODEL_RUNNER=0)",
+        )
+        p.add_argument(
+            "--hooks",
+            choices=("none", "enforce"),
+            help="whether the kvconfig vLLM hooks will be installed",
+        )
+        p.add_argument(
+            "--vllm-version",
+            help=f"vLLM release to plan for: {', '.join(versions.KNOWN)} "
+            f"(default {versions.DEFAULT})",
+        )
+        p.add_argument(
+            "--no-trtllm-cubins",
+            dest="trtllm_cubins",
+            action="store_false",
+            default=None,
+            help="FlashInfer's TRTLLM cubins cannot be fetched where vLLM runs "
+            "(no flashinfer-cubin, no network): no large FlashInfer pages on SM10x",
+        )
+        p.add_argument("--format", choices=formats, default="text")
+
+    p_plan = sub.add_parser("plan", help="print the plan of one deployment")
+    p_plan.add_argument(
+        "deployments", nargs="*", metavar="deployment", help="vllm serve YAML or native file"
+    )
+    common(p_plan, ("text", "json"))
+
+    p_lint = sub.add_parser("lint", help="check deployments; exit 1 if any is rejected")
+    p_lint.add_argument("deployments", nargs="*", help="files, or folders of YAML files")
+    common(p_lint, FORMATS)
+
+    p_explain = sub.add_parser("explain", help="explain a plan step by step, or a finding code")
+    p_explain.add_argument("deployment", nargs="?", help="deployment file, or a code like KV101")
+    common(p_explain, ("text",))
+
+    p_export = sub.add_parser("export", help="write a plan (or the JSON Schemas) to files")
+    p_export.add_argument("deployments", nargs="*", metavar="deployment")
+    p_export.add_argument("-o", "--output", help="output file (plan) or folder (--schema)")
+    p_export.add_argument("--schema", action="store_true", help="write the JSON Schemas instead")
+    common(p_export, ("json",))
+
+    p_cat = sub.add_parser("catalog", help="what each attention backend accepts, and why")
+    p_cat.add_argument("--backend", help="one backend (vLLM name or class path)")
+    p_cat.add_argument("--platform", help="evaluate the sizes on this platform")
+    p_cat.add_argument("--vllm-version", default=None)
+    p_cat.add_argument("--format", choices=("text", "json"), default="text")
+    return parser

@@ -1,0 +1,150 @@
+"""The finding codes: stable, public, documented in docs/findings.md.
+
+CI users key on them (``kvconfig lint --format json`` puts ``code`` and ``name`` in every
+finding; SARIF uses the code as the rule id). A code is never reused or renumbered.
+
+>>> FindingCode("KV101") is FindingCode.COMPONENT_MISMATCH
+True
+>>> FindingCode.COMPONENT_MISMATCH.slug, FindingCode.COMPONENT_MISMATCH.severity
+('component-mismatch', <Severity.ERROR: 'error'>)
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Severity(str, Enum):
+    """How much a finding weighs: any ``error`` rejects the deployment."""
+
+    ERROR = "error"
+    """vLLM fails, or silently computes the wrong thing: ``kvconfig lint`` exits 1."""
+    WARNING = "warning"
+    """Worth knowing; the deployment passes."""
+    INFO = "info"
+    """A note on what vLLM (or the hooks) will do; the deployment passes."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class FindingCode(str, Enum):
+    """A finding's code (the value, ``KV101``), with its slug, severity and meaning."""
+
+    slug: str
+    """The stable name of the code, e.g. ``component-mismatch``."""
+    severity: Severity
+    """The severity of every finding with this code."""
+    summary: str
+    """One line: what the code means."""
+
+    def __new__(cls, code: str, slug: str, severity: Severity, summary: str) -> FindingCode:
+        member = str.__new__(cls, code)
+        member._value_ = code
+        member.slug = slug
+        member.severity = severity
+        member.summary = summary
+        return member
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    COMPONENT_MISMATCH = (
+        "KV101",
+        "component-mismatch",
+        Severity.ERROR,
+        "the speculator reads the KV cache with its own, larger kernel block size (silent)",
+    )
+    SPECULATOR_SPLIT_ERROR = (
+        "KV102",
+        "speculator-split-error",
+        Severity.ERROR,
+        "the speculator's kernel block size sits between the runner's and B: vLLM fails at start",
+    )
+    MISMATCH_FIXED_BY_HOOKS = (
+        "KV103",
+        "mismatch-fixed-by-hooks",
+        Severity.INFO,
+        "the kvconfig hooks hand the runner's kernel block size to the speculator",
+    )
+    NO_COMMON_KERNEL_SIZE = (
+        "KV201",
+        "no-common-kernel-size",
+        Severity.ERROR,
+        "no kernel block size divides B and suits every backend of a group: vLLM fails at start",
+    )
+    SPECULATOR_NO_COMMON_KERNEL_SIZE = (
+        "KV202",
+        "speculator-no-common-kernel-size",
+        Severity.ERROR,
+        "the draft layers' backends share no kernel block size: the speculator fails at start",
+    )
+    NO_COMMON_BLOCK_SIZE = (
+        "KV203",
+        "no-common-block-size",
+        Severity.ERROR,
+        "the backends share no KV-cache block size vLLM could default to: vLLM fails at start",
+    )
+    ALIGNED_BLOCK_SIZE_UNSUPPORTED = (
+        "KV204",
+        "aligned-block-size-unsupported",
+        Severity.ERROR,
+        "hybrid alignment moved B to a size an attention backend rejects: vLLM fails at start",
+    )
+    GROUPING_FAILS = (
+        "KV205",
+        "grouping-fails",
+        Severity.ERROR,
+        "vLLM cannot group these layers' KV-cache specs: it fails at start",
+    )
+    BACKEND_UNSUPPORTED = (
+        "KV301",
+        "backend-unsupported",
+        Severity.ERROR,
+        "a requested attention backend cannot run on this platform or layer: vLLM refuses it",
+    )
+    NO_VALID_BACKEND = (
+        "KV302",
+        "no-valid-backend",
+        Severity.ERROR,
+        "no attention backend in vLLM's priority list can run this layer",
+    )
+    BACKEND_CHOICE_UNKNOWN = (
+        "KV303",
+        "backend-choice-unknown",
+        Severity.ERROR,
+        "kvconfig cannot derive vLLM's automatic backend choice on this platform",
+    )
+    BACKEND_UNKNOWN = (
+        "KV304",
+        "backend-unknown",
+        Severity.ERROR,
+        "kvconfig has no rules for a requested attention backend on this platform",
+    )
+    ARCHITECTURE_NOT_DERIVABLE = (
+        "KV401",
+        "architecture-not-derivable",
+        Severity.ERROR,
+        "kvconfig cannot derive this architecture's layers; describe them in a native file",
+    )
+    BLOCK_SIZE_ADJUSTED = (
+        "KV501",
+        "block-size-adjusted",
+        Severity.INFO,
+        "vLLM changes the block size itself (hybrid alignment)",
+    )
+    VLLM_REFUSES = (
+        "KV601",
+        "vllm-refuses",
+        Severity.ERROR,
+        "vLLM's own start-up (--engine vllm) raised: the deployment does not start",
+    )
+    ENGINE_DIFFERS = (
+        "KV602",
+        "engine-differs",
+        Severity.WARNING,
+        "the offline plan differs from vLLM's own start-up (--engine both): an offline bug",
+    )
+
+
+__all__ = ["FindingCode", "Severity"]

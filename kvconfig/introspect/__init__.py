@@ -1,1 +1,0 @@
-"""Reading facts out of an installed vLLM (never imported by ``kvconfig lint``)."""

@@ -1,0 +1,122 @@
+"""Reading a model's ``config.json``: from a local folder, or from the Hugging Face cache.
+
+kvconfig never downloads. A folder is read as vLLM's ``--model`` would be; a hub id is
+looked up in the local cache only. The file is read safely (a regular file, at most
+``MAX_CONFIG_BYTES``, UTF-8, one JSON object) and becomes a ``kvconfig.derive.Model``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from kvconfig.derive.inputs import Model
+from kvconfig.errors import InputError, describe
+from kvconfig.load.serve import Options
+from kvconfig.load.yamlfile import decode, read_bytes
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""``config.json`` files larger than this are refused (real ones are a few KiB)."""
+
+
+def read_model(path: Path, source: str, key: str) -> Model:
+    """The ``config.json`` of a local model folder (or the file itself)."""
+    cfg_path = path / "config.json" if path.is_dir() else path
+    if not cfg_path.exists():
+        raise InputError(
+            f"no config.json in {path}",
+            source=source,
+            key=key,
+            hint="point it at a folder holding the model's Hugging Face config.json",
+        )
+    raw = read_bytes(cfg_path, str(cfg_path), MAX_CONFIG_BYTES, what="config.json")
+    text = decode(raw, str(cfg_path), what="config.json")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            f"invalid JSON: {err.msg} at column {err.colno}",
+            source=str(cfg_path),
+            line=err.lineno,
+            hint="fix the JSON syntax",
+        ) from None
+    except (RecursionError, ValueError) as err:
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise InputError(
+            f"invalid JSON: {why}", source=str(cfg_path), hint="fix config.json"
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError(
+            "expected a JSON object at the top level",
+            source=str(cfg_path),
+            hint="a Hugging Face config.json is one JSON object",
+        )
+    return Model(str(cfg_path), data)
+
+
+def hub_cache_folder(repo_id: str) -> Path | None:
+    """The newest snapshot of ``repo_id`` in the local Hugging Face cache, if any (no network)."""
+    if repo_id.count("/") != 1 or repo_id.startswith(("/", ".")):
+        return None
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub"
+    )
+    snapshots = Path(hub) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    found = sorted(
+        (p for p in snapshots.iterdir() if (p / "config.json").is_file()),
+        key=lambda p: p.stat().st_mtime,
+    )
+    return found[-1] if found else None
+
+
+def model_at(opts: Options, key: str, value: Any) -> Model:
+    """The model a serve option names, its errors located at that option."""
+    return read_model_at(opts, model_folder(opts, key, value), key)
+
+
+def model_folder(opts: Options, key: str, value: Any) -> Path:
+    """The folder a model option names: a local path, or a hub id found in the cache."""
+    if not isinstance(value, str) or not value.strip():
+        raise opts.err(
+            key, f"expected the model's folder, got {describe(value)}", "e.g. model: ./qwen3-8b"
+        )
+    path = Path(os.path.expanduser(value))
+    if not path.is_absolute():
+        path = opts.base / path
+    if path.is_file() and path.name != "config.json":
+        raise opts.err(
+            key,
+            f"{value!r} is a file, not a model folder",
+            "point it at the folder that holds the model's config.json",
+        )
+    if path.exists():
+        return _short(path)
+    cached = hub_cache_folder(value)
+    if cached is not None:
+        return cached
+    raise opts.err(
+        key,
+        f"{value!r} is neither a local folder nor in the Hugging Face cache",
+        "kvconfig never downloads: point it at a folder with the model's config.json",
+    )
+
+
+def read_model_at(opts: Options, path: Path, key: str) -> Model:
+    """``read_model``, its errors located at the option that named the folder."""
+    try:
+        return read_model(path, opts.source, key)
+    except InputError as err:
+        raise err.located(opts.source, opts.lines.get(key.split(".", maxsplit=1)[0])) from None
+
+
+def _short(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies below it (for messages)."""
+    path = Path(os.path.normpath(path))
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path

@@ -1,0 +1,57 @@
+"""What vLLM's ``ModelConfig`` says about attention that the backends check.
+
+Mirrors ``ModelConfig.is_mm_prefix_lm`` (``vllm/config/model.py``), which
+``Attention.__init__`` (``model_executor/layers/attention/attention.py``) reads into
+``use_mm_prefix``: the backend must then support bidirectional attention over the
+multimodal prefix (``supports_mm_prefix()``), or ``CudaPlatform.get_attn_backend_cls``
+refuses it ("partial multimodal token full attention not supported"). The rule is the
+model-architecture convertors' ``is_mm_prefix_lm``
+(``vllm/transformers_utils/model_arch_config_convertor.py``), switched off when the
+deployment serves no multimodal input (``_supports_multimodal_for_mm_prefix``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+MM_PREFIX_LM_MODELS = ("bagel", "gemma3", "molmo2", "moondream3", "paligemma")
+"""``ModelArchConfigConvertorBase.is_mm_prefix_lm``'s known models (``model_type``)."""
+
+UNLIMITED = 999
+"""``MultiModalConfig.get_limit_per_prompt`` of a modality the deployment does not limit."""
+
+
+def is_mm_prefix_lm(config: Mapping[str, Any]) -> bool:
+    """The convertors' ``is_mm_prefix_lm`` for a ``config.json`` (multimodal inputs served)."""
+    model_type = config.get("model_type")
+    text = config.get("text_config")
+    text = text if isinstance(text, Mapping) else config
+    if model_type in ("gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text"):
+        return text.get("use_bidirectional_attention") == "vision"
+    if model_type in ("diffusion_gemma", "diffusion_gemma_text"):
+        return text.get("use_bidirectional_attention") == "vision"
+    if model_type == "deepseek_v4":
+        vision = config.get("vision_n_layers", 0)
+        return isinstance(vision, int) and vision > 0
+    if "is_mm_prefix_lm" in config:
+        return bool(config["is_mm_prefix_lm"])
+    return model_type in MM_PREFIX_LM_MODELS
+
+
+def serves_multimodal(
+    modalities: Collection[str],
+    *,
+    language_model_only: bool = False,
+    limits: Mapping[str, int] | None = None,
+    mm_embeds: bool = False,
+) -> bool:
+    """``ModelConfig._supports_multimodal_inputs`` for a multimodal model supporting
+    ``modalities``: false only when every one is limited to 0 per prompt
+    (``--limit-mm-per-prompt``, or ``--language-model-only``) and precomputed embeddings
+    are not enabled (``--enable-mm-embeds``)."""
+    limit = dict(limits or {})
+    counts = [0 if language_model_only else limit.get(m, UNLIMITED) for m in modalities]
+    if all(c == 0 for c in counts):
+        return mm_embeds
+    return True

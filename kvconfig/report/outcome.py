@@ -1,0 +1,57 @@
+"""What the reporters report: one outcome per deployment and platform, a plan or the
+input error that stopped it, and where in the file each finding points."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kvconfig.codes import FindingCode
+from kvconfig.errors import InputError
+from kvconfig.plan.result import Found, PlanResult
+
+
+class Outcome(NamedTuple):
+    """One (deployment, platform) lint result, or an input error for that deployment."""
+
+    source: str
+    platform: str
+    plan: PlanResult | None = None
+    error: str | None = None
+    line_of: dict[str, int] | None = None
+    problem: InputError | None = None
+    """The input error behind ``error``, for its file, line and key."""
+
+    @property
+    def verdict(self) -> str:
+        """ok, reject or error."""
+        if self.plan is None:
+            return "error"
+        return self.plan.verdict
+
+    def where(self) -> tuple[str, int | None, str]:
+        """An error's file, line, and its text without them (for annotations)."""
+        p = self.problem
+        if p is None:
+            return self.source, None, self.error or ""
+        own = not p.source or p.source == self.source
+        if own:
+            return self.source, p.line, InputError(p.message, key=p.key, hint=p.hint).render()
+        if p.source.startswith("<") or not p.source:
+            return self.source, None, p.render()
+        return p.source, p.line, InputError(p.message, key=p.key, hint=p.hint).render()
+
+    def line_of_finding(self, f: Found) -> int:
+        """The line of the serve-config key a finding points at (1 when it has none)."""
+        return (self.line_of or {}).get(FINDING_KEY.get(f.code, ""), 1)
+
+
+#: Which key a finding points at in a serve config, for editor and CI annotations.
+FINDING_KEY = {
+    FindingCode.COMPONENT_MISMATCH: "block-size",
+    FindingCode.SPECULATOR_SPLIT_ERROR: "block-size",
+    FindingCode.MISMATCH_FIXED_BY_HOOKS: "block-size",
+    FindingCode.NO_COMMON_KERNEL_SIZE: "block-size",
+    FindingCode.SPECULATOR_NO_COMMON_KERNEL_SIZE: "speculative-config",
+    FindingCode.BACKEND_UNSUPPORTED: "attention-backend",
+    FindingCode.BACKEND_UNKNOWN: "attention-backend",
+}
