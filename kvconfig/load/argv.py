@@ -278,18 +278,18 @@ def parse_serve_args(
         extra, dropped = config_tokens(reader(config_path), table, config_path)
         notes.extend(dropped)
         pulled = [(w, config_path) for w in extra]
-        rest = [*words[:index], *words[index + 2 :]]
+        others = [*words[:index], *words[index + 2 :]]
         if not serve:
-            words = pulled + rest
+            words = pulled + others
         else:
-            model_in_cli = bool(rest) and not rest[0][0].startswith("-")
+            model_in_cli = bool(others) and not others[0][0].startswith("-")
             if not model_in_cli and "--model" not in extra:
                 raise err(
                     "no model given, on the command line or in the config file",
                     "model",
                     "vllm serve MODEL --config FILE, or 'model: ...' in the file",
                 )
-            words = [*rest[:1], *pulled, *rest[1:]] if model_in_cli else [*pulled, *rest]
+            words = [*others[:1], *pulled, *others[1:]] if model_in_cli else [*pulled, *others]
     for w, _ in words:
         if w.startswith("--config="):
             notes.append(
@@ -348,8 +348,8 @@ def parse_serve_args(
             dotted_origin[head] = origin
         skip.add(i)
     tokens = [p for i, p in enumerate(processed) if i not in skip]
-    for head, value in dotted.items():
-        tokens += [(head, dotted_origin[head]), (json.dumps(value), dotted_origin[head])]
+    for head, merged in dotted.items():
+        tokens += [(head, dotted_origin[head]), (json.dumps(merged), dotted_origin[head])]
 
     # argparse
     values: dict[str, Any] = {}
@@ -375,9 +375,7 @@ def parse_serve_args(
                 shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
                 raise err(f"ambiguous option: {name} could match {shown}", name)
             if len(matches) == 1:
-                notes.append(
-                    ArgNote("abbreviated", f"vLLM reads {name} as {matches[0]}", name)
-                )
+                notes.append(ArgNote("abbreviated", f"vLLM reads {name} as {matches[0]}", name))
                 name, spec = matches[0], table[matches[0]]
         if spec is None:
             longs = [o for o in table if o.startswith("--") and not o.startswith("--no-")]
@@ -387,19 +385,19 @@ def parse_serve_args(
                 did_you_mean(name, longs) or "see 'vllm serve --help'",
             )
         dest, nargs, third = spec
-        value: Any
+        stored: Any
         if nargs == "0":
             if eq:
                 raise err(f"{name} takes no value, got {inline!r}", name, f"write {name} alone")
-            value = third
+            stored = third
         elif nargs in ("1", "?"):
             if eq:
-                value = inline
+                stored = inline
             elif i < len(tokens) and not _is_option(tokens[i][0]):
-                value = tokens[i][0]
+                stored = tokens[i][0]
                 i += 1
             elif nargs == "?":
-                value = third
+                stored = third
             else:
                 raise err("needs a value", name, f"e.g. {name} VALUE")
         else:  # "+": every following value
@@ -409,12 +407,12 @@ def parse_serve_args(
                 i += 1
             if not taken:
                 raise err("needs at least one value", name, f"e.g. {name} VALUE")
-            value = taken
+            stored = taken
         key = dest.replace("_", "-")
         if third == "append":
-            values[key] = [*values.get(key, []), value]
+            values[key] = [*values.get(key, []), stored]
         else:
-            values[key] = value
+            values[key] = stored
         origins[key] = origin
         seen.setdefault(key, []).append((name, origin))
 
@@ -437,8 +435,7 @@ def parse_serve_args(
             notes.append(
                 ArgNote(
                     "model-tag-ignored",
-                    f"the positional {first!r} is not read by this entry point; "
-                    "it serves --model",
+                    f"the positional {first!r} is not read by this entry point; it serves --model",
                     first,
                 )
             )
