@@ -91,7 +91,7 @@ def _same(ours: Any, theirs: Any) -> bool:
         return (
             isinstance(ours, list)
             and len(ours) == len(theirs)
-            and all(_same(a, b) for a, b in zip(ours, theirs))
+            and all(_same(a, b) for a, b in zip(ours, theirs, strict=True))
         )
     if isinstance(theirs, dict):
         given = json.loads(ours)
