@@ -146,7 +146,7 @@ class Interpolation:
 
     def walk(self, node: Any, doc: _yaml.Document, path: tuple[str | int, ...]) -> Any:
         if isinstance(node, str):
-            return self.text(node, doc.line(*path), ".".join(str(p) for p in path))
+            return self.text(node, doc.line(*path), _field(path))
         if isinstance(node, dict):
             return {k: self.walk(v, doc, (*path, k)) for k, v in node.items()}
         if isinstance(node, list):
@@ -373,3 +373,13 @@ def _mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
 
 def _unused_gpu_fields() -> Any:  # pragma: no cover
     return gpu_fields
+
+
+def _field(path: tuple[str | int, ...]) -> str:
+    """``compose/vllm: command[0]`` for ``("services", "vllm", "command", 0)``."""
+    if len(path) >= 2 and path[0] == "services":
+        rest = ""
+        for part in path[2:]:
+            rest += f"[{part}]" if isinstance(part, int) else (f".{part}" if rest else str(part))
+        return f"compose/{path[1]}: {rest}" if rest else f"compose/{path[1]}"
+    return ".".join(str(p) for p in path)

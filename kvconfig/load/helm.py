@@ -66,7 +66,7 @@ def production_stack(doc: _yaml.Document, base: Path) -> list[Engine]:
     spec = doc.data["servingEngineSpec"]
     if spec.get("enableEngine") is False:
         raise values.err(
-            "enableEngine is false: the chart starts no vLLM engine",
+            "is false: the chart starts no vLLM engine",
             ("servingEngineSpec", "enableEngine"),
             "servingEngineSpec.enableEngine",
             "set enableEngine: true, or lint the values that enable it",
@@ -98,9 +98,9 @@ def production_stack(doc: _yaml.Document, base: Path) -> list[Engine]:
         for required in ("repository", "tag", "modelURL"):
             if not ms.get(required):
                 raise values.err(
-                    f"{required} is missing: the chart refuses the values",
+                    "missing: the chart refuses the values",
                     path,
-                    f"{label}.{required}",
+                    f"{label}: {required}",
                     f"set modelSpec[{i}].{required}",
                 )
         ray = isinstance(ms.get("raySpec"), dict) and _truthy(ms["raySpec"].get("enabled"))
@@ -195,9 +195,9 @@ def _stack_args(  # noqa: PLR0917 (the facts of one modelSpec entry)
         extra = vc.get("extraArgs")
         if extra is not None and not isinstance(extra, list):
             raise values.err(
-                "extraArgs: expected a list of arguments",
+                f"expected a list of arguments, got {extra!r}",
                 (*path, "vllmConfig", "extraArgs"),
-                f"{label}.vllmConfig.extraArgs",
+                f"{label}: vllmConfig.extraArgs",
                 'write extraArgs: ["--block-size", "64"]',
             )
         args += [_go(a) for a in extra or []]

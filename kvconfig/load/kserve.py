@@ -148,9 +148,14 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
     container: dict[str, Any] = dict(containers[index]) if index is not None else {"name": "main"}
     pod_spec = {**template, "containers": [container]}
     env_line = res.line(*tpath, "containers", index or 0)
+    for k, item in enumerate(listing(container.get("env"))):
+        if isinstance(item, dict) and item.get("name") == "VLLM_ADDITIONAL_ARGS":
+            env_line = res.line(*tpath, "containers", index or 0, "env", k) or env_line
     env = container_env(container, res, (*tpath, "containers", index or 0), label)
     additional = env.known.get("VLLM_ADDITIONAL_ARGS", "")
-    extra_words = shell.split_words(additional, source=res.source, line=env_line, key=label)
+    extra_words = shell.split_words(
+        additional, source=res.source, line=env_line, key=f"{label}: VLLM_ADDITIONAL_ARGS"
+    )
     args = [str(a) for a in container.get("args") or []]
     container["args"] = [*preset, *extra_words, *args]
     container["command"] = ["vllm", "serve"]

@@ -337,6 +337,7 @@ class Found:
 
     name: str
     runs: str
+    line: int | None = None
 
 
 def read_container(
@@ -432,9 +433,10 @@ def read_container(
             offset = len(expanded) - len(start[2])
             unknown = [(i - offset, f"$({n})") for i, n, _ in left if i >= offset]
             starts.append((*start, env.shell_env(), unknown, line))
-        runs = " ".join(expanded[:2]) if expanded else f"the image {image or '?'}'s entry point"
+        shown = expanded[:3] if expanded[1:2] == ["-m"] else expanded[:2]
+        runs = " ".join(shown) if expanded else f"the image {image or '?'}'s entry point"
     if not starts:
-        found.append(Found(name, runs))
+        found.append(Found(name, runs, line))
         return []
     if len(starts) > 1:
         lines = ", ".join(str(s[5]) for s in starts if s[5] is not None)
@@ -605,7 +607,7 @@ def engines(
             shown = "; ".join(f"{f.name} runs {f.runs}" for f in found[:3])
             more = f" and {len(found) - 3} more" if len(found) > 3 else ""
             message = f"no vLLM container found: {shown}{more}"
-            line = None
+            line = found[0].line
         else:
             kinds = sorted({str(r.data.get("kind")) for r in resources} | set(skipped))
             message = f"no vLLM container found: no pod template in {', '.join(kinds)}"

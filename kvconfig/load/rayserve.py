@@ -118,10 +118,10 @@ def _engine(  # noqa: PLR0917 (one call site)
     loading = config.get("model_loading_config")
     if not isinstance(loading, dict):
         raise InputError(
-            "model_loading_config is missing: Ray Serve needs it",
+            "missing: Ray Serve needs it",
             source=doc.source,
             line=line,
-            key="model_loading_config",
+            key=_key(path, "model_loading_config"),
             hint="add model_loading_config: {model_id: NAME, model_source: ORG/NAME}",
         )
     model_id = str(loading.get("model_id") or "")
@@ -138,7 +138,7 @@ def _engine(  # noqa: PLR0917 (one call site)
             "engine_kwargs: expected a mapping of vLLM engine arguments",
             source=doc.source,
             line=doc.line(*path, "engine_kwargs"),
-            key="engine_kwargs",
+            key=_key(path, "engine_kwargs"),
             hint="write engine_kwargs: {block_size: 64}",
         )
     table = options("0.33.0")
@@ -150,7 +150,7 @@ def _engine(  # noqa: PLR0917 (one call site)
                 f"unknown vLLM engine argument {key!r}: vLLM refuses it",
                 source=doc.source,
                 line=doc.line(*path, "engine_kwargs", key),
-                key=f"engine_kwargs.{key}",
+                key=_key(path, f"engine_kwargs.{key}"),
                 hint=did_you_mean(str(key), names) or "see vLLM's engine arguments",
             )
     argv = [model, *argv_from_kwargs({k: v for k, v in kwargs.items() if k != "model"})]
@@ -190,3 +190,11 @@ def _engine(  # noqa: PLR0917 (one call site)
 
 def _unused(_: Note) -> None:  # pragma: no cover
     return None
+
+
+def _key(path: tuple[str | int, ...], field: str) -> str:
+    """``applications[0].args.llm_configs[1].engine_kwargs``: where a field is."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return f"{text}.{field}" if text else field
