@@ -14,6 +14,7 @@ mapped back to this machine.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -362,7 +363,9 @@ def _mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
             parts = item.split(":")
             if len(parts) >= 2 and parts[0].startswith((".", "/", "~")):
                 host = Path(parts[0]).expanduser()
-                out.append((parts[1], str(host if host.is_absolute() else base / host)))
+                out.append(
+                    (parts[1], os.path.normpath(host if host.is_absolute() else base / host))
+                )
         elif isinstance(item, dict) and item.get("type") == "bind":
             host = Path(str(item.get("source", ""))).expanduser()
             out.append(
