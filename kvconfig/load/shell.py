@@ -87,6 +87,7 @@ class _Op:
 
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
+_WORD_ENDS = frozenset(" \t\r\n&|;()<>")
 _REDIRECT = re.compile(r"(\d*)(<<<|<<-|<<|>>|>\||<>|<&|>&|&>>|&>|<|>)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL = "@*#?$!0123456789-"
@@ -193,7 +194,7 @@ class _Lexer:
 
         while self.i < len(self.text):
             c = self.text[self.i]
-            if c in " \t\r\n" or any(self.text.startswith(o, self.i) for o in _OPERATORS):
+            if c in _WORD_ENDS:
                 break
             if c == "\\":
                 nxt = self.peek(1)
