@@ -26,7 +26,6 @@ from kvconfig.load.engines import (
     Engine,
     Note,
     check_words,
-    gpu_fields,
     image_version,
     is_vllm_image,
     server_start,
@@ -372,10 +371,6 @@ def _mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
                 (str(item.get("target", "")), str(host if host.is_absolute() else base / host))
             )
     return out
-
-
-def _unused_gpu_fields() -> Any:  # pragma: no cover
-    return gpu_fields
 
 
 def _field(path: tuple[str | int, ...]) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engines import Engine, Note, check_words, mapping
+from kvconfig.load.engines import Engine, check_words, mapping
 
 
 def _go(value: Any) -> str:
@@ -462,7 +462,3 @@ def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
             hint="add decode.containers with modelCommand: vllmServe (docs/inputs.md)",
         )
     return out
-
-
-def _unused(_: Note) -> None:  # pragma: no cover - keeps the import for type readers
-    return None

@@ -83,7 +83,12 @@ class Pod:
     def spec(self) -> Mapping[str, Any]:
         node: Any = self.resource.data
         for p in self.path:
-            node = node[p]
+            if not isinstance(node, (dict, list)):
+                return {}
+            try:
+                node = node[p]  # type: ignore[index]
+            except (KeyError, IndexError, TypeError):
+                return {}
         return node if isinstance(node, dict) else {}
 
 
@@ -267,7 +272,7 @@ def _pod_specs(res: Resource) -> list[tuple[tuple[str | int, ...], str]]:
     kind = data.get("kind")
     spec = data.get("spec")
     if kind == "Pod":
-        return [(("spec",), "")]
+        return [(("spec",), "")] if isinstance(spec, dict) else []
     if kind == "LeaderWorkerSet" and isinstance(spec, dict):
         lwt = spec.get("leaderWorkerTemplate")
         out: list[tuple[tuple[str | int, ...], str]] = []

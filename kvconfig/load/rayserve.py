@@ -20,7 +20,7 @@ from typing import Any
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engines import Engine, Note, gpu_fields, mapping
+from kvconfig.load.engines import Engine, gpu_fields, mapping
 
 MAX_CONFIGS = 64
 """Most ``llm_configs`` one file may list."""
@@ -186,10 +186,6 @@ def _engine(  # noqa: PLR0917 (one call site)
         base=str(base),
         notes=tuple(notes),
     )
-
-
-def _unused(_: Note) -> None:  # pragma: no cover
-    return None
 
 
 def _key(path: tuple[str | int, ...], field: str) -> str:
