@@ -105,7 +105,7 @@ def test_the_token_is_sent_for_gated_repositories(
     local_hub: tuple[str, Hub], tmp_path: Path
 ) -> None:
     url, state = local_hub
-    folder, error = _resolve(
+    _, error = _resolve(
         url, tmp_path, "meta-llama/Llama-Gated", KVCONFIG_DOWNLOAD="1", HF_TOKEN="hf_test"
     )
     assert error == "", error
