@@ -14,7 +14,7 @@ override.
 from __future__ import annotations
 
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -199,7 +199,13 @@ def _tag(node: Any) -> str:
 
 
 def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
-    node: Any, path: Path_, lines: dict[Path_, int], budget: list[int], source: str, depth: int
+    node: Any,
+    path: Path_,
+    lines: dict[Path_, int],
+    budget: list[int],
+    source: str,
+    depth: int,
+    merge: bool = False,
 ) -> Any:
     import yaml
 
@@ -232,8 +238,12 @@ def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
         )
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
+        merges = []
         for key_node, value_node in node.value:
             key_line = key_node.start_mark.line + 1
+            if key_node.tag == "tag:yaml.org,2002:merge" and merge:
+                merges.append(value_node)
+                continue
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise InputError(
                     "YAML merge keys '<<' are not supported",
@@ -260,11 +270,13 @@ def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
                 )
             sub = (*path, key)
             lines[sub] = key_line
-            out[key] = _build(value_node, sub, lines, budget, source, depth + 1)
+            out[key] = _build(value_node, sub, lines, budget, source, depth + 1, merge)
+        for value_node in merges:
+            _merge_into(out, value_node, path, lines, budget, source, depth)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [
-            _build(v, (*path, i), lines, budget, source, depth + 1)
+            _build(v, (*path, i), lines, budget, source, depth + 1, merge)
             for i, v in enumerate(node.value)
         ]
     return _scalar(node, source)
@@ -288,3 +300,90 @@ def _scalar(node: Any, source: str) -> Any:
 def load(path: Path, source: str) -> Document:
     """Read and parse one YAML file."""
     return parse(read_text(path, source), source)
+
+
+def _merge_into(  # noqa: PLR0917 (part of the recursive walk)
+    out: dict[Any, Any],
+    value_node: Any,
+    path: Path_,
+    lines: dict[Path_, int],
+    budget: list[int],
+    source: str,
+    depth: int,
+) -> None:
+    """YAML merge keys (``<<: *base``, ``<<: [*a, *b]``): the keys of the merged mappings
+    that the mapping does not set itself; of a list, earlier mappings win."""
+    import yaml
+
+    items = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+    for item in items:
+        if not isinstance(item, yaml.MappingNode):
+            raise InputError(
+                "a merge key '<<' needs a mapping or a list of mappings",
+                source=source,
+                line=item.start_mark.line + 1,
+                hint="write '<<: *anchor', with the anchor on a mapping",
+            )
+        item_lines: dict[Path_, int] = {}
+        merged = _build(item, path, item_lines, budget, source, depth + 1, True)
+        for key, value in merged.items():
+            if key in out:
+                continue
+            out[key] = value
+            for sub, line in item_lines.items():
+                if sub[: len(path) + 1] == (*path, key):
+                    lines.setdefault(sub, line)
+
+
+def top_scalars(node: Any) -> dict[str, str]:
+    """The plain top-level ``key: value`` pairs of a mapping node, unbuilt: a quick look
+    at a document (its ``kind``, say) before deciding to read it."""
+    import yaml
+
+    out: dict[str, str] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                value = value_node.value if isinstance(value_node, yaml.ScalarNode) else ""
+                out[str(key_node.value)] = str(value)
+    return out
+
+
+def parse_all(
+    text: str,
+    source: str,
+    *,
+    merge_keys: bool = False,
+    select: Callable[[Mapping[str, str]], bool] | None = None,
+) -> list[Document]:
+    """Every document of a YAML stream (``---`` between documents), each with its lines.
+
+    Lines count from the start of the stream; a document's first line is ``lines[()]``.
+    Empty documents are left out. Each document has its own ``MAX_NODES`` budget.
+    ``select`` sees the plain top-level pairs of each mapping document
+    (``top_scalars``) and may skip it unbuilt; skipped documents are not returned.
+    ``merge_keys`` accepts YAML merge keys (``<<``), which docker-compose files use.
+    """
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        loader = loader_cls(text)
+    except yaml.YAMLError as err:
+        raise _syntax_error(err, text, source) from None
+    docs: list[Document] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None or (node.tag == "tag:yaml.org,2002:null" and not node.value):
+                continue
+            if select is not None and not select(top_scalars(node)):
+                continue
+            lines: dict[Path_, int] = {(): node.start_mark.line + 1}
+            data = _build(node, (), lines, [MAX_NODES], source, 0, merge_keys)
+            docs.append(Document(source, data, lines))
+    except yaml.YAMLError as err:
+        raise _syntax_error(err, text, source) from None
+    finally:
+        loader.dispose()
+    return docs

@@ -1,0 +1,501 @@
+"""A ``vllm serve`` argument list read the way vLLM's own parser reads it.
+
+vLLM 0.33.0 (``vllm/utils/argparse_utils.py``: ``FlexibleArgumentParser.parse_args``)
+rewrites the arguments before argparse sees them, and argparse then applies its own
+rules. The steps mirrored here, in vLLM's order:
+
+1. ``serve --model M ...``: the first ``--model`` is moved to the front as the
+   positional model;
+2. ``--config FILE`` (two words, exactly) is replaced by the file's keys, inserted after
+   the model and before the other arguments, so the command line wins over the file and
+   the file over the defaults. ``--config=FILE`` is not recognised by that step: argparse
+   stores it and the file is never read;
+3. underscores become dashes in option names (up to the first ``.``); ``-O3`` becomes
+   ``--optimization-level 3``;
+4. dotted options (``--speculative-config.num_speculative_tokens 3``) are merged into one
+   JSON object per option and appended at the end, so they replace an earlier whole value;
+5. argparse: unique prefixes stand for the option, the last occurrence wins, options with
+   ``nargs='+'`` take every following value, a value with a space that starts with ``-``
+   is a positional.
+
+``tests/test_inputs_argv.py`` runs vLLM's real parser on the same arguments. The option
+table is data (``kvconfig/mirror/data/vllm-VERSION/argv.json``, written by
+``tools/argv.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvconfig._suggest import did_you_mean
+from kvconfig.errors import InputError
+from kvconfig.mirror import versions
+
+#: One option string: its destination, how many values it takes ("0", "1", "?", "+")
+#: and, for flags, the value it stores; for valued options "store" or "append"; for
+#: "?" the value stored when none follows.
+OptionSpec = tuple[str, str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ArgNote:
+    """Something vLLM does with the arguments that their text does not show."""
+
+    kind: str
+    """``config-equals-ignored``, ``dotted-replaces``, ``config-value-dropped``,
+    ``repeated``, ``abbreviated`` or ``model-tag-ignored``."""
+    message: str
+    """One sentence, for the report."""
+    key: str = ""
+    """The option concerned, as written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeArgs:
+    """What vLLM's parser makes of a serve argument list."""
+
+    model: str | None
+    """The model vLLM serves (positional, first ``--model``, or the config file's)."""
+    values: Mapping[str, Any]
+    """Destination (dashes, e.g. ``block-size``) to the value argparse stores: the text
+    of the last occurrence, True/False for flags, a list for ``nargs='+'`` options and
+    appended options. JSON options hold their JSON text."""
+    origins: Mapping[str, str]
+    """Destination to where its value came from: ``command line`` or the config file."""
+    config: str | None
+    """The config file that was read, as written."""
+    notes: tuple[ArgNote, ...]
+    """What the arguments do not say by themselves (see ``ArgNote.kind``)."""
+    tokens: tuple[str, ...]
+    """The argument list argparse receives, after vLLM's rewriting."""
+
+
+COMMAND_LINE = "command line"
+
+
+@functools.cache
+def options(version: str) -> Mapping[str, OptionSpec]:
+    """Every option string of ``vllm serve`` in ``version``, hidden ``--no-`` forms too
+    (the release's ``argv.json``)."""
+    path = versions.folder(versions.check(version)) / "argv.json"
+    with path.open(encoding="utf-8") as f:
+        rows = json.load(f)["options"]
+    return {k: (str(v[0]), str(v[1]), v[2]) for k, v in rows.items()}
+
+
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_MODEL_OPTION = re.compile(r"^--model(=.+|$)")
+_SERVED_NAME = re.compile(r"^--served[-_]model[-_]name(=.+|$)")
+_CONFIG_OPTION = re.compile(r"^--config(=.+|$)")
+
+
+def _is_option(token: str) -> bool:
+    """argparse's test: an option string, not a value (``-1`` and ``-`` are values, and
+    so is any text with a space in it)."""
+    if not token.startswith("-") or token == "-":
+        return False
+    if _NEGATIVE_NUMBER.match(token):
+        return False
+    return " " not in token or "=" in token.split(" ", 1)[0]
+
+
+def human_readable_int(text: str) -> int:
+    """vLLM's ``human_readable_int``: ``1k`` is 1000, ``1K`` is 1024; raises ValueError."""
+    text = text.strip()
+    match = _HUMAN_INT.fullmatch(text)
+    if match:
+        number, suffix = match.groups()
+        decimal = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+        if suffix in decimal:
+            return int(float(number) * decimal[suffix])
+        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
+    return int(text)
+
+
+def _dotted_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return human_readable_int(text)
+        except ValueError:
+            return text
+
+
+def _merge(original: dict[str, Any], update: Mapping[str, Any]) -> None:
+    """vLLM's ``recursive_dict_update``: mappings merge, lists concatenate, the rest is replaced."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(original.get(key), dict):
+            _merge(original[key], value)
+        elif isinstance(value, list) and isinstance(original.get(key), list):
+            original[key] = original[key] + value
+        else:
+            original[key] = value
+
+
+def config_tokens(
+    data: Any, table: Mapping[str, OptionSpec], source: str
+) -> tuple[list[str], list[ArgNote]]:
+    """vLLM's ``load_config_file``: a config mapping as command-line words."""
+    if not isinstance(data, dict):
+        raise InputError(
+            "the config file is not a mapping of vllm serve options",
+            source=source,
+            hint="write 'option: value' lines",
+        )
+    out: list[str] = []
+    notes: list[ArgNote] = []
+    for key, value in data.items():
+        if isinstance(value, bool):
+            if value:
+                out.append(f"--{key}")
+            elif (no_key := f"--no-{key}") in table:
+                out.append(no_key)
+            else:
+                dashed = str(key).replace("_", "-")
+                if f"--no-{dashed}" in table:
+                    notes.append(
+                        ArgNote(
+                            "config-value-dropped",
+                            f"{source}: vLLM drops '{key}: false': it looks for the option "
+                            f"--no-{key}, which does not exist (write '{dashed}: false')",
+                            str(key),
+                        )
+                    )
+        elif isinstance(value, list):
+            if value:
+                out.append(f"--{key}")
+                out.extend(str(item) for item in value)
+        elif isinstance(value, dict):
+            out.extend([f"--{key}", json.dumps(value)])
+        else:
+            out.extend([f"--{key}", str(value)])
+    return out, notes
+
+
+ConfigReader = Callable[[str], Any]
+
+
+def _default_reader(base: Path) -> ConfigReader:
+    def read(path: str) -> Any:
+        from kvconfig.load import yamlfile
+
+        full = Path(path) if Path(path).is_absolute() else base / path
+        return yamlfile.load(full, path).data
+
+    return read
+
+
+def parse_serve_args(
+    argv: Sequence[str],
+    *,
+    version: str = "0.33.0",
+    entry: str = "serve",
+    read_config: ConfigReader | None = None,
+    base: Path | None = None,
+    source: str = "<command>",
+) -> ServeArgs:
+    """The options vLLM's parser takes from ``argv`` (the words after ``vllm serve``).
+
+    ``entry`` is ``serve`` (``vllm serve``: positional model, ``--model`` moved to the
+    front) or ``api_server`` (``python -m vllm.entrypoints.openai.api_server`` and
+    launchers that hand the words to vLLM's engine parser: ``--model`` is an option).
+    ``read_config`` returns the data of a ``--config`` file (default: the YAML file,
+    relative to ``base``). Raises InputError where vLLM would refuse the arguments.
+    """
+    table = options(version)
+    notes: list[ArgNote] = []
+
+    def err(message: str, key: str = "", hint: str = "") -> InputError:
+        return InputError(message, source=source, key=key, hint=hint)
+
+    words: list[tuple[str, str]] = [(w, COMMAND_LINE) for w in argv]
+    serve = entry == "serve"
+    if serve:
+        at = next((i for i, (w, _) in enumerate(words) if _MODEL_OPTION.match(w)), None)
+        if at is not None:
+            word = words[at][0]
+            if word == "--model":
+                if at + 1 >= len(words):
+                    raise err("needs a value", "--model", "e.g. --model Qwen/Qwen3-8B")
+                tag, rest = words[at + 1], at + 2
+            else:
+                tag, rest = (word.removeprefix("--model="), COMMAND_LINE), at + 1
+            words = [tag, *words[:at], *words[rest:]]
+        if (
+            words
+            and words[0][0].startswith("-")
+            and not any(_CONFIG_OPTION.match(w) for w, _ in words)
+            and any(_SERVED_NAME.match(w) for w, _ in words)
+        ):
+            raise err(
+                "vLLM refuses --served-model-name without a model as the first argument",
+                "--served-model-name",
+                "put the model first: vllm serve MODEL --served-model-name NAME",
+            )
+    config_path: str | None = None
+    plain = [w for w, _ in words]
+    if "--config" in plain:
+        if plain.count("--config") > 1:
+            raise err("given more than once; vLLM reads one config file", "--config")
+        index = plain.index("--config")
+        if index == len(plain) - 1:
+            raise err("needs a file", "--config", "e.g. --config serve.yaml")
+        config_path = plain[index + 1]
+        if config_path.split(".")[-1] not in ("yaml", "yml"):
+            raise err(
+                f"vLLM reads only .yaml or .yml config files, got {config_path!r}",
+                "--config",
+                "rename the file to .yaml",
+            )
+        reader = read_config or _default_reader(base or Path.cwd())
+        extra, dropped = config_tokens(reader(config_path), table, config_path)
+        notes.extend(dropped)
+        pulled = [(w, config_path) for w in extra]
+        others = [*words[:index], *words[index + 2 :]]
+        if not serve:
+            words = pulled + others
+        else:
+            model_in_cli = bool(others) and not others[0][0].startswith("-")
+            if not model_in_cli and "--model" not in extra:
+                raise err(
+                    "no model given, on the command line or in the config file",
+                    "model",
+                    "vllm serve MODEL --config FILE, or 'model: ...' in the file",
+                )
+            words = [*others[:1], *pulled, *others[1:]] if model_in_cli else [*pulled, *others]
+    for w, _ in words:
+        if w.startswith("--config="):
+            notes.append(
+                ArgNote(
+                    "config-equals-ignored",
+                    f"vLLM 0.33.0 ignores {w}: it reads a config file only from "
+                    "'--config FILE' (two words), so the file's options never arrive "
+                    "(vLLM issue #43252)",
+                    "--config",
+                )
+            )
+
+    # underscores to dashes in option names; -O3 to --optimization-level 3
+    processed: list[tuple[str, str]] = []
+    for i, (w, origin) in enumerate(words):
+        if w.startswith("--"):
+            key, eq, value = w.partition("=")
+            head, dot, tail = key[2:].partition(".")
+            processed.append((f"--{head.replace('_', '-')}{dot}{tail}{eq}{value}", origin))
+        elif w.startswith("-O") and w != "-O":
+            level = w[3:] if w[2] == "=" else w[2:]
+            processed += [("--optimization-level", origin), (level, origin)]
+        elif w == "-O" and i + 1 < len(words) and words[i + 1][0] in ("0", "1", "2", "3"):
+            processed.append(("--optimization-level", origin))
+        else:
+            processed.append((w, origin))
+
+    # dotted options, merged per option and appended as JSON
+    dotted: dict[str, dict[str, Any]] = {}
+    dotted_origin: dict[str, str] = {}
+    skip: set[int] = set()
+    for i, (w, origin) in enumerate(processed):
+        if i in skip or not w.startswith("-") or "." not in w:
+            continue
+        if "=" in w:
+            name, value = w.split("=", 1)
+            if "." not in name:
+                continue
+        else:
+            if i + 1 >= len(processed):
+                raise err("needs a value", w, f"e.g. {w} VALUE")
+            name, value = w, processed[i + 1][0]
+            skip.add(i + 1)
+        parsed: Any
+        if name.endswith("+"):
+            name = name[:-1]
+            parsed = value.split(",")
+        else:
+            parsed = _dotted_value(value)
+        head, *keys = name.split(".")
+        nested: Any = parsed
+        for key in reversed(keys):
+            nested = {key: nested}
+        _merge(dotted.setdefault(head, {}), nested)
+        if dotted_origin.get(head) != COMMAND_LINE:
+            dotted_origin[head] = origin
+        skip.add(i)
+    tokens = [p for i, p in enumerate(processed) if i not in skip]
+    for head, merged in dotted.items():
+        tokens += [(head, dotted_origin[head]), (json.dumps(merged), dotted_origin[head])]
+
+    # argparse
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    seen: dict[str, list[tuple[str, str]]] = {}
+    positionals: list[tuple[str, str]] = []
+    i = 0
+    only_positionals = False
+    while i < len(tokens):
+        w, origin = tokens[i]
+        i += 1
+        if only_positionals or not _is_option(w):
+            positionals.append((w, origin))
+            continue
+        if w == "--":
+            only_positionals = True
+            continue
+        name, eq, inline = w.partition("=") if w.startswith("--") or "=" in w else (w, "", "")
+        spec = table.get(name)
+        if spec is None and name.startswith("--"):
+            matches = sorted(o for o in table if o.startswith(name))
+            if len(matches) > 1:
+                shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+                raise err(f"ambiguous option: {name} could match {shown}", name)
+            if len(matches) == 1:
+                notes.append(ArgNote("abbreviated", f"vLLM reads {name} as {matches[0]}", name))
+                name, spec = matches[0], table[matches[0]]
+        if spec is None:
+            longs = [o for o in table if o.startswith("--") and not o.startswith("--no-")]
+            raise err(
+                f"unknown vLLM {version} option {name!r}",
+                name,
+                did_you_mean(name, longs) or "see 'vllm serve --help'",
+            )
+        dest, nargs, third = spec
+        stored: Any
+        if nargs == "0":
+            if eq:
+                raise err(f"{name} takes no value, got {inline!r}", name, f"write {name} alone")
+            stored = third
+        elif nargs in ("1", "?"):
+            if eq:
+                stored = inline
+            elif i < len(tokens) and not _is_option(tokens[i][0]):
+                stored = tokens[i][0]
+                i += 1
+            elif nargs == "?":
+                stored = third
+            else:
+                raise err("needs a value", name, f"e.g. {name} VALUE")
+        else:  # "+": every following value
+            taken = [inline] if eq else []
+            while i < len(tokens) and not _is_option(tokens[i][0]):
+                taken.append(tokens[i][0])
+                i += 1
+            if not taken:
+                raise err("needs at least one value", name, f"e.g. {name} VALUE")
+            stored = taken
+        key = dest.replace("_", "-")
+        if third == "append":
+            values[key] = [*values.get(key, []), stored]
+        else:
+            values[key] = stored
+        origins[key] = origin
+        seen.setdefault(key, []).append((name, origin))
+
+    model: str | None = None
+    if positionals:
+        first, origin = positionals[0]
+        if len(positionals) > 1:
+            extra_word = positionals[1][0]
+            hint = "vllm serve takes one model; options start with --"
+            if extra_word.startswith("-") and " " in extra_word:
+                hint = (
+                    f"{extra_word!r} is one argument with a space in it: split it in two, "
+                    f"or write {extra_word.split(' ', 1)[0]}=VALUE"
+                )
+            raise err(f"vLLM refuses unrecognized arguments: {extra_word}", "", hint)
+        if serve:
+            model = first
+            origins["model"] = origin
+        else:
+            notes.append(
+                ArgNote(
+                    "model-tag-ignored",
+                    f"the positional {first!r} is not read by this entry point; it serves --model",
+                    first,
+                )
+            )
+    if model is None and isinstance(values.get("model"), str):
+        model = values["model"]
+    dotted_dests = {table[h][0].replace("_", "-") for h in dotted if h in table}
+    for key, occurrences in seen.items():
+        cli = [name for name, origin in occurrences if origin == COMMAND_LINE]
+        if key in dotted_dests and len(occurrences) > 1:
+            notes.append(
+                ArgNote(
+                    "dotted-replaces",
+                    f"the dotted --{key}.* options replace the whole --{key} given "
+                    "before them: vLLM 0.33.0 appends them as a new value and the last "
+                    "value wins",
+                    f"--{key}",
+                )
+            )
+        elif len(cli) > 1 and third_is_not_append(table, occurrences[0][0]):
+            notes.append(
+                ArgNote(
+                    "repeated",
+                    f"--{key} is given {len(cli)} times; vLLM uses the last",
+                    f"--{key}",
+                )
+            )
+    return ServeArgs(
+        model=model,
+        values=values,
+        origins=origins,
+        config=config_path,
+        notes=tuple(notes),
+        tokens=tuple(w for w, _ in tokens),
+    )
+
+
+def third_is_not_append(table: Mapping[str, OptionSpec], name: str) -> bool:
+    """Whether repeating option ``name`` replaces its value (not an appending option)."""
+    spec = table.get(name)
+    return spec is None or spec[2] != "append"
+
+
+def argv_from_kwargs(kwargs: Mapping[str, Any], version: str = "0.33.0") -> list[str]:
+    """Engine keyword arguments (``engine_kwargs``) as the serve words that set them.
+
+    True and False become the flag that stores them, None is left out (the default),
+    mappings become JSON, lists one word per item for ``nargs='+'`` options.
+    """
+    table = options(version)
+    out: list[str] = []
+    for raw_key, value in kwargs.items():
+        option = "--" + str(raw_key).replace("_", "-")
+        spec = table.get(option)
+        if value is None:
+            continue
+        if isinstance(value, bool) and spec is not None and spec[1] == "0":
+            if spec[2] is value:
+                out.append(option)
+                continue
+            dest = spec[0]
+            flip = next(
+                (o for o, s in table.items() if s[0] == dest and s[1] == "0" and s[2] is value),
+                None,
+            )
+            if flip is not None:
+                out.append(flip)
+            continue
+        if isinstance(value, (dict, list)) and not (
+            isinstance(value, list) and spec is not None and spec[1] == "+"
+        ):
+            out += [option, json.dumps(value)]
+        elif isinstance(value, list):
+            out += [option, *(_word(v) for v in value)]
+        else:
+            out += [option, _word(value)]
+    return out
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

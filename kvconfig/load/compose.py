@@ -1,0 +1,383 @@
+"""docker-compose files: the vLLM services and their command lines.
+
+Compose (the Compose Specification, ``compose-spec/compose-spec``) first interpolates
+``${VAR}``, ``${VAR:-default}``, ``${VAR-default}``, ``${VAR:?message}``,
+``${VAR:+alt}`` and ``$VAR`` in every value, from the shell environment and the ``.env``
+file beside the compose file (``$$`` is a literal ``$``). A service's command line is its
+``entrypoint`` (or the image's: ``vllm serve`` for the ``vllm/vllm-openai`` images)
+followed by its ``command``; either may be a list or a string, which compose splits with
+shell quoting rules but does not run in a shell. ``environment`` (a list of ``KEY=VALUE``
+or a mapping) and ``env_file`` give the container's variables; bind mounts
+(``volumes: [./models:/models]``) are recorded so paths inside the container can be
+mapped back to this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kvconfig.errors import InputError
+from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.engines import (
+    Engine,
+    Note,
+    check_words,
+    image_version,
+    is_vllm_image,
+    server_start,
+)
+
+MAX_ENV_FILE_BYTES = 256 * 1024
+"""Largest ``.env`` or ``env_file`` kvconfig reads."""
+
+_VAR = re.compile(r"\$(\$|\{|[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def read_env_file(path: Path, source: str) -> dict[str, str] | None:
+    """A ``KEY=VALUE`` file (comments, ``export``, quotes), or None when it does not exist."""
+    if not path.is_file():
+        return None
+    text = _yaml.decode(_yaml.read_bytes(path, source, MAX_ENV_FILE_BYTES, what="env file"), source)
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        row = raw.strip()
+        if not row or row.startswith("#"):
+            continue
+        name, eq, value = row.removeprefix("export ").strip().partition("=")
+        if not eq:
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        out[name.strip()] = value
+    return out
+
+
+class Interpolation:
+    """Compose's variable interpolation, from a fixed set of variables."""
+
+    def __init__(self, variables: Mapping[str, str], source: str) -> None:
+        self.variables = variables
+        self.source = source
+        self.unset: list[str] = []
+
+    def text(self, value: str, line: int | None, key: str) -> str:
+        out: list[str] = []
+        i = 0
+        while i < len(value):
+            c = value[i]
+            if c != "$":
+                out.append(c)
+                i += 1
+                continue
+            nxt = value[i + 1 : i + 2]
+            if nxt == "$":
+                out.append("$")
+                i += 2
+                continue
+            if nxt == "{":
+                depth, j = 1, i + 2
+                while j < len(value) and depth:
+                    depth += {"{": 1, "}": -1}.get(value[j], 0)
+                    j += 1
+                if depth:
+                    raise InputError(
+                        f"unterminated ${{ in {value!r}",
+                        source=self.source,
+                        line=line,
+                        key=key,
+                        hint="close it with }, or write $$ for a literal $",
+                    )
+                out.append(self._expr(value[i + 2 : j - 1], line, key))
+                i = j
+                continue
+            m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", value[i + 1 :])
+            if m:
+                out.append(self._value(m.group(0), line, key))
+                i += 1 + m.end()
+                continue
+            out.append(c)
+            i += 1
+        return "".join(out)
+
+    def _value(self, name: str, line: int | None, key: str) -> str:
+        if name in self.variables:
+            return self.variables[name]
+        if name not in self.unset:
+            self.unset.append(name)
+        return ""
+
+    def _expr(self, expr: str, line: int | None, key: str) -> str:
+        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])(.*))?$", expr, re.S)
+        if m is None:
+            raise InputError(
+                f"invalid interpolation ${{{expr}}}",
+                source=self.source,
+                line=line,
+                key=key,
+                hint="write ${NAME}, ${NAME:-default} or $$ for a literal $",
+            )
+        name, op, arg = m.group(1), m.group(2), m.group(3) or ""
+        is_set = name in self.variables
+        value = self.variables.get(name, "")
+        if not op:
+            return self._value(name, line, key)
+        present = is_set and (bool(value) or not op.startswith(":"))
+        kind = op[-1]
+        if kind == "-":
+            return value if present else self.text(arg, line, key)
+        if kind == "+":
+            return self.text(arg, line, key) if present else ""
+        if not present:
+            raise InputError(
+                f"${{{name}}} is required: {arg or 'it is not set'}",
+                source=self.source,
+                line=line,
+                key=key,
+                hint=f"set {name} in the .env file beside the compose file",
+            )
+        return value
+
+    def walk(self, node: Any, doc: _yaml.Document, path: tuple[str | int, ...]) -> Any:
+        if isinstance(node, str):
+            return self.text(node, doc.line(*path), _field(path))
+        if isinstance(node, dict):
+            return {k: self.walk(v, doc, (*path, k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self.walk(v, doc, (*path, i)) for i, v in enumerate(node)]
+        return node
+
+
+def _words(value: Any, doc: _yaml.Document, path: tuple[str | int, ...], key: str) -> list[str]:
+    from kvconfig.load import shell
+
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return shell.split_words(value, source=doc.source, line=doc.line(*path), key=key)
+    if isinstance(value, list):
+        return ["" if v is None else str(v) for v in value]
+    raise InputError(
+        f"{path[-1]}: expected a string or a list, got {value!r}",
+        source=doc.source,
+        line=doc.line(*path),
+        key=key,
+        hint=f'write {path[-1]}: ["..."]',
+    )
+
+
+def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Engine]:
+    """One engine per service that starts a vLLM server."""
+    from kvconfig.load import shell
+
+    dotenv = read_env_file(base / ".env", str(Path(doc.source).parent / ".env")) or {}
+    interp = Interpolation({**dotenv, **env}, doc.source)
+    services = doc.data["services"]
+    out: list[Engine] = []
+    found: list[str] = []
+    for sname, raw in services.items():
+        if not isinstance(raw, dict):
+            continue
+        path: tuple[str | int, ...] = ("services", sname)
+        label = f"compose/{sname}"
+        interp.unset = []
+        svc = interp.walk(raw, doc, path)
+        line = doc.line(*path)
+        image = svc.get("image") if isinstance(svc.get("image"), str) else None
+        entrypoint = _words(svc.get("entrypoint"), doc, (*path, "entrypoint"), label)
+        command = _words(svc.get("command"), doc, (*path, "command"), label)
+        variables, unknown, sources = _environment(svc, doc, path, base, label)
+        if entrypoint:
+            words = entrypoint + command
+        elif is_vllm_image(image):
+            words = ["vllm", "serve", *command]
+        else:
+            words = command
+        starts: list[tuple[tuple[str, str, list[str]], shell.Command | None]] = []
+        if (
+            words
+            and Path(words[0]).name in ("sh", "bash")
+            and len(words) > 2
+            and words[1] in ("-c", "-lc", "-ec")
+        ):
+            env_for_shell: dict[str, str | None] = {**variables, **{n: None for n in unknown}}
+            for cmd in shell.commands(
+                words[2], env_for_shell, words[3:], unknown_rest=bool(sources),
+                source=doc.source, line=doc.line(*path, "command") or line, key=label,
+            ):  # fmt: skip
+                start = server_start(cmd.words)
+                if start is not None:
+                    starts.append((start, cmd))
+        else:
+            start = server_start(words)
+            if start is not None:
+                starts.append((start, None))
+        if not starts:
+            found.append(f"{label} runs {' '.join(words[:2]) or 'its image'}")
+            continue
+        if len(starts) > 1:
+            raise InputError(
+                "two candidate vLLM commands in one service; kvconfig cannot tell which one runs",
+                source=doc.source,
+                line=line,
+                key=label,
+                hint="run each vLLM server in its own service",
+            )
+        (entry, parser, argv), script_cmd = starts[0]
+        check_words(argv, doc.source, line, label)
+        notes: list[Note] = []
+        for name in interp.unset:
+            notes.append(
+                Note(
+                    "unset-variable",
+                    f"${{{name}}} is not set in .env beside the file: compose substitutes "
+                    "an empty string",
+                    line,
+                    name,
+                )
+            )
+        run_env = dict(variables)
+        if script_cmd is not None:
+            run_env.update({k: v for k, v in script_cmd.env.items() if v is not None})
+            for i, what in script_cmd.unknown:
+                notes.append(
+                    Note(
+                        "unknown-value",
+                        f"{what} in argument {i + 1} is only known at run time",
+                        line,
+                    )
+                )
+        if entry == "dynamo.vllm":
+            from kvconfig.load import dynamo
+
+            split = dynamo.split_args(argv, line)
+            argv, defaults = split.argv, split.defaults
+            notes += split.notes
+        else:
+            defaults = {}
+        version, vnotes = image_version(image, doc.line(*path, "image") or line)
+        notes += vnotes
+        gpus = _gpu_count(svc)
+        out.append(
+            Engine(
+                name=label,
+                source=doc.source,
+                line=line,
+                argv=tuple(argv),
+                entry=entry
+                if entry != "vllm serve" or entrypoint or not is_vllm_image(image)
+                else "image entry point",
+                parser=parser,
+                env=run_env,
+                env_unknown=tuple(unknown),
+                env_from=tuple(sources),
+                vllm_version=version,
+                image=image,
+                parallelism={"gpus": gpus} if gpus else {},
+                mounts=tuple(_mounts(svc, base)),
+                defaults=defaults,
+                base=str(base),
+                notes=tuple(notes),
+            )
+        )
+    if not out:
+        raise InputError(
+            "no vLLM service found" + (f": {'; '.join(found[:3])}" if found else ""),
+            source=doc.source,
+            line=doc.line("services"),
+            hint="kvconfig reads services whose command starts 'vllm serve' (or a "
+            "vllm/vllm-openai image given only command)",
+        )
+    return out
+
+
+def _environment(
+    svc: Mapping[str, Any], doc: _yaml.Document, path: tuple[str | int, ...], base: Path, label: str
+) -> tuple[dict[str, str], list[str], list[str]]:
+    """(variables, names without a value here, env files that could not be read)."""
+    variables: dict[str, str] = {}
+    unknown: list[str] = []
+    sources: list[str] = []
+    files = svc.get("env_file")
+    for item in [files] if isinstance(files, (str, dict)) else files or []:
+        name = item.get("path") if isinstance(item, dict) else item
+        if not isinstance(name, str):
+            continue
+        read = read_env_file(base / name, name)
+        if read is None:
+            sources.append(f"env_file {name}")
+        else:
+            variables.update(read)
+    env = svc.get("environment")
+    if isinstance(env, dict):
+        for k, v in env.items():
+            if v is None:
+                unknown.append(str(k))
+            else:
+                variables[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+    elif isinstance(env, list):
+        for item in env:
+            name, eq, value = str(item).partition("=")
+            if eq:
+                variables[name] = value
+            else:
+                unknown.append(name)
+    elif env is not None:
+        raise InputError(
+            "environment: expected a list of KEY=VALUE or a mapping",
+            source=doc.source,
+            line=doc.line(*path, "environment"),
+            key=label,
+            hint="write environment: {KEY: VALUE}",
+        )
+    return variables, unknown, sources
+
+
+def _gpu_count(svc: Mapping[str, Any]) -> int | None:
+    deploy = svc.get("deploy")
+    res = deploy.get("resources") if isinstance(deploy, dict) else None
+    reservations = res.get("reservations") if isinstance(res, dict) else None
+    devices = reservations.get("devices") if isinstance(reservations, dict) else None
+    for device in devices if isinstance(devices, list) else []:
+        if isinstance(device, dict):
+            count = device.get("count")
+            if isinstance(count, int):
+                return count
+            ids = device.get("device_ids")
+            if isinstance(ids, list):
+                return len(ids)
+    return None
+
+
+def _mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for item in svc.get("volumes") or []:
+        if isinstance(item, str):
+            parts = item.split(":")
+            if len(parts) >= 2 and parts[0].startswith((".", "/", "~")):
+                host = Path(parts[0]).expanduser()
+                out.append(
+                    (parts[1], os.path.normpath(host if host.is_absolute() else base / host))
+                )
+        elif isinstance(item, dict) and item.get("type") == "bind":
+            host = Path(str(item.get("source", ""))).expanduser()
+            out.append(
+                (str(item.get("target", "")), str(host if host.is_absolute() else base / host))
+            )
+    return out
+
+
+def _field(path: tuple[str | int, ...]) -> str:
+    """``compose/vllm: command[0]`` for ``("services", "vllm", "command", 0)``."""
+    if len(path) >= 2 and path[0] == "services":
+        rest = ""
+        for part in path[2:]:
+            rest += f"[{part}]" if isinstance(part, int) else (f".{part}" if rest else str(part))
+        return f"compose/{path[1]}: {rest}" if rest else f"compose/{path[1]}"
+    return ".".join(str(p) for p in path)

@@ -1,0 +1,241 @@
+"""NVIDIA Dynamo: ``DynamoGraphDeployment`` resources and ``python -m dynamo.vllm``.
+
+A ``DynamoGraphDeployment`` lists services under ``spec.services``; each vLLM worker's
+container is ``extraPodSpec.mainContainer`` (``command`` and ``args``, or, in older
+manifests, one ``args`` string the operator runs with ``/bin/sh -c``), its environment
+``spec.envs`` and the service's ``envs``, its GPU count ``resources.limits.gpu``, its role
+``subComponentType`` (``prefill``/``decode``).
+
+``python -m dynamo.vllm`` (``components/src/dynamo/vllm/args.py``) reads its own
+options with ``parse_known_args`` and hands every other word to vLLM's engine argument
+parser (``--model`` is an option there). After parsing it sets ``block_size`` to 16 and
+``enable_prefix_caching`` to true when vLLM's arguments leave them unset; the engine
+records those as ``defaults``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kvconfig.load.engines import Engine, Note, mapping
+
+if TYPE_CHECKING:
+    from kvconfig.load.kubernetes import Found, Resource
+
+#: Dynamo's own options (runtime and vLLM wrapper groups) and how many words each takes:
+#: 0 (flag; ``--no-`` forms included), 1, "?" (optional value) or "*" (any number).
+#: From ai-dynamo/dynamo ``components/src/dynamo/common/configuration/groups/runtime_args.py``
+#: and ``components/src/dynamo/vllm/backend_args.py``.
+DYNAMO_OPTIONS: dict[str, int | str] = {
+    **{f"--{n}": 1 for n in (
+        "namespace", "endpoint", "kv-state-endpoint", "discovery-backend", "request-plane",
+        "response-plane", "event-plane", "dyn-tool-call-parser", "dyn-reasoning-parser",
+        "dyn-default-thinking-mode", "dyn-structural-tag-scope", "dyn-structural-tag-schema",
+        "custom-jinja-template", "endpoint-types", "dyn-endpoint-types", "dump-config-to",
+        "multimodal-embedding-cache-capacity-gb", "media-output-fs-url",
+        "media-output-http-url", "health-check-payload", "engine-request-limit",
+        "tcp-tls-cert-path", "tcp-tls-key-path", "tcp-tls-ca-cert-path", "tcp-tls-server-name",
+        "tcp-tls-handshake-timeout", "tcp-tls-client-cert-path", "tcp-tls-client-key-path",
+        "tcp-tls-client-ca-cert-path", "nats-tls-ca-cert-path", "nats-tls-client-cert-path",
+        "nats-tls-client-key-path", "disaggregation-mode", "mm-prompt-template",
+        "custom-encoder-class", "embedding-transfer-mode", "model-express-url",
+        "benchmark-mode", "prefill-max-new-token-samples", "prefill-max-kv-read-token-samples",
+        "decode-max-kv-read-token-samples", "decode-max-batch-size-samples",
+        "prefix-max-batch-size-samples", "benchmark-prefill-granularity",
+        "benchmark-prefill-kv-read-granularity", "benchmark-prefill-batch-granularity",
+        "benchmark-decode-length-granularity", "benchmark-decode-batch-granularity",
+        "benchmark-warmup-iterations", "benchmark-output-path", "benchmark-timeout",
+        "sleep-mode-level", "stage-configs-path",
+    )},
+    **{f"--{p}{n}": 0 for n in (
+        "fpm-trace", "exclude-tools-when-tool-choice-none", "dyn-enable-structural-tag",
+        "multimodal-embedding-cache-publisher", "tcp-tls-insecure", "nats-tls-insecure",
+        "is-prefill-worker", "is-decode-worker", "use-vllm-tokenizer", "route-to-encoder",
+        "multimodal-encode-worker", "multimodal-worker", "multimodal-decode-worker",
+        "enable-multimodal", "enable-rl", "frontend-decoding", "embedding-worker", "headless",
+        "gms-shadow-mode", "omni",
+    ) for p in ("", "no-")},
+    "--dyn-structural-tag": "?",
+    "--connector": "*",
+    "--output-modalities": "*",
+}  # fmt: skip
+
+#: What ``dynamo.vllm`` sets when vLLM's arguments leave it unset (``args.py``:
+#: ``update_engine_config_with_dynamo``), by destination.
+DYNAMO_DEFAULTS: dict[str, Any] = {"block-size": "16", "enable-prefix-caching": True}
+
+
+@dataclass
+class Split:
+    """The words ``dynamo.vllm`` passes to vLLM, and what its own options say."""
+
+    argv: list[str]
+    role: str | None = None
+    notes: list[Note] = field(default_factory=list)
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+def split_args(words: Sequence[str], line: int | None = None) -> Split:
+    """``python -m dynamo.vllm WORDS``: vLLM's words, Dynamo's role, and its defaults."""
+    from kvconfig.load.argv import options
+
+    vllm = options("0.33.0")
+    out: list[str] = []
+    role: str | None = None
+    notes: list[Note] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        i += 1
+        name, eq, inline = w.partition("=")
+        arity = DYNAMO_OPTIONS.get(name) if name.startswith("--") else None
+        if arity is None:
+            out.append(w)
+            continue
+        values: list[str] = [inline] if eq else []
+        if not eq and arity in (1, "?") and i < len(words) and not words[i].startswith("-"):
+            values.append(words[i])
+            i += 1
+        elif not eq and arity == "*":
+            while i < len(words) and not words[i].startswith("-"):
+                values.append(words[i])
+                i += 1
+        if name == "--disaggregation-mode" and values and values[0] in ("prefill", "decode"):
+            role = values[0]
+        elif name == "--is-prefill-worker":
+            role = "prefill"
+        elif name == "--is-decode-worker":
+            role = "decode"
+        if name in vllm:
+            notes.append(
+                Note(
+                    "not-read",
+                    f"{name} is an option of dynamo.vllm itself: vLLM does not see it",
+                    line,
+                    name,
+                )
+            )
+    defaults = dict(DYNAMO_DEFAULTS)
+    notes.append(
+        Note(
+            "launcher-default",
+            "dynamo.vllm sets block size 16 and turns prefix caching on when vLLM's "
+            "arguments leave them unset",
+            line,
+            "dynamo.vllm",
+        )
+    )
+    return Split(out, role, notes, defaults)
+
+
+def engines(
+    res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
+) -> list[Engine]:
+    """The vLLM workers of a ``DynamoGraphDeployment``: one engine per service."""
+    from kvconfig.load.kubernetes import Pod, read_container
+
+    data = res.data
+    spec = data.get("spec")
+    services = spec.get("services") if isinstance(spec, dict) else None
+    meta = mapping(data.get("metadata"))
+    rname = f"DynamoGraphDeployment/{meta.get('name', 'unnamed')}"
+    out: list[Engine] = []
+    if not isinstance(services, dict):
+        return out
+    global_env = _envs(spec.get("envs"))
+    for sname, service in services.items():
+        if not isinstance(service, dict):
+            continue
+        extra = mapping(service.get("extraPodSpec"))
+        main = extra.get("mainContainer")
+        if not isinstance(main, dict):
+            continue
+        container = dict(main)
+        container.setdefault("name", "main")
+        if (
+            "command" not in container
+            and isinstance(container.get("args"), list)
+            and len(container["args"]) == 1
+            and " " in str(container["args"][0])
+        ):
+            container["command"] = ["/bin/sh", "-c"]
+        env = {**global_env, **_envs(service.get("envs"))}
+        unknown = (
+            [f"envFromSecret {service['envFromSecret']}"] if service.get("envFromSecret") else []
+        )
+        pod_spec = {k: v for k, v in extra.items() if k != "mainContainer"}
+        pod_spec["containers"] = [container]
+        path = ("spec", "services", sname, "extraPodSpec")
+        role = service.get("subComponentType")
+        pod = Pod(
+            _Shim(res, path, pod_spec, (*path, "mainContainer")),  # type: ignore[arg-type]
+            (),
+            f"{rname}/{sname}",
+            role=role if role in ("prefill", "decode") else None,
+            block_lines=block_lines,
+        )
+        limits = (
+            service.get("resources", {}).get("limits")
+            if isinstance(service.get("resources"), dict)
+            else None
+        )
+        if isinstance(limits, dict) and str(limits.get("gpu", "")).isdigit():
+            pod.parallelism["gpus"] = int(limits["gpu"])
+        multinode = service.get("multinode")
+        if isinstance(multinode, dict) and isinstance(multinode.get("nodeCount"), int):
+            pod.parallelism["nodes"] = multinode["nodeCount"]
+        if isinstance(service.get("replicas"), int):
+            pod.parallelism["replicas"] = service["replicas"]
+        engines_here = read_container(pod, 0, base, found, env_base=env)
+        from dataclasses import replace
+
+        out.extend(
+            replace(e, env_from=(*e.env_from, *unknown)) if unknown else e for e in engines_here
+        )
+    return out
+
+
+def _envs(items: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and "value" in item:
+            out[item["name"]] = str(item["value"])
+    return out
+
+
+class _Shim:
+    """A view of a synthetic pod spec whose lines are those of the real resource."""
+
+    def __init__(
+        self,
+        res: Resource,
+        path: tuple[str | int, ...],
+        pod_spec: dict[str, Any],
+        container_at: tuple[str | int, ...],
+    ) -> None:
+        self.res = res
+        self.path = path
+        self._data = pod_spec
+        self.doc = res.doc
+        self.container_at = container_at
+
+    @property
+    def data(self) -> Any:
+        return self._data
+
+    @property
+    def source(self) -> str:
+        return self.res.source
+
+    def line(self, *path: str | int) -> int | None:
+        if path[:2] == ("containers", 0):
+            return self.res.line(*self.container_at, *path[2:])
+        return self.res.line(*self.path, *path)
+
+    def err(self, message: str, path: Sequence[str | int], key: str, hint: str) -> Any:
+        from kvconfig.errors import InputError
+
+        return InputError(message, source=self.source, line=self.line(*path), key=key, hint=hint)

@@ -1,0 +1,187 @@
+"""KServe ``LLMInferenceService``: the vLLM command its well-known presets build.
+
+KServe merges the resource over an ``LLMInferenceServiceConfig`` preset
+(``config/llmisvcconfig/`` in kserve/kserve). The presets run, in the main container,
+``vllm serve /mnt/models --served-model-name NAME --port PORT`` with
+``--tensor-parallel-size`` from ``spec.parallelism.tensor``, then the words of the
+``VLLM_ADDITIONAL_ARGS`` variable, then the container's ``args``. With ``spec.prefill``
+the main workload is the decode pool and ``spec.prefill`` a second engine with its own
+parallelism and template; with ``spec.worker`` the presets add the data-parallel
+options. ``spec.kvCacheOffloading`` adds an ``OffloadingConnector``
+``--kv-transfer-config``. The model is downloaded from ``spec.model.uri`` to
+``/mnt/models`` (``model_uri``). A main container that sets its own ``command`` is read
+as any Kubernetes container.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kvconfig.load.engines import Engine, listing, mapping
+
+if TYPE_CHECKING:
+    from kvconfig.load.kubernetes import Found, Resource
+
+MODEL_DIR = "/mnt/models"
+"""Where KServe's storage initializer puts the model."""
+
+PRESET_ENV = {"HOME": "/home", "VLLM_LOGGING_LEVEL": "INFO", "HF_HUB_CACHE": "/models"}
+"""The environment the presets give the main container."""
+
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+_UNITS = {
+    None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}  # fmt: skip
+
+
+def quantity_bytes(value: Any) -> int | None:
+    """A Kubernetes quantity (``10Gi``, ``500M``) in bytes, or None."""
+    m = _QUANTITY.match(str(value).strip())
+    if m is None:
+        return None
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def engines(
+    res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
+) -> list[Engine]:
+    """The engines of an ``LLMInferenceService``: the main workload and ``spec.prefill``."""
+    data = res.data
+    spec = mapping(data.get("spec"))
+    meta = mapping(data.get("metadata"))
+    name = str(meta.get("name", "unnamed"))
+    namespace = str(meta.get("namespace", "default"))
+    model = mapping(spec.get("model"))
+    served = str(model.get("name") or name)
+    uri = model.get("uri") if isinstance(model.get("uri"), str) else None
+    prefill = spec.get("prefill") if isinstance(spec.get("prefill"), dict) else None
+    out: list[Engine] = []
+    roles: list[tuple[str | None, dict[str, Any], tuple[str, ...]]] = [
+        ("decode" if prefill else None, spec, ("spec",))
+    ]
+    if prefill is not None:
+        roles.append(("prefill", prefill, ("spec", "prefill")))
+    for role, workload, path in roles:
+        words = [MODEL_DIR, "--served-model-name", served]
+        if role != "prefill":
+            words.append(f"publishers/{namespace}/models/{served}")
+        port = "8001" if role == "decode" or workload.get("worker") else "8000"
+        words += ["--port", port]
+        kv = spec.get("kvCacheOffloading")
+        if isinstance(kv, dict) and quantity_bytes(kv.get("cpu")) is not None:
+            extra = {
+                "spec_name": "TieringOffloadingSpec",
+                "cpu_bytes_to_use": quantity_bytes(kv["cpu"]),
+            }
+            if kv.get("evictionPolicy"):
+                extra["eviction_policy"] = kv["evictionPolicy"]
+            words += [
+                "--kv-transfer-config",
+                json.dumps(
+                    {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+                     "kv_connector_extra_config": extra},
+                    separators=(",", ":"),
+                ),
+            ]  # fmt: skip
+        par = mapping(workload.get("parallelism"))
+        parallelism: dict[str, int] = {}
+        for field, flag in (("tensor", "--tensor-parallel-size"),):
+            value = _int(par.get(field))
+            if value:
+                words += [flag, str(value)]
+                parallelism[field] = value
+        if workload.get("worker"):
+            if par.get("expert"):
+                words.append("--enable-expert-parallel")
+            words += ["--data-parallel-size", str(_int(par.get("data")) or 1)]
+            words += ["--data-parallel-size-local", str(_int(par.get("dataLocal")) or 1)]
+        for field in ("data", "dataLocal", "pipeline"):
+            value = _int(par.get(field))
+            if value:
+                parallelism["data_local" if field == "dataLocal" else field] = value
+        if isinstance(workload.get("replicas"), int):
+            parallelism["replicas"] = workload["replicas"]
+        out.extend(
+            _main_container(
+                res, base, found, block_lines, workload, path, words, role, parallelism, name, uri
+            )
+        )
+    return out
+
+
+def _main_container(  # noqa: PLR0917 (one call site, many facts)
+    res: Resource,
+    base: Path,
+    found: list[Found],
+    block_lines: frozenset[int],
+    workload: dict[str, Any],
+    path: tuple[str, ...],
+    preset: list[str],
+    role: str | None,
+    parallelism: dict[str, int],
+    name: str,
+    uri: str | None,
+) -> list[Engine]:
+    from kvconfig.load import shell
+    from kvconfig.load.kubernetes import Pod, container_env, read_container
+
+    template = mapping(workload.get("template"))
+    containers = listing(template.get("containers"))
+    index = next(
+        (i for i, c in enumerate(containers) if isinstance(c, dict) and c.get("name") == "main"),
+        None,
+    )
+    label = f"LLMInferenceService/{name}" + ("/prefill" if role == "prefill" else "")
+    tpath = (*path, "template")
+    if index is not None and containers[index].get("command"):
+        pod = Pod(res, tpath, label, role=role, parallelism=parallelism, block_lines=block_lines)
+        return [replace(e, model_uri=uri) for e in read_container(pod, index, base, found)]
+    container: dict[str, Any] = dict(containers[index]) if index is not None else {"name": "main"}
+    pod_spec = {**template, "containers": [container]}
+    env_line = res.line(*tpath, "containers", index or 0)
+    for k, item in enumerate(listing(container.get("env"))):
+        if isinstance(item, dict) and item.get("name") == "VLLM_ADDITIONAL_ARGS":
+            env_line = res.line(*tpath, "containers", index or 0, "env", k) or env_line
+    env = container_env(container, res, (*tpath, "containers", index or 0), label)
+    additional = env.known.get("VLLM_ADDITIONAL_ARGS", "")
+    extra_words = shell.split_words(
+        additional, source=res.source, line=env_line, key=f"{label}: VLLM_ADDITIONAL_ARGS"
+    )
+    args = [str(a) for a in container.get("args") or []]
+    container["args"] = [*preset, *extra_words, *args]
+    container["command"] = ["vllm", "serve"]
+    from kvconfig.load.dynamo import _Shim
+
+    container_at: tuple[str | int, ...] = (
+        (*tpath, "containers", index) if index is not None else path
+    )
+    shim = _Shim(res, tpath, pod_spec, container_at)
+    pod = Pod(shim, (), label, role=role, parallelism=parallelism, block_lines=block_lines)  # type: ignore[arg-type]
+    out = []
+    for engine in read_container(pod, 0, base, found, entry_label="kserve", env_base=PRESET_ENV):
+        unknown = tuple(n for n in engine.env_unknown if n != "VLLM_ADDITIONAL_ARGS")
+        notes = engine.notes
+        if "VLLM_ADDITIONAL_ARGS" in engine.env_unknown:
+            from kvconfig.load.engines import Note
+
+            notes = (
+                *notes,
+                Note(
+                    "unknown-value",
+                    "VLLM_ADDITIONAL_ARGS comes from a Secret or ConfigMap: its vLLM "
+                    "arguments are only known at run time",
+                    env_line,
+                    "VLLM_ADDITIONAL_ARGS",
+                ),
+            )
+        out.append(replace(engine, model_uri=uri, env_unknown=unknown, notes=notes))
+    return out

@@ -1,0 +1,196 @@
+"""Ray Serve LLM configs: one engine per ``LLMConfig``.
+
+A ``serve run`` config lists ``applications``; those built by
+``ray.serve.llm:build_openai_app`` take ``args.llm_configs`` (mappings, or paths to YAML
+files holding one), ``build_pd_openai_app`` takes ``args.prefill_config`` and
+``args.decode_config``. A file may also be a bare ``LLMServingArgs`` (``llm_configs``) or
+one ``LLMConfig``. Of each ``LLMConfig`` kvconfig reads ``model_loading_config``
+(``model_id``, ``model_source``: a Hugging Face id or path, or a mapping with a
+``bucket_uri``), ``engine_kwargs`` (vLLM's engine arguments, passed to vLLM as keyword
+arguments, written here as the serve words that set them), ``accelerator_type`` and
+``runtime_env.env_vars`` (the application's first, the config's over them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kvconfig._suggest import did_you_mean
+from kvconfig.errors import InputError
+from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.engines import Engine, gpu_fields, mapping
+
+MAX_CONFIGS = 64
+"""Most ``llm_configs`` one file may list."""
+
+
+def _env(runtime_env: Any) -> dict[str, str]:
+    if not isinstance(runtime_env, dict) or not isinstance(runtime_env.get("env_vars"), dict):
+        return {}
+    return {str(k): str(v) for k, v in runtime_env["env_vars"].items()}
+
+
+def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
+    """The ``LLMConfig`` entries of a Ray Serve file."""
+    data = doc.data
+    jobs: list[
+        tuple[str, Any, tuple[str | int, ...], dict[str, str], str | None, _yaml.Document]
+    ] = []
+    if isinstance(data.get("applications"), list):
+        for a, app in enumerate(data["applications"]):
+            if not isinstance(app, dict):
+                continue
+            app_name = str(app.get("name") or f"app{a}")
+            args = mapping(app.get("args"))
+            env = _env(app.get("runtime_env"))
+            _collect(args, ("applications", a, "args"), app_name, env, doc, base, jobs)
+    else:
+        _collect(data, (), Path(doc.source).stem, {}, doc, base, jobs)
+    if not jobs:
+        raise InputError(
+            "no LLM config found: no application lists llm_configs (or prefill_config and "
+            "decode_config)",
+            source=doc.source,
+            line=1,
+            hint="kvconfig reads ray.serve.llm configs: applications[].args.llm_configs",
+        )
+    return [_engine(*job, base) for job in jobs]
+
+
+def _collect(  # noqa: PLR0917 (a walk carrying its state)
+    args: Mapping[str, Any],
+    path: tuple[str | int, ...],
+    app: str,
+    env: dict[str, str],
+    doc: _yaml.Document,
+    base: Path,
+    jobs: list[Any],
+) -> None:
+    if "model_loading_config" in args:
+        jobs.append((app, args, path, env, None, doc))
+        return
+    for role in ("prefill", "decode"):
+        config = args.get(f"{role}_config")
+        if isinstance(config, dict):
+            jobs.append((app, config, (*path, f"{role}_config"), env, role, doc))
+    configs = args.get("llm_configs")
+    if not isinstance(configs, list):
+        return
+    if len(configs) > MAX_CONFIGS:
+        raise InputError(
+            f"{len(configs)} llm_configs; kvconfig reads at most {MAX_CONFIGS}",
+            source=doc.source,
+            line=doc.line(*path, "llm_configs"),
+            key="llm_configs",
+            hint="split the file",
+        )
+    for i, config in enumerate(configs):
+        where = (*path, "llm_configs", i)
+        if isinstance(config, str):
+            file = Path(config) if Path(config).is_absolute() else base / config
+            sub = _yaml.load(file, config)
+            if not isinstance(sub.data, dict):
+                raise InputError(
+                    "expected an LLMConfig mapping",
+                    source=config,
+                    line=1,
+                    hint="see Ray Serve LLM's LLMConfig",
+                )
+            jobs.append((app, sub.data, (), env, None, sub))
+        elif isinstance(config, dict):
+            jobs.append((app, config, where, env, None, doc))
+
+
+def _engine(  # noqa: PLR0917 (one call site)
+    app: str,
+    config: Mapping[str, Any],
+    path: tuple[str | int, ...],
+    app_env: dict[str, str],
+    role: str | None,
+    doc: _yaml.Document,
+    base: Path,
+) -> Engine:
+    from kvconfig.load.argv import argv_from_kwargs, options
+
+    line = doc.line(*path) if path else 1
+    loading = config.get("model_loading_config")
+    if not isinstance(loading, dict):
+        raise InputError(
+            "missing: Ray Serve needs it",
+            source=doc.source,
+            line=line,
+            key=_key(path, "model_loading_config"),
+            hint="add model_loading_config: {model_id: NAME, model_source: ORG/NAME}",
+        )
+    model_id = str(loading.get("model_id") or "")
+    source_field = loading.get("model_source", model_id)
+    model_uri = None
+    if isinstance(source_field, dict):
+        model_uri = str(source_field.get("bucket_uri") or "")
+        model = model_id
+    else:
+        model = str(source_field)
+    kwargs = config.get("engine_kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise InputError(
+            "engine_kwargs: expected a mapping of vLLM engine arguments",
+            source=doc.source,
+            line=doc.line(*path, "engine_kwargs"),
+            key=_key(path, "engine_kwargs"),
+            hint="write engine_kwargs: {block_size: 64}",
+        )
+    table = options("0.33.0")
+    for key in kwargs:
+        option = "--" + str(key).replace("_", "-")
+        if option not in table:
+            names = [o[2:].replace("-", "_") for o in table if o.startswith("--")]
+            raise InputError(
+                f"unknown vLLM engine argument {key!r}: vLLM refuses it",
+                source=doc.source,
+                line=doc.line(*path, "engine_kwargs", key),
+                key=_key(path, f"engine_kwargs.{key}"),
+                hint=did_you_mean(str(key), names) or "see vLLM's engine arguments",
+            )
+    argv = [model, *argv_from_kwargs({k: v for k, v in kwargs.items() if k != "model"})]
+    if model_id and "served_model_name" not in kwargs:
+        argv += ["--served-model-name", model_id]
+    env = {**app_env, **_env(config.get("runtime_env"))}
+    accelerator = config.get("accelerator_type")
+    labels = [str(accelerator)] if accelerator else []
+    gpu, platforms, notes = gpu_fields(
+        labels, doc.line(*path, "accelerator_type") if path else None
+    )
+    parallelism: dict[str, int] = {}
+    for key, name in (("tensor_parallel_size", "tensor"), ("pipeline_parallel_size", "pipeline")):
+        if isinstance(kwargs.get(key), int):
+            parallelism[name] = kwargs[key]
+    deployment = config.get("deployment_config")
+    if isinstance(deployment, dict) and isinstance(deployment.get("num_replicas"), int):
+        parallelism["replicas"] = deployment["num_replicas"]
+    label = f"rayserve/{app}/{model_id or model}" + (f"/{role}" if role else "")
+    return Engine(
+        name=label,
+        source=doc.source,
+        line=line,
+        argv=tuple(argv),
+        entry="ray serve",
+        parser="serve",
+        env=env,
+        gpu=gpu,
+        platforms=platforms,
+        role=role,
+        parallelism=parallelism,
+        model_uri=model_uri,
+        base=str(base),
+        notes=tuple(notes),
+    )
+
+
+def _key(path: tuple[str | int, ...], field: str) -> str:
+    """``applications[0].args.llm_configs[1].engine_kwargs``: where a field is."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return f"{text}.{field}" if text else field

@@ -1,0 +1,180 @@
+"""SkyPilot task YAML: the ``run`` script, its ``envs`` and the GPU it asks for.
+
+A task (SkyPilot's task YAML reference) runs ``setup`` then ``run`` as bash scripts on
+each node, with ``envs`` (and ``secrets``) exported. ``resources.accelerators`` names the
+GPU: ``H100:8``, ``{H100: 8}``, or a list or set of alternatives; ``resources.any_of`` and
+``resources.ordered`` list alternative resources. SkyPilot also exports
+``SKYPILOT_NUM_GPUS_PER_NODE`` and ``SKYPILOT_NUM_NODES`` (known from the resources) and
+``SKYPILOT_NODE_RANK``/``SKYPILOT_NODE_IPS`` (known only at run time). The vLLM version
+comes from a ``docker:vllm/vllm-openai:vX.Y.Z`` ``image_id``, or from a pinned
+``vllm==X.Y.Z`` in ``setup``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from kvconfig.errors import InputError
+from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.engines import (
+    Engine,
+    Note,
+    check_words,
+    gpu_fields,
+    image_version,
+    known_versions,
+    server_start,
+)
+
+_PIN = re.compile(r"\bvllm(?:\[[^\]]*\])?==(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)")
+
+
+def _accelerators(value: Any) -> list[tuple[str, int | None]]:
+    """(name, count) alternatives of ``accelerators``."""
+    out: list[tuple[str, int | None]] = []
+    if isinstance(value, str):
+        name, _, count = value.partition(":")
+        out.append((name.strip(), int(count) if count.strip().isdigit() else 1))
+    elif isinstance(value, dict):
+        for name, count in value.items():
+            out.append((str(name), count if isinstance(count, int) else None))
+    elif isinstance(value, list):
+        for item in value:
+            out.extend(_accelerators(item))
+    return out
+
+
+def _resources(data: dict[str, Any]) -> tuple[list[tuple[str, int | None]], str | None]:
+    res = data.get("resources")
+    options = res if isinstance(res, list) else [res] if isinstance(res, dict) else []
+    accelerators: list[tuple[str, int | None]] = []
+    image: str | None = None
+    for option in options:
+        if not isinstance(option, dict):
+            continue
+        accelerators += _accelerators(option.get("accelerators"))
+        for alternative in [*(option.get("any_of") or []), *(option.get("ordered") or [])]:
+            if isinstance(alternative, dict):
+                accelerators += _accelerators(alternative.get("accelerators"))
+        if isinstance(option.get("image_id"), str):
+            image = option["image_id"]
+    return accelerators, image
+
+
+def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
+    """The vLLM server the task's ``run`` script starts."""
+    from kvconfig.load import shell
+
+    data = doc.data
+    name = str(data.get("name") or Path(doc.source).stem)
+    label = f"skypilot/{name}"
+    run = data.get("run")
+    if not isinstance(run, str) or not run.strip():
+        raise InputError(
+            "the task has no run script, so it starts no vLLM server",
+            source=doc.source,
+            line=doc.line("run") or 1,
+            key="run",
+            hint="add run: vllm serve MODEL ...",
+        )
+    accelerators, image_id = _resources(data)
+    env: dict[str, str | None] = {}
+    for section in ("envs", "secrets"):
+        block = data.get(section)
+        if isinstance(block, dict):
+            for key, value in block.items():
+                known = section == "envs" and value is not None
+                env[str(key)] = (
+                    (str(value).lower() if isinstance(value, bool) else str(value))
+                    if known
+                    else None
+                )
+    counts = {c for _, c in accelerators}
+    env["SKYPILOT_NUM_GPUS_PER_NODE"] = (
+        str(counts.pop()) if len(counts) == 1 and None not in counts else None
+    )
+    nodes = data.get("num_nodes", 1)
+    env["SKYPILOT_NUM_NODES"] = str(nodes) if isinstance(nodes, int) else None
+    for runtime in ("SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_TASK_ID"):
+        env[runtime] = None
+    run_line = doc.line("run")
+    script_line = (run_line + 1) if run_line is not None else None
+    starts = []
+    for cmd in shell.commands(run, env, source=doc.source, line=script_line, key=label):
+        start = server_start(cmd.words)
+        if start is not None:
+            starts.append((start, cmd))
+    if not starts:
+        raise InputError(
+            "no vLLM server found: the run script starts no 'vllm serve'",
+            source=doc.source,
+            line=run_line,
+            key=label,
+            hint="kvconfig reads a run script that starts 'vllm serve' or "
+            "'python -m vllm.entrypoints.openai.api_server'",
+        )
+    if len(starts) > 1:
+        lines = ", ".join(str(c.line) for _, c in starts)
+        raise InputError(
+            f"two candidate vLLM commands in the run script (lines {lines}); kvconfig cannot "
+            "tell which one runs",
+            source=doc.source,
+            line=starts[1][1].line,
+            key=label,
+            hint="keep one vLLM server per task",
+        )
+    (entry, parser, argv), cmd = starts[0]
+    check_words(argv, doc.source, cmd.line, label)
+    notes: list[Note] = []
+    for i, what in cmd.unknown:
+        notes.append(
+            Note("unknown-value", f"{what} in argument {i + 1} is only known at run time", cmd.line)
+        )
+    image = (
+        image_id.removeprefix("docker:") if image_id and image_id.startswith("docker:") else None
+    )
+    version, vnotes = image_version(image, doc.line("resources"))
+    notes += vnotes
+    setup = data.get("setup")
+    if version is None and isinstance(setup, str) and (m := _PIN.search(setup)):
+        version = m.group(1)
+        if version.split(".post")[0].split("rc")[0] not in known_versions():
+            notes.append(
+                Note(
+                    "unknown-vllm-version",
+                    f"setup installs vLLM {version}; kvconfig has data for vLLM "
+                    f"{', '.join(known_versions())}",
+                    doc.line("setup"),
+                    "setup",
+                )
+            )
+    gpu, platforms, gnotes = gpu_fields([a for a, _ in accelerators], doc.line("resources"))
+    notes += gnotes
+    parallelism: dict[str, int] = {}
+    if env["SKYPILOT_NUM_GPUS_PER_NODE"]:
+        parallelism["gpus"] = int(env["SKYPILOT_NUM_GPUS_PER_NODE"])
+    if isinstance(nodes, int) and nodes > 1:
+        parallelism["nodes"] = nodes
+    run_env = {k: v for k, v in cmd.env.items() if v is not None and not k.startswith("SKYPILOT_")}
+    unknown = sorted(k for k, v in cmd.env.items() if v is None and not k.startswith("SKYPILOT_"))
+    return [
+        Engine(
+            name=label,
+            source=doc.source,
+            line=cmd.line,
+            argv=tuple(argv),
+            entry=entry,
+            parser=parser,
+            env=run_env,
+            env_unknown=tuple(unknown),
+            gpu=gpu,
+            platforms=platforms,
+            vllm_version=version,
+            image=image,
+            parallelism=parallelism,
+            base=str(base),
+            notes=tuple(notes),
+        )
+    ]

@@ -1,0 +1,313 @@
+"""``kvconfig.load.argv`` reads a serve argument list as vLLM 0.33.0's own parser does.
+
+The parser is built as ``vllm serve`` builds it (``vllm/entrypoints/cli/main.py``: a
+``FlexibleArgumentParser`` with the serve subcommand of
+``vllm/entrypoints/cli/serve.py``), and every case is parsed by both.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvconfig.errors import InputError
+from kvconfig.load.argv import argv_from_kwargs, human_readable_int, options, parse_serve_args
+
+pytestmark = pytest.mark.vllm
+vllm = pytest.importorskip("vllm")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+CONFIGS = {
+    "serve.yaml": (
+        "block-size: 32\nmax_model_len: 4096\nenforce-eager: true\n"
+        "speculative-config:\n  method: eagle3\n  model: d\n"
+    ),
+    "model.yaml": "model: from-file\nblock-size: 64\n",
+    "spec.yaml": "speculative-config:\n  method: eagle3\n  model: d\n",
+    "small.yaml": "block-size: 32\n",
+    "false.yaml": "enable_prefix_caching: false\nenforce-eager: false\n",
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("configs")
+    for name, text in CONFIGS.items():
+        (path / name).write_text(text, encoding="utf-8")
+    return path
+
+
+def _cases(folder: Path) -> dict[str, list[str]]:
+    cases = {name: argv for name, argv in CASES.items()}
+    cases.update({name: _cfg(argv, folder) for name, (argv, _) in CONFIG_CASES.items()})
+    cases.update({name: argv for name, (argv, _) in REFUSED.items()})
+    cases["__defaults__"] = ["m"]
+    return cases
+
+
+def _cfg(argv: list[str], folder: Path) -> list[str]:
+    return [
+        str(folder / w[1:]) if w.startswith("@") else w.replace("=@", f"={folder}/") for w in argv
+    ]
+
+
+@pytest.fixture(scope="module")
+def vllm_says(folder: Path) -> dict[str, Any]:
+    """What vLLM's own parser gives for every case (one fresh process)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "vllm_serve_parse.py")],
+        input=json.dumps(_cases(folder)),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results: dict[str, Any] = json.loads(proc.stdout)
+    return results
+
+
+def _same(ours: Any, theirs: Any) -> bool:
+    """Whether argparse's stored text (ours) is what vLLM's type function made of it."""
+    if isinstance(theirs, bool) or theirs is None:
+        return ours == theirs
+    if isinstance(theirs, (int, float)):
+        try:
+            return float(ours) == theirs
+        except ValueError:
+            return human_readable_int(ours) == theirs
+    if isinstance(theirs, list):
+        return (
+            isinstance(ours, list)
+            and len(ours) == len(theirs)
+            and all(_same(a, b) for a, b in zip(ours, theirs, strict=True))
+        )
+    if isinstance(theirs, dict):
+        given = json.loads(ours)
+        for key, value in given.items():
+            got = theirs[key]
+            if isinstance(value, (dict, list)):
+                continue
+            if got != value and str(got) != str(value):
+                return False
+        return True
+    return str(ours) == str(theirs)
+
+
+def _both(vllm_says: dict[str, Any], name: str, argv: list[str], folder: Path | None = None) -> Any:
+    result = vllm_says[name]
+    assert "ok" in result, result
+    ns = result["ok"]
+    defaults = vllm_says["__defaults__"]["ok"]
+    ours = parse_serve_args(argv, base=folder)
+    model = ns["model_tag"] if ns["model_tag"] is not None else ns["model"]
+    assert ours.model == model
+    for key, value in ours.values.items():
+        dest = key.replace("-", "_")
+        if dest in ("model", "config"):
+            continue
+        assert _same(value, ns[dest]), (key, value, ns[dest])
+    changed = {
+        k for k, v in ns.items()
+        if k not in ("model_tag", "model", "config") and v != defaults.get(k)
+    }  # fmt: skip
+    assert changed <= {k.replace("-", "_") for k in ours.values}, changed
+    return ours
+
+
+CASES = {
+    "positional model": ["Qwen/Qwen3-8B", "--block-size", "64"],
+    "model after options": ["--block-size", "16", "--enforce-eager", "m"],
+    "--model option": ["--block-size", "16", "--model", "m", "-tp", "2"],
+    "--model=": ["--model=m", "--max-model-len", "4096"],
+    "underscores": [
+        "m",
+        "--block_size",
+        "32",
+        "--max_model_len=8192",
+        "--gpu_memory_utilization",
+        "0.8",
+    ],
+    "--k=v": ["m", "--block-size=128", "--attention-backend=FLASHINFER"],
+    "last wins": [
+        "m",
+        "--block-size",
+        "16",
+        "--block-size",
+        "32",
+        "-tp",
+        "2",
+        "--tensor-parallel-size=4",
+    ],
+    "flags and negations": [
+        "m",
+        "--enable-prefix-caching",
+        "--no-enable-prefix-caching",
+        "--disable-log-stats",
+    ],
+    "enable/disable pair": ["m", "--disable-prefix-caching", "--enable-chunked-prefill"],
+    "dotted keys": [
+        "m",
+        "--speculative-config.method",
+        "eagle3",
+        "--speculative_config.model",
+        "d",
+        "--speculative-config.num_speculative_tokens",
+        "3",
+    ],
+    "dotted replaces whole": [
+        "m",
+        "--speculative-config",
+        '{"model": "d", "method": "eagle3"}',
+        "--speculative-config.num_speculative_tokens",
+        "3",
+    ],
+    "dotted =": ["m", "--compilation-config.cudagraph_mode=PIECEWISE", "-cc.mode", "3"],
+    "whole JSON": [
+        "m",
+        "--speculative-config",
+        '{"model": "d", "method": "eagle3", "num_speculative_tokens": 3}',
+    ],
+    "nargs +": ["m", "--served-model-name", "a", "b", "--block-size", "8"],
+    "names swallow the model": ["--served-model-name", "a", "--model", "m"],
+    "negative value": ["m", "--max-model-len", "-1"],
+    "-O3": ["m", "-O3"],
+    "-O 2": ["m", "-O", "2"],
+    "optional value": ["m", "--hf-token", "--block-size", "8"],
+    "abbreviation": ["m", "--block", "8", "--max-model", "1024"],
+    "human int": ["m", "--max-model-len", "32k"],
+    "append": ["m", "--middleware", "a.b", "--middleware", "c.d"],
+}
+
+
+CONFIG_CASES = {
+    "config under the command line": (["m", "--config", "@serve.yaml", "--block-size", "16"], None),
+    "model from the config file": (["--config", "@model.yaml"], None),
+    "dotted keys replace the file's value": (
+        ["m", "--config", "@spec.yaml", "--speculative-config.num_speculative_tokens", "2"],
+        None,
+    ),
+    "--config= ignored": (["m", "--config=@small.yaml"], None),
+    "false key with underscores dropped": (["m", "--config", "@false.yaml"], None),
+}
+
+REFUSED = {
+    "unknown option": (["m", "--blok-size", "16"], "unknown vLLM 0.33.0 option '--blok-size'"),
+    "two models": (["a", "b"], "unrecognized arguments: b"),
+    "--model and positional": (["a", "--model", "b"], "unrecognized arguments"),
+    "one word with a space": (["m", "--block-size 16"], "unrecognized arguments: --block-size 16"),
+    "missing value": (["m", "--block-size"], "needs a value"),
+    "ambiguous prefix": (["m", "--enable", "x"], "ambiguous option: --enable"),
+    "served name without model": (
+        ["--served-model-name", "x", "--block-size", "8"],
+        "--served-model-name without a model",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CASES, ids=CASES.keys())
+def test_reads_as_vllm_does(vllm_says: dict[str, Any], name: str) -> None:
+    _both(vllm_says, name, CASES[name])
+
+
+def test_last_occurrence_wins_and_is_noted(vllm_says: dict[str, Any]) -> None:
+    ours = _both(vllm_says, "last wins", CASES["last wins"])
+    assert ours.values["block-size"] == "32"
+    assert {n.kind for n in ours.notes} == {"repeated"}
+
+
+def test_dotted_keys_after_a_whole_value_replace_it(vllm_says: dict[str, Any]) -> None:
+    # vLLM 0.33.0 appends the dotted keys as a new JSON value: the model and method are lost
+    ours = _both(vllm_says, "dotted replaces whole", CASES["dotted replaces whole"])
+    assert json.loads(ours.values["speculative-config"]) == {"num_speculative_tokens": 3}
+    assert "dotted-replaces" in {n.kind for n in ours.notes}
+
+
+def _config_case(vllm_says: dict[str, Any], name: str, folder: Path) -> Any:
+    return _both(vllm_says, name, _cfg(CONFIG_CASES[name][0], folder), folder)
+
+
+def test_config_file_is_under_the_command_line(vllm_says: dict[str, Any], folder: Path) -> None:
+    ours = _config_case(vllm_says, "config under the command line", folder)
+    assert ours.values["block-size"] == "16"
+    assert ours.origins["block-size"] == "command line"
+    assert ours.values["max-model-len"] == "4096"
+    assert ours.origins["max-model-len"] == str(folder / "serve.yaml")
+
+
+def test_model_from_the_config_file(vllm_says: dict[str, Any], folder: Path) -> None:
+    assert _config_case(vllm_says, "model from the config file", folder).model == "from-file"
+
+
+def test_dotted_keys_replace_the_config_files_value(
+    vllm_says: dict[str, Any], folder: Path
+) -> None:
+    ours = _config_case(vllm_says, "dotted keys replace the file's value", folder)
+    assert json.loads(ours.values["speculative-config"]) == {"num_speculative_tokens": 2}
+
+
+def test_config_equals_path_is_ignored(vllm_says: dict[str, Any], folder: Path) -> None:
+    # vLLM issue #43252: --config=FILE is stored and the file never read
+    ns = vllm_says["--config= ignored"]["ok"]
+    assert ns["block_size"] is None and ns["config"] == str(folder / "small.yaml")
+    ours = _config_case(vllm_says, "--config= ignored", folder)
+    assert "block-size" not in ours.values
+    assert [n.kind for n in ours.notes] == ["config-equals-ignored"]
+
+
+def test_a_false_key_with_underscores_in_a_config_file_is_dropped(
+    vllm_says: dict[str, Any], folder: Path
+) -> None:
+    # vLLM looks for --no-enable_prefix_caching, which does not exist, and drops the key
+    assert vllm_says["false key with underscores dropped"]["ok"]["enable_prefix_caching"] is None
+    ours = _config_case(vllm_says, "false key with underscores dropped", folder)
+    assert "enable-prefix-caching" not in ours.values
+    assert [n.kind for n in ours.notes] == ["config-value-dropped"]
+
+
+@pytest.mark.parametrize("name", REFUSED, ids=REFUSED.keys())
+def test_refuses_what_vllm_refuses(vllm_says: dict[str, Any], name: str) -> None:
+    argv, message = REFUSED[name]
+    assert "error" in vllm_says[name], vllm_says[name]
+    with pytest.raises(InputError) as err:
+        parse_serve_args(argv)
+    assert message in str(err.value)
+
+
+def test_engine_keyword_arguments_as_words() -> None:
+    kwargs = {
+        "tensor_parallel_size": 2,
+        "block_size": 64,
+        "enable_prefix_caching": False,
+        "enforce_eager": True,
+        "speculative_config": {"method": "ngram", "num_speculative_tokens": 3},
+        "served_model_name": ["a", "b"],
+        "gpu_memory_utilization": 0.9,
+        "max_model_len": None,
+    }
+    ours = parse_serve_args(["m", *argv_from_kwargs(kwargs)])
+    assert ours.values == {
+        "tensor-parallel-size": "2",
+        "block-size": "64",
+        "enable-prefix-caching": False,
+        "enforce-eager": True,
+        "speculative-config": '{"method": "ngram", "num_speculative_tokens": 3}',
+        "served-model-name": ["a", "b"],
+        "gpu-memory-utilization": "0.9",
+    }
+
+
+def test_the_option_table_is_the_installed_parsers(vllm_says: dict[str, Any]) -> None:
+    fresh = vllm_says["__options__"]
+    assert {k: tuple(v) for k, v in fresh.items()} == dict(options("0.33.0"))
