@@ -93,6 +93,114 @@ CODES: dict[str, tuple[str, str, str]] = {
         "warning",
         "the offline plan differs from vLLM's own start-up (--engine both): an offline bug",
     ),
+    # ---- fleet findings: connectors, routers and offload tiers across engines
+    # (kvconfig.fleet, docs/fleets.md) -------------------------------------------------
+    "KV701": (
+        "connector-kernel-size-differs",
+        "warning",
+        "a KV connector votes another kernel block size for a transfer group than the runner",
+    ),
+    "KV702": (
+        "connector-refuses",
+        "error",
+        "vLLM refuses to build a KV connector at start-up (its own vote, layout or parallel rules)",
+    ),
+    "KV703": (
+        "nixl-block-size-indivisible",
+        "error",
+        "NIXL handshake: the local block size is no multiple of the remote one; vLLM asserts",
+    ),
+    "KV704": (
+        "nixl-hetero-block-tp",
+        "error",
+        "NIXL: different block sizes while prefill TP > decode TP; vLLM asserts at the handshake",
+    ),
+    "KV705": (
+        "nixl-hetero-block-host-buffer",
+        "error",
+        "NIXL: different block sizes with a host buffer; vLLM asserts at the handshake",
+    ),
+    "KV706": (
+        "nixl-hetero-block-region-mapped",
+        "error",
+        "NIXL: different block sizes with region-mapped (HMA) transfers; the first transfer raises",
+    ),
+    "KV707": (
+        "nixl-mamba-pages-per-block",
+        "error",
+        "NIXL: a Mamba hybrid with prefix caching needs equal pages per block on both sides",
+    ),
+    "KV708": (
+        "nixl-compat-hash",
+        "error",
+        "the engines' NIXL compatibility hashes differ: the handshake fails after loading",
+    ),
+    "KV709": (
+        "hybrid-block-size-by-parallelism",
+        "warning",
+        "hybrid alignment gives engines with the same --block-size another B at their parallelism",
+    ),
+    "KV710": (
+        "mooncake-block-size",
+        "error",
+        "Mooncake P and D use different blocks; P maps D's block ids with its own ratio",
+    ),
+    "KV711": (
+        "router-block-size",
+        "error",
+        "a KV-aware router hashes other block sizes than the engines report: no prefix hits",
+    ),
+    "KV712": (
+        "router-hash",
+        "error",
+        "the router's prompt hashes cannot match the engines' (algorithm or seed): silent",
+    ),
+    "KV713": (
+        "offload-chunk-size",
+        "error",
+        "the offload chunk is no multiple of the GPU block size: vLLM refuses to start",
+    ),
+    "KV714": (
+        "offload-namespace",
+        "error",
+        "engines sharing a file tier write to different namespaces: a silent 0% hit rate",
+    ),
+    "KV715": (
+        "prefix-match-unit",
+        "error",
+        "--prefix-match-unit does not divide every prefix-cacheable block size: vLLM refuses",
+    ),
+    "KV716": (
+        "connector-layout-mismatch",
+        "error",
+        "a MultiConnector's children require different KV-cache layouts: vLLM refuses",
+    ),
+    "KV717": (
+        "pipeline-stages-differ",
+        "warning",
+        "pipeline stages vote different kernel block sizes for one group",
+    ),
+    "KV718": (
+        "nixl-handshake-refused",
+        "error",
+        "another NIXL handshake check refuses the pair (TP, DCP, layout, KV replication)",
+    ),
+    "KV719": (
+        "connector-fixed-by-hooks",
+        "info",
+        "the kvconfig hooks hand the runner's kernel block size to the KV connector",
+    ),
+    "KV720": (
+        "connector-pages-transfer",
+        "error",
+        "a connector's pages differ from a group's and the pair transfers across ratios (silent)",
+    ),
+    "KV721": (
+        "prefix-hash-seed",
+        "error",
+        "engines that share prefix-cache hashes derive them from random per-process seeds",
+    ),
+    # ---- end of fleet findings -------------------------------------------------------
 }
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
