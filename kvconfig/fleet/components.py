@@ -176,7 +176,9 @@ class NixlFacts:
     enforce_hash: bool
     refusal: M.Refusal | None = None
     handshakes: dict[str, Any] = field(default_factory=dict)
-    """Engine mode: vLLM's own handshake with each peer, by peer name."""
+    """Engine mode: vLLM's own handshake with each peer, by the peer's engine id."""
+    engine_id: str = ""
+    """Engine mode: the engine id vLLM's worker ran with."""
 
     def side(self, engine: Engine) -> M.NixlSide:
         """The worker as the handshake sees it."""

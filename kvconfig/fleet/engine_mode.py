@@ -44,9 +44,13 @@ def _flags(options: Mapping[str, Any]) -> list[str]:
 
 
 def engine_id(e: Engine) -> str:
-    """The engine id its connectors run with (kvconfig names engines that have none)."""
+    """The engine id its connectors run with: its own, else one kvconfig derives from its
+    configuration (engines configured alike are one engine)."""
+    import hashlib
+
     kv = kv_transfer_of(e.options, e.spec.source) or {}
-    return str(kv.get("engine_id") or f"kvconfig-{e.name}")
+    derived = hashlib.sha256(e.spec.key().encode()).hexdigest()[:12]
+    return str(kv.get("engine_id") or f"kvconfig-{derived}")
 
 
 def request(e: Engine, peers_file: str) -> Any:
@@ -104,8 +108,18 @@ def _plan(e: Engine, answer: Any) -> dict[str, Any]:
     )
 
 
-def with_vllm(engines: Sequence[Engine], *, jobs: int = 1, timeout: float = 300.0) -> list[Engine]:
-    """The engines planned again by vLLM's start-up, with vLLM's connector facts."""
+def with_vllm(
+    engines: Sequence[Engine],
+    *,
+    jobs: int = 1,
+    timeout: float = 300.0,
+    fleets: Sequence[Sequence[int]] | None = None,
+) -> list[Engine]:
+    """The engines planned again by vLLM's start-up, with vLLM's connector facts.
+
+    ``fleets`` partitions the engines (by index) into fleets whose pairs handshake; by
+    default they are one fleet. Several fleets planned at once share the engine children.
+    """
     from kvconfig.engine import available
     from kvconfig.engine.pool import Pool
     from kvconfig.errors import InputError
@@ -131,7 +145,11 @@ def with_vllm(engines: Sequence[Engine], *, jobs: int = 1, timeout: float = 300.
                 if a.status in ("ok", "refused"):
                     facts = (a.data.get("facts") or {}).get("connectors")
                     out[k] = replace(e, plan=_plan(e, a), vllm=facts, cache={})
-            peers = _peers([out.get(e.spec.key(), e) for e in engines])
+            planned_now = [out.get(e.spec.key(), e) for e in engines]
+            peers: dict[str, list[dict[str, Any]]] = {}
+            for part in fleets or [range(len(engines))]:
+                for local, found in _peers([planned_now[i] for i in part]).items():
+                    peers.setdefault(local, []).extend(found)
             if peers:
                 Path(peers_file).write_text(json.dumps(peers), encoding="utf-8")
                 again = [k for k in keys if k in out and engine_id(out[k]) in peers]
@@ -168,7 +186,7 @@ def _peers(engines: Sequence[Engine]) -> dict[str, list[dict[str, Any]]]:
             continue
         peers.setdefault(engine_id(local), []).append(
             {
-                "name": remote.name,
+                "name": rn["engine_id"],
                 "engine_id": rn["engine_id"],
                 "tp": rn.get("tp", remote.tp),
                 "dcp": rn.get("dcp", remote.dcp),
@@ -215,6 +233,7 @@ def apply(e: Engine) -> Components:
         mine.compat_hash = theirs.get("compat_hash", mine.compat_hash)
         mine.factors = theirs.get("compat_factors") or mine.factors
         mine.refusal = _refusal(theirs.get("refusal"))
+        mine.engine_id = str(theirs.get("engine_id", ""))
         mine.handshakes = {str(h.get("peer")): h for h in theirs.get("handshakes") or []}
     for mine_m, theirs in zip(c.mooncake, facts.get("mooncake") or [], strict=False):
         mine_m.refusal = _refusal(theirs.get("refusal"))

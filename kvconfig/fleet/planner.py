@@ -108,7 +108,9 @@ def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[R.Pair, int]]:
 
 
 def issues(engines: Sequence[Engine], router: R.RouterSpec, planner: Planner) -> list[R.Issue]:
-    """Every fleet finding."""
+    """Every fleet finding. Engines without KV-cache groups (vLLM refused to start them in
+    engine mode; their plans say why) take part in none."""
+    engines = [e for e in engines if e.plan.get("groups")]
     out: list[R.Issue] = []
     seen_engine: set[str] = set()
     for e in engines:

@@ -339,6 +339,7 @@ _CHECKS = (
     ("host buffer", "host-buffer"),
     ("physical_blocks_per_logical", "mamba-pages"),
     ("Head-sharded attention reads", "tp-split"),
+    ("when P TP > D TP", "tp-split"),
     ("Region-mapped", "region-mapped"),
     ("kv_cache_layout", "layout"),
     ("contiguous heads", "layout"),
@@ -362,7 +363,7 @@ def nixl_outcome(pair: Pair) -> M.Handshake | None:
         return None
     local, remote, ln, rn = sides
     mirrored = M.nixl_handshake(ln.side(local), rn.side(remote))
-    real = ln.handshakes.get(remote.name)
+    real = ln.handshakes.get(rn.engine_id) if rn.engine_id else None
     if real is None:
         return mirrored
     if real.get("status") == "refused":
@@ -372,7 +373,7 @@ def nixl_outcome(pair: Pair) -> M.Handshake | None:
             M.Refusal(str(real.get("error")), message),
             at=str(real.get("where") or ""),
         )
-    if mirrored.check in ("tp-split", "region-mapped"):
+    if mirrored.check == "region-mapped":
         return mirrored
     return M.Handshake("ok", None, ratio=mirrored.ratio)
 

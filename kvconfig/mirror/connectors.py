@@ -249,8 +249,8 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     Mirrors, in ``nixl/base_worker.py``: the compatibility-hash check of
     ``_nixl_handshake``; ``add_remote_agent`` (``TransferTopology.block_size_ratio``) and
     ``_validate_remote_agent_handshake`` (DCP, Mamba prefix caching, host buffer, layout,
-    heterogeneous TP); the head-sharded split of ``_build_local_splits_from_plan``; and
-    the region-mapped read of ``pull_worker.py:_read_blocks_for_req``.
+    heterogeneous TP, the per-region lengths that refuse other block sizes when the
+    remote TP is larger); and the region-mapped read of ``pull_worker.py:_read_blocks``.
     """
     base = "distributed/kv_transfer/kv_connector/v1/nixl/"
     if local.enforce_compat_hash and local.compat_hash != remote.compat_hash:
@@ -353,15 +353,14 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
             ),
             at=validate,
         )
-    if ratio != 1 and ratio_tp < 0 and not local.use_mla and not replicated:
+    if ratio != 1 and ratio_tp < 0 and not local.has_mamba and not local.use_mla and not replicated:
         return Handshake(
             "tp-split",
             Refusal(
                 "AssertionError",
-                "Head-sharded attention reads with P_TP > D_TP and heterogeneous block "
-                "sizes are not supported",
+                "Different local/remote block sizes are not supported when P TP > D TP.",
             ),
-            at=base + "base_worker.py:_build_local_splits_from_plan",
+            at=validate,
         )
     if (
         ratio != 1
@@ -672,6 +671,8 @@ def required_kv_cache_layout(connector: str, *, use_mla: bool, hisparse: bool) -
         return "BLHNC" if hisparse else "LBHNC"
     if connector == "HiSparseConnector":
         return "BLHNC"
+    if connector == "ExampleHiddenStatesConnector":
+        return "LBNHC"
     return None
 
 
