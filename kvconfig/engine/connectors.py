@@ -92,6 +92,10 @@ class _InertAgent:
         self._handles += 1
         return self._handles
 
+    def __getattr__(self, name: str) -> Any:
+        """Every other agent call (releases, deregistrations at shutdown) does nothing."""
+        return lambda *args, **kwargs: None
+
 
 class _InertConnector:
     """The scheduler's connector during start-up: holds nothing, does nothing."""
@@ -418,6 +422,7 @@ def _mooncake(vllm_config: Any, kv_cache_config: Any, kv: Any) -> dict[str, Any]
     )
 
     worker: Any = object.__new__(MooncakeConnectorWorker)
+    worker.shutdown = lambda: None  # nothing started, nothing to stop (its __del__ calls it)
     # the attributes MooncakeConnectorWorker.__init__ sets before its block-size sync
     worker.vllm_config = vllm_config
     worker.block_size = vllm_config.cache_config.block_size

@@ -110,8 +110,10 @@ def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[R.Pair, int]]:
 def issues(engines: Sequence[Engine], router: R.RouterSpec, planner: Planner) -> list[R.Issue]:
     """Every fleet finding. Engines without KV-cache groups (vLLM refused to start them in
     engine mode; their plans say why) take part in none."""
+    out: list[R.Issue] = [
+        f for e in engines if not e.plan.get("groups") for f in R.startup_issues(e)
+    ]
     engines = [e for e in engines if e.plan.get("groups")]
-    out: list[R.Issue] = []
     seen_engine: set[str] = set()
     for e in engines:
         key = e.spec.key()

@@ -105,9 +105,28 @@ def _schema_error(err: Any, source: str, doc: Any) -> InputError:
             key=_key(loc),
             hint=did_you_mean(str(loc[-1]), names) or "remove it",
         )
-    if kind == "missing":
+    simple = {
+        "missing": ("required key is missing", "add it"),
+        "too_short": ("needs at least one entry", "add one"),
+        "string_type": ("expected a string", "quote the value"),
+        "int_type": ("expected an integer", "write a whole number, unquoted"),
+        "bool_type": ("expected true or false", "write true or false, unquoted"),
+        "dict_type": ("expected a mapping", "write it as 'key: value' lines"),
+        "model_type": ("expected a mapping", "write it as 'key: value' lines"),
+        "list_type": ("expected a list", "write it as '- item' lines"),
+        "greater_than_equal": ("expected a positive number", "use 1 or more"),
+    }
+    if kind in simple:
+        message, hint = simple[kind]
+        return InputError(message, source=source, line=where, key=_key(loc), hint=hint)
+    if kind == "literal_error":
+        expected = str((first.get("ctx") or {}).get("expected", ""))
         return InputError(
-            "required key is missing", source=source, line=where, key=_key(loc), hint="add it"
+            f"expected {expected}, got {first.get('input')!r}",
+            source=source,
+            line=where,
+            key=_key(loc),
+            hint="use one of those",
         )
     msg = str(first["msg"]).removeprefix("Value error, ")
     return InputError(msg, source=source, line=where, key=_key(loc), hint="see docs/fleets.md")

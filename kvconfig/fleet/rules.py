@@ -136,6 +136,38 @@ def engine_issues(engine: Engine) -> list[Issue]:
     return out
 
 
+#: vLLM's start-up errors (engine mode) that a fleet rule explains, and its code.
+STARTUP_REFUSALS = (
+    ("Invalid prefix_match_unit", "KV715"),
+    ("KV cache layout mismatch", "KV716"),
+    ("must be a multiple of the GPU KV cache block size", "KV713"),
+    ("VLLM_SSM_CONV_STATE_LAYOUT", "KV702"),
+    ("NixlConnector", "KV702"),
+    ("NixlPushConnector", "KV702"),
+)
+
+
+def startup_issues(engine: Engine) -> list[Issue]:
+    """Engine mode: vLLM refused to start the engine for a reason a fleet rule covers."""
+    out = []
+    for f in engine.plan.get("findings") or ():
+        if f.get("code") != "KV601":
+            continue
+        text = str(f.get("message", ""))
+        code = next((c for part, c in STARTUP_REFUSALS if part in text), None)
+        if code is not None:
+            out.append(
+                Issue(
+                    code,
+                    [engine.name],
+                    f"{engine.name}: vLLM's own start-up refuses the engine.",
+                    "raises at start-up: " + text.split("): ", 1)[-1],
+                    [],
+                )
+            )
+    return out
+
+
 def _int(value: Any) -> int | None:
     try:
         return int(value)

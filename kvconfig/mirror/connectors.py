@@ -262,7 +262,8 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
                 f"{remote.compat_hash}. Prefill and decode instances have incompatible "
                 "configurations. This may be due to: different vLLM versions, models, "
                 "dtypes, KV cache layouts, attention backends, etc. Both instances must "
-                "use identical configurations.",
+                "use identical configurations.Disable this check using --kv-transfer-config "
+                "'{\"kv_connector_extra_config\": {\"enforce_handshake_compat\": false}}'",
             ),
             at=base + "base_worker.py:_nixl_handshake",
         )
