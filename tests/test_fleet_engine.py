@@ -11,16 +11,15 @@ compute the same: values, error texts, handshake outcomes.
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig.fleet import engine_mode, read
-from kvconfig.fleet import planner as P
+from fleet_runs import NAMES, run
+
+from kvconfig.fleet import engine_mode
 from kvconfig.fleet import rules as R
 from kvconfig.fleet.components import components
 from kvconfig.fleet.model import Engine
@@ -28,29 +27,8 @@ from kvconfig.mirror import connectors as M
 
 pytestmark = pytest.mark.vllm
 
-FLEETS = Path(__file__).resolve().parent.parent / "examples" / "fleets"
-NAMES = sorted(p.stem for p in FLEETS.glob("*.yaml"))
-
 #: vLLM refuses these engines for lack of an optional package this host does not have.
 MISSING_PACKAGE = ("xxhash is required",)
-
-
-@functools.cache
-def run() -> tuple[dict[str, list[Engine]], dict[str, list[Engine]], P.Planner]:
-    """(offline engines, vLLM engines) per example fleet: one engine-mode run for all."""
-    planner = P.Planner()
-    offline: dict[str, list[Engine]] = {}
-    flat: list[Engine] = []
-    parts: list[list[int]] = []
-    for name in NAMES:
-        fleet = read.read([str(FLEETS / f"{name}.yaml")])
-        engines = P.plan_engines(fleet, planner)
-        offline[name] = engines
-        parts.append(list(range(len(flat), len(flat) + len(engines))))
-        flat += engines
-    planned = engine_mode.with_vllm(flat, fleets=parts)
-    engine = {name: [planned[i] for i in part] for name, part in zip(NAMES, parts, strict=True)}
-    return offline, engine, planner
 
 
 def _refused(e: Engine) -> str | None:

@@ -95,7 +95,8 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
 
 
 def _read(path: str) -> list[tuple[str, Mapping[str, Any]]]:
-    """The plans in a file: one plan, a list of plans, or a fleet plan's engines."""
+    """The plans in a file: one plan, a list of plans, a fleet plan's engines, or a
+    worker's digest export (``plan-{rank}.digest.json``)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as err:
@@ -104,6 +105,8 @@ def _read(path: str) -> list[tuple[str, Mapping[str, Any]]]:
         raise InputError(f"not JSON: {err}", source=path, hint="pass plan JSON files") from None
     if isinstance(data, Mapping) and "engines" in data and "kvconfig_fleet" in data:
         return [(str(e.get("name")), e) for e in data["engines"] if isinstance(e, Mapping)]
+    if isinstance(data, Mapping) and "kvconfig_digest" in data:
+        return [(f"rank {data.get('rank')}", data)]
     items = data if isinstance(data, list) else [data]
     out = []
     for i, item in enumerate(items):
