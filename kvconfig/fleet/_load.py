@@ -10,6 +10,7 @@ the public resolver plans (``kvconfig.plan_result``). Native files go through
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -110,6 +111,23 @@ def _model_config(base: Path, options: Mapping[str, Any]) -> dict[str, Any]:
     return {**data, **text} if isinstance(text, dict) else data
 
 
+@functools.lru_cache(maxsize=256)
+def _document(path: str, source: str, stamp: tuple[int, int]) -> Any:
+    """A parsed YAML file, once per version of the file (fixes plan engines again)."""
+    from kvconfig.load import yamlfile as _yaml
+
+    return _yaml.load(Path(path), source)
+
+
+def _parsed(path: Path, source: str) -> Any:
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (0, 0)
+    return _document(str(path), source, stamp)
+
+
 def load(
     target: str | Sequence[str],
     *,
@@ -118,6 +136,7 @@ def load(
     vllm_version: str,
     given: Mapping[str, Any],
     override: Mapping[str, Any] | None = None,
+    offload: Sequence[Mapping[str, Any]] = (),
     env: Mapping[str, str],
     hooks: str | None,
     where: str,
@@ -127,14 +146,13 @@ def load(
     replacing what the deployment says (the settings a fix tries)."""
     from kvconfig.api import load_deployment
     from kvconfig.load import serve as _serve
-    from kvconfig.load import yamlfile as _yaml
     from kvconfig.load.deployment import is_native
     from kvconfig.load.platforms import parse_platform
     from schemas.deployment import Deployment
 
     if isinstance(target, str):
         path = Path(target) if Path(target).is_absolute() else cwd / target
-        doc = _yaml.load(path, target)
+        doc = _parsed(path, target)
         if is_native(doc):
             dep = load_deployment(
                 str(path), platform=platform, env=env, vllm_version=vllm_version, hooks=hooks
@@ -164,6 +182,10 @@ def load(
                 "tensor-parallel-size": dep.tensor_parallel_size,
                 **{k: v for k, v in given.items() if k != "tensor-parallel-size"},
             }
+            if offload:
+                from kvconfig.fleet.read import with_offload
+
+                opts["kv-transfer-config"] = with_offload(opts.get("kv-transfer-config"), offload)
             return Loaded(
                 dep.model_copy(update={"source": target}), opts, dict(env), path.parent, True
             )
@@ -177,6 +199,11 @@ def load(
         _set(opts_obj, name, value, where)
     for name, value in (override or {}).items():
         opts_obj.values[name] = value
+    if offload:
+        from kvconfig.fleet.read import with_offload
+
+        merged = with_offload(kv_transfer_of(opts_obj.values, opts_obj.source), offload)
+        opts_obj.values["kv-transfer-config"] = merged
     merged_env = {**opts_obj.env, **env}
     connector = kv_transfer_of(opts_obj.values, opts_obj.source)
     if connector is not None and opts_obj.values.get("disable-hybrid-kv-cache-manager") is None:

@@ -62,6 +62,7 @@ def request(e: Engine, peers_file: str) -> Any:
         return None
     spec = e.spec
     given = {k: v for k, v in spec.given.items() if k != "kv-transfer-config"}
+    # kv_transfer_of(e.options): the deployment's or the fleet's, offload tiers merged in
     kv = kv_transfer_of(e.options, spec.source)
     if kv is not None:
         given["kv-transfer-config"] = {**kv, "engine_id": engine_id(e)}

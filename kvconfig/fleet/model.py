@@ -31,6 +31,9 @@ class EngineSpec:
     """``vllm serve`` options the fleet sets (parallelism, ``kv-transfer-config``)."""
     env: Mapping[str, str] = field(default_factory=dict)
     hooks: str | None = None
+    offload: tuple[Mapping[str, Any], ...] = ()
+    """``OffloadingConnector`` entries the fleet's offload tiers add to the engine's
+    ``--kv-transfer-config`` (whichever sets it: the deployment or the fleet)."""
     where: str = ""
     """Where the engine is declared (``fleet.yaml:12``), for input errors."""
 
@@ -46,6 +49,7 @@ class EngineSpec:
                 dict(self.given),
                 dict(self.env),
                 self.hooks,
+                [dict(o) for o in self.offload],
                 dict(extra or {}),
             ],
             sort_keys=True,

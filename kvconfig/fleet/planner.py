@@ -53,6 +53,7 @@ class Planner:
                 vllm_version=self.vllm_version,
                 given=spec.given,
                 override=override,
+                offload=spec.offload,
                 env=spec.env,
                 hooks=spec.hooks,
                 where=spec.where or spec.source,

@@ -148,19 +148,21 @@ def _offload_entry(tier: Any) -> dict[str, Any]:
     }
 
 
-def with_offload(kv: Mapping[str, Any] | None, tiers: Sequence[Any]) -> dict[str, Any] | None:
-    """A ``--kv-transfer-config`` with offload tiers added: the only connector, or beside the
-    existing ones in a MultiConnector."""
-    if not tiers:
+def with_offload(
+    kv: Mapping[str, Any] | None, added: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """A ``--kv-transfer-config`` with offloading connectors added: the only connector, or
+    beside the existing ones in a MultiConnector."""
+    if not added:
         return dict(kv) if kv is not None else None
-    added = [_offload_entry(t) for t in tiers]
+    entries = [dict(a) for a in added]
     if kv is None:
-        return added[0] if len(added) == 1 else _multi(added)
+        return entries[0] if len(entries) == 1 else _multi(entries)
     if kv.get("kv_connector") == "MultiConnector":
         extra = dict(kv.get("kv_connector_extra_config") or {})
-        extra["connectors"] = [*(extra.get("connectors") or []), *added]
+        extra["connectors"] = [*(extra.get("connectors") or []), *entries]
         return {**kv, "kv_connector_extra_config": extra}
-    return _multi([dict(kv), *added], role=kv.get("kv_role"))
+    return _multi([dict(kv), *entries], role=kv.get("kv_role"))
 
 
 def _multi(children: list[dict[str, Any]], role: Any = "kv_both") -> dict[str, Any]:
@@ -197,7 +199,6 @@ def read_fleet_file(path: str, *, platform: str | None = None) -> FleetInput:
             else None
         )
         tiers = [t for t in fleet.offload if not t.engines or e.name in t.engines]
-        kv = with_offload(kv, tiers)
         if kv is not None:
             given["kv-transfer-config"] = kv
         target: str | tuple[str, ...]
@@ -221,6 +222,7 @@ def read_fleet_file(path: str, *, platform: str | None = None) -> FleetInput:
                 given=given,
                 env=dict(e.env),
                 hooks=e.hooks or fleet.hooks,
+                offload=tuple(_offload_entry(t) for t in tiers),
                 where=where,
             )
         )

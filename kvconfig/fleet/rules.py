@@ -760,7 +760,7 @@ def router_issues(router: RouterSpec, engines: Sequence[Engine], replan: Replan)
         registered = cache_block(first) if first is not None else None
         size, origin = registered or 16, f"registered by {first.name if first else '-'}"
     setting = ROUTER_SETTING.get(router.kind, "the router's block size")
-    for e in behind:
+    for e, count in _distinct(behind):
         r = components(e).routing
         events = sorted(set(r.group_sizes))
         if r.effective == size and size in events:
@@ -784,7 +784,8 @@ def router_issues(router: RouterSpec, engines: Sequence[Engine], replan: Replan)
                 f"The {router.kind} router hashes prompts in {size}-token blocks ({origin}); "
                 f"{e.name} reports an effective attention block size of {reported} "
                 f"(cache_config.effective_attention_block_size, B x DCP, v1/engine/core.py) and "
-                f"publishes KV events in blocks of {', '.join(map(str, events))} tokens.",
+                f"publishes KV events in blocks of {', '.join(map(str, events))} tokens"
+                + (f" (and {count - 1} more engines configured alike)." if count > 1 else "."),
                 "silent: the router's block hashes never match the engine's events, so "
                 "routing falls back to load only (Dynamo #1232, #9376; llm-d PR #2203)",
                 fixes,
@@ -803,10 +804,22 @@ def cache_block(e: Engine) -> int:
     return cache_block_size(e, components(e).groups)
 
 
+def _distinct(engines: Sequence[Engine]) -> list[tuple[Engine, int]]:
+    """One engine per distinct configuration, with how many engines it stands for."""
+    seen: dict[str, list[Any]] = {}
+    for e in engines:
+        key = e.spec.key()
+        if key in seen:
+            seen[key][1] += 1
+        else:
+            seen[key] = [e, 1]
+    return [(e, n) for e, n in seen.values()]
+
+
 def _router_hash(router: RouterSpec, engines: Sequence[Engine]) -> list[Issue]:
     out = []
     seeds = {e.name: components(e).routing.seed for e in engines}
-    for e in engines:
+    for e, _ in _distinct(engines):
         r = components(e).routing
         problems = []
         fixes = []
@@ -845,7 +858,7 @@ def _router_hash(router: RouterSpec, engines: Sequence[Engine]) -> list[Issue]:
 def tier_issues(engines: Sequence[Engine]) -> list[Issue]:
     """KV714, KV721: engines that share a file tier."""
     by_root: dict[str, list[tuple[Engine, Any]]] = {}
-    for e in engines:
+    for e, _ in _distinct(engines):
         for off in components(e).offload:
             for t in off.tiers:
                 if t.kind == "fs" and t.root_dir and t.namespace:
