@@ -139,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kvconfig-fleet-bench-") as tmp:
         fleet = build(Path(tmp))
         code = (
-            "import sys; sys.path.insert(0, %r); from kvconfig.fleet import lint_fleet; "
-            "text, code = lint_fleet([%r]); print(code, len(text))" % (str(ROOT), str(fleet))
+            f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+            "from kvconfig.fleet import lint_fleet; "
+            f"text, code = lint_fleet([{str(fleet)!r}]); print(code, len(text))"
         )
         cold = []
         for _ in range(args.runs):

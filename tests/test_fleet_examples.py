@@ -344,3 +344,55 @@ def test_replicas_plan_once_and_pairs_group() -> None:
     assert len({id(e) for e in engines}) == 2
     found = P.issues(engines, R.RouterSpec(), planner)
     assert [f.code for f in found] == ["KV703"]
+
+
+# ---------------------------------------------------------------- digests and kvconfig diff
+
+
+def test_digests_compare_what_decides_the_pages(tmp_path: Path) -> None:
+    from kvconfig.fleet.diff import diff_files, differences, digest
+
+    doc = doc_of("nixl-28661-block-128")
+    b200, h100 = doc["engines"]
+    assert digest(b200) != digest(h100)
+    assert digest(b200["plan"]) == digest(dict(b200["plan"], source="elsewhere", findings=[]))
+    assert differences(b200, h100) == [
+        "group 0 kernel_block_size: 128 vs 64",
+        "group 0 runner: 128 vs 64",
+        "group 0 backends: FLASHINFER k=128 vs FLASHINFER k=64",
+        "connector NixlConnector kernel_block_size: 128 vs 64",
+        "connector NixlConnector pages_per_block: 1 vs 2",
+    ]
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(b200["plan"]))
+    b.write_text(json.dumps(h100["plan"]))
+    text, code = diff_files(str(a), str(b))
+    assert code == 1 and "group 0 kernel_block_size: 128 vs 64" in text
+    text, code = diff_files(str(a), str(a))
+    assert code == 0 and "same plan" in text
+    fleet = tmp_path / "fleet.json"
+    fleet.write_text(json.dumps(doc))
+    text, code = diff_files(str(fleet), str(fleet))
+    assert (code, text.count("same plan")) == (0, 2)
+
+
+def test_diff_refuses_other_files(tmp_path: Path) -> None:
+    from kvconfig.fleet.diff import diff_files
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    with pytest.raises(InputError, match="not a kvconfig plan"):
+        diff_files(str(bad), str(bad))
+
+
+def test_the_benchmark_fleet(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fleet_bench", ROOT / "bench" / "fleet.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    doc = fleet_document([str(bench.build(tmp_path))])
+    assert len(doc["engines"]) == 64
+    assert len({e["source"] for e in doc["engines"]}) == 8
+    assert {f["code"] for f in doc["findings"]} >= {"KV703", "KV708", "KV709", "KV711"}

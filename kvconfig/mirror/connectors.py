@@ -263,7 +263,7 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
                 "configurations. This may be due to: different vLLM versions, models, "
                 "dtypes, KV cache layouts, attention backends, etc. Both instances must "
                 "use identical configurations.Disable this check using --kv-transfer-config "
-                "'{\"kv_connector_extra_config\": {\"enforce_handshake_compat\": false}}'",
+                '\'{"kv_connector_extra_config": {"enforce_handshake_compat": false}}\'',
             ),
             at=base + "base_worker.py:_nixl_handshake",
         )
