@@ -396,3 +396,69 @@ def test_the_benchmark_fleet(tmp_path: Path) -> None:
     assert len(doc["engines"]) == 64
     assert len({e["source"] for e in doc["engines"]}) == 8
     assert {f["code"] for f in doc["findings"]} >= {"KV703", "KV708", "KV709", "KV711"}
+
+
+def test_operator_files_become_engines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator-file readers' engines (their documented fields) join the fleet."""
+    import dataclasses
+    import sys
+    import types
+
+    model = str(FLEETS.parent / "models" / "qwen3-8b")
+
+    @dataclasses.dataclass(frozen=True)
+    class OperatorEngine:
+        name: str
+        source: str
+        line: int | None
+        argv: tuple[str, ...]
+        env: dict[str, str] = dataclasses.field(default_factory=dict)
+        platforms: tuple[str, ...] = ()
+        role: str | None = None
+        parallelism: dict[str, int] = dataclasses.field(default_factory=dict)
+        defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+        base: str = "."
+
+    manifest = tmp_path / "pd.yaml"
+    manifest.write_text("apiVersion: apps/v1\nkind: Deployment\n")
+    kv = '{"kv_connector": "NixlConnector", "kv_role": "kv_producer"}'
+
+    def engines_in(path: Path, source: str) -> list[OperatorEngine]:
+        return [
+            OperatorEngine(
+                "Deployment/p/vllm",
+                source,
+                7,
+                (model, "--kv-transfer-config", kv, "--attention-backend", "FLASHINFER"),
+                platforms=("B200",),
+                role="prefill",
+                parallelism={"replicas": 2},
+                defaults={"block-size": 128},
+            ),
+            OperatorEngine(
+                "Deployment/d/vllm",
+                source,
+                30,
+                (
+                    model,
+                    "--block-size",
+                    "128",
+                    "--attention-backend",
+                    "FLASHINFER",
+                    "--kv-transfer-config",
+                    kv.replace("producer", "consumer"),
+                ),
+                platforms=("H100",),
+                role="decode",
+            ),
+        ]
+
+    monkeypatch.setitem(
+        sys.modules, "kvconfig.load.engines", types.SimpleNamespace(engines_in=engines_in)
+    )
+    doc = fleet_document([str(manifest)])
+    assert [(e["name"], e["role"], e["replicas"], e["platform"]) for e in doc["engines"]] == [
+        ("Deployment/p/vllm", "prefill", 2, "B200"),
+        ("Deployment/d/vllm", "decode", 1, "H100"),
+    ]
+    assert [f["code"] for f in doc["findings"]] == ["KV703"]

@@ -135,6 +135,7 @@ def load(
     platform: str | None,
     vllm_version: str,
     given: Mapping[str, Any],
+    defaults: Mapping[str, Any] | None = None,
     override: Mapping[str, Any] | None = None,
     offload: Sequence[Mapping[str, Any]] = (),
     env: Mapping[str, str],
@@ -197,6 +198,8 @@ def load(
         opts_obj = _serve.options_from_command(argv, vllm_version, cwd)
     for name, value in given.items():
         _set(opts_obj, name, value, where)
+    for name, value in (defaults or {}).items():
+        opts_obj.values.setdefault(name, value)
     for name, value in (override or {}).items():
         opts_obj.values[name] = value
     if offload:

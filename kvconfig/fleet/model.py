@@ -29,6 +29,8 @@ class EngineSpec:
     replicas: int = 1
     given: Mapping[str, Any] = field(default_factory=dict)
     """``vllm serve`` options the fleet sets (parallelism, ``kv-transfer-config``)."""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Options a launcher sets when the deployment leaves them unset."""
     env: Mapping[str, str] = field(default_factory=dict)
     hooks: str | None = None
     offload: tuple[Mapping[str, Any], ...] = ()
@@ -47,6 +49,7 @@ class EngineSpec:
                 str(self.cwd),
                 self.platform,
                 dict(self.given),
+                dict(self.defaults),
                 dict(self.env),
                 self.hooks,
                 [dict(o) for o in self.offload],

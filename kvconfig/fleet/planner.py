@@ -52,6 +52,7 @@ class Planner:
                 platform=spec.platform,
                 vllm_version=self.vllm_version,
                 given=spec.given,
+                defaults=spec.defaults,
                 override=override,
                 offload=spec.offload,
                 env=spec.env,

@@ -32,9 +32,18 @@ KV_ROLES = {"kv_producer": "prefill", "kv_consumer": "decode", "kv_both": "both"
 """``kv_role`` -> fleet role, for deployments given without one."""
 
 Reader = Callable[[Path], "list[EngineSpec] | None"]
-READERS: list[Reader] = []
-"""Readers of other deployment files (operator manifests): each returns the engines of a
-file it understands, else None."""
+
+
+def _operator_files(path: Path) -> list[EngineSpec] | None:
+    from kvconfig.fleet.operators import read_operator_file
+
+    return read_operator_file(path)
+
+
+READERS: list[Reader] = [_operator_files]
+"""Readers of other deployment files: each returns the engines of a file it understands,
+else None. The first is kvconfig's operator-file readers (Kubernetes manifests, chart
+values, compose files, ...; ``kvconfig.fleet.operators``)."""
 
 
 @dataclass(frozen=True)
