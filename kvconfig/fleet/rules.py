@@ -257,8 +257,10 @@ def _refusal_fixes(refusal: M.Refusal) -> list[str]:
     text = refusal.message
     if "VLLM_SSM_CONV_STATE_LAYOUT" in text:
         return ["set VLLM_SSM_CONV_STATE_LAYOUT=DS in the engine's environment"]
-    if "pipeline_parallel_size" in text:
+    if "NixlConnector (pull)" in text:
         return ["use --pipeline-parallel-size 1 on this side, or NixlPushConnector for PP + HMA"]
+    if "pipeline_parallel_size" in text:
+        return ["use --pipeline-parallel-size 1 on this side"]
     if "No common block size" in text:
         return ["choose a --block-size every transfer layer's backend accepts"]
     if "prefill_context_parallel_size" in text:

@@ -28,8 +28,11 @@ RUNNERS = ("v2", "v1")
 
 def deployments() -> list[Path]:
     """Every deployment file under examples/ (serve configs and native files)."""
+    # ---- fleet files (examples/fleets/) are fleets, not deployments: tests/test_fleet_*.py
+    skip = {"models", "fleets"}
+    # ---- end of fleet files
     return sorted(
-        p for p in EXAMPLES.rglob("*.yaml") if "models" not in p.relative_to(EXAMPLES).parts
+        p for p in EXAMPLES.rglob("*.yaml") if not skip & set(p.relative_to(EXAMPLES).parts)
     )
 
 
