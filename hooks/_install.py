@@ -265,6 +265,7 @@ def install_locked(mode: str | None) -> None:
     if STATE.patches:
         STATE.mode = requested
         STATE.reason = ""
+        _install_connectors()
         return
     try:
         import vllm
@@ -288,6 +289,7 @@ def install_locked(mode: str | None) -> None:
         return
     STATE.mode = requested
     STATE.reason = ""
+    _install_connectors()
     if STATE.vllm_version not in SUPPORTED_VLLM_VERSIONS:
         logger.warning(
             "kvconfig: vLLM %s is not a release the hooks were built for (%s); every patched "
@@ -302,8 +304,35 @@ def install_locked(mode: str | None) -> None:
     )
 
 
+# ---- KV connectors (hooks/_connectors.py): checked on their own, after the targets above,
+# so a vLLM without a connector module loses only these checks
+
+
+def _install_connectors() -> None:
+    try:
+        from hooks import _connectors
+
+        _connectors.install()
+    except Exception as err:
+        logger.warning(
+            "kvconfig: the KV-connector checks are not installed (%s: %s)", type(err).__name__, err
+        )
+
+
+def _uninstall_connectors() -> None:
+    import sys
+
+    module = sys.modules.get("hooks._connectors")
+    if module is not None:
+        module.uninstall()
+
+
+# ---- end of KV connectors
+
+
 def uninstall_locked() -> None:
     """``hooks.uninstall`` under the lock."""
+    _uninstall_connectors()
     _restore(STATE.patches)
     STATE.patches = []
     STATE.mode = "off"

@@ -193,6 +193,11 @@ def export(report: RuntimeReport) -> str | None:
         return None
     STATE.last_export = path
     logger.info("kvconfig: plan written to %s", path)
+    # ---- fleet: the plan digest beside the plan (hooks/_connectors.py)
+    from hooks import _connectors
+
+    _connectors.export_digest(path, report.plan.to_json())
+    # ----
     return path
 
 

@@ -145,6 +145,133 @@ class FindingCode(str, Enum):
         Severity.WARNING,
         "the offline plan differs from vLLM's own start-up (--engine both): an offline bug",
     )
+    # fleets: connectors, routers and offload tiers across engines (kvconfig.fleet)
+    CONNECTOR_KERNEL_SIZE_DIFFERS = (
+        "KV701",
+        "connector-kernel-size-differs",
+        Severity.WARNING,
+        "a KV connector votes another kernel block size for a transfer group than the runner",
+    )
+    CONNECTOR_REFUSES = (
+        "KV702",
+        "connector-refuses",
+        Severity.ERROR,
+        "vLLM refuses to build a KV connector at start-up (its own vote, layout or parallel rules)",
+    )
+    NIXL_BLOCK_SIZE_INDIVISIBLE = (
+        "KV703",
+        "nixl-block-size-indivisible",
+        Severity.ERROR,
+        "NIXL handshake: the local block size is no multiple of the remote one; vLLM asserts",
+    )
+    NIXL_HETERO_BLOCK_TP = (
+        "KV704",
+        "nixl-hetero-block-tp",
+        Severity.ERROR,
+        "NIXL: different block sizes while prefill TP > decode TP; vLLM asserts at the handshake",
+    )
+    NIXL_HETERO_BLOCK_HOST_BUFFER = (
+        "KV705",
+        "nixl-hetero-block-host-buffer",
+        Severity.ERROR,
+        "NIXL: different block sizes with a host buffer; vLLM asserts at the handshake",
+    )
+    NIXL_HETERO_BLOCK_REGION_MAPPED = (
+        "KV706",
+        "nixl-hetero-block-region-mapped",
+        Severity.ERROR,
+        "NIXL: different block sizes with region-mapped (HMA) transfers; the first transfer raises",
+    )
+    NIXL_MAMBA_PAGES_PER_BLOCK = (
+        "KV707",
+        "nixl-mamba-pages-per-block",
+        Severity.ERROR,
+        "NIXL: a Mamba hybrid with prefix caching needs equal pages per block on both sides",
+    )
+    NIXL_COMPAT_HASH = (
+        "KV708",
+        "nixl-compat-hash",
+        Severity.ERROR,
+        "the engines' NIXL compatibility hashes differ: the handshake fails after loading",
+    )
+    HYBRID_BLOCK_SIZE_BY_PARALLELISM = (
+        "KV709",
+        "hybrid-block-size-by-parallelism",
+        Severity.WARNING,
+        "hybrid alignment gives engines with the same --block-size another B at their parallelism",
+    )
+    MOONCAKE_BLOCK_SIZE = (
+        "KV710",
+        "mooncake-block-size",
+        Severity.ERROR,
+        "Mooncake P and D use different blocks; P maps D's block ids with its own ratio",
+    )
+    ROUTER_BLOCK_SIZE = (
+        "KV711",
+        "router-block-size",
+        Severity.ERROR,
+        "a KV-aware router hashes other block sizes than the engines report: no prefix hits",
+    )
+    ROUTER_HASH = (
+        "KV712",
+        "router-hash",
+        Severity.ERROR,
+        "the router's prompt hashes cannot match the engines' (algorithm or seed): silent",
+    )
+    OFFLOAD_CHUNK_SIZE = (
+        "KV713",
+        "offload-chunk-size",
+        Severity.ERROR,
+        "the offload chunk is no multiple of the GPU block size: vLLM refuses to start",
+    )
+    OFFLOAD_NAMESPACE = (
+        "KV714",
+        "offload-namespace",
+        Severity.ERROR,
+        "engines sharing a file tier write to different namespaces: a silent 0% hit rate",
+    )
+    PREFIX_MATCH_UNIT = (
+        "KV715",
+        "prefix-match-unit",
+        Severity.ERROR,
+        "--prefix-match-unit does not divide every prefix-cacheable block size: vLLM refuses",
+    )
+    CONNECTOR_LAYOUT_MISMATCH = (
+        "KV716",
+        "connector-layout-mismatch",
+        Severity.ERROR,
+        "a MultiConnector's children require different KV-cache layouts: vLLM refuses",
+    )
+    PIPELINE_STAGES_DIFFER = (
+        "KV717",
+        "pipeline-stages-differ",
+        Severity.WARNING,
+        "pipeline stages vote different kernel block sizes for one group",
+    )
+    NIXL_HANDSHAKE_REFUSED = (
+        "KV718",
+        "nixl-handshake-refused",
+        Severity.ERROR,
+        "another NIXL handshake check refuses the pair (TP, DCP, layout, KV replication)",
+    )
+    CONNECTOR_FIXED_BY_HOOKS = (
+        "KV719",
+        "connector-fixed-by-hooks",
+        Severity.INFO,
+        "the kvconfig hooks hand the runner's kernel block size to the KV connector",
+    )
+    CONNECTOR_PAGES_TRANSFER = (
+        "KV720",
+        "connector-pages-transfer",
+        Severity.ERROR,
+        "a connector's pages differ from a group's and the pair transfers across ratios (silent)",
+    )
+    PREFIX_HASH_SEED = (
+        "KV721",
+        "prefix-hash-seed",
+        Severity.ERROR,
+        "engines that share prefix-cache hashes derive them from random per-process seeds",
+    )
 
 
 __all__ = ["FindingCode", "Severity"]

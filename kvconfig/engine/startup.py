@@ -148,6 +148,12 @@ def start(argv: list[str]) -> dict[str, Any]:
         from vllm.v1.engine.core import EngineCore
         from vllm.v1.executor.uniproc_executor import UniProcExecutor
 
+        # ---- KV connectors (kvconfig.engine.connectors): not instantiated during
+        # start-up; their code runs on the built engine below
+        from kvconfig.engine import connectors
+
+        connectors.stand_in()
+        # ----
         with meta_device():
             try:
                 core = EngineCore(cfg, UniProcExecutor, log_stats=False)
@@ -165,6 +171,9 @@ def start(argv: list[str]) -> dict[str, Any]:
         facts["block_size_requested"] = getattr(args, "block_size", None)
         facts["aligned"] = [list(a) for a in ALIGNED if a[0] != a[1]]
         facts["hooks"] = _hooks_mode()
+        # ---- KV connectors: what vLLM's connector code computes on this engine
+        facts["connectors"] = connectors.read(runner, cfg, facts["block_size_requested"])
+        # ----
         facts["timings"] = timings
         return {"status": "ok", "facts": facts}
     except Exception as err:

@@ -59,6 +59,11 @@ def schemas() -> dict[str, str]:
             **body,
         }
         out[name] = json.dumps(doc, indent=2, sort_keys=False) + "\n"
+    # ---- fleet files and fleet plans (schemas/fleet.py, docs/fleets.md)
+    from kvconfig.fleet.schema import fleet_schemas
+
+    out.update(fleet_schemas())
+    # ----
     return out
 
 

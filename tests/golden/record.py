@@ -31,8 +31,9 @@ def deployments() -> list[Path]:
     return sorted(
         p
         for p in EXAMPLES.rglob("*.yaml")
-        # operator files (examples/operators) have their own golden engines: tests/golden/inputs
-        if not {"models", "operators"} & set(p.relative_to(EXAMPLES).parts)
+        # operator files (examples/operators) have their own golden engines (tests/golden/inputs);
+        # fleet files (examples/fleets) are fleets, not deployments (tests/test_fleet_*.py)
+        if not {"models", "operators", "fleets"} & set(p.relative_to(EXAMPLES).parts)
     )
 
 

@@ -1,0 +1,88 @@
+"""Fleets: the engines of one serving system linted together (``kvconfig lint --fleet``).
+
+Prefill and decode engines, their KV connectors (NIXL, Mooncake, the offloading
+connector), a KV-aware router (NVIDIA Dynamo, llm-d) and shared offload tiers each have
+their own idea of the KV cache's block sizes. A fleet plan holds every engine's plan with
+what each of its components computes on its own, and the findings where two of them
+disagree (docs/fleets.md).
+
+    from kvconfig.fleet import plan_fleet
+    doc = plan_fleet(["examples/fleets/correct-pd.yaml"])     # a schemas.fleet.FleetPlan
+    text, code = lint_fleet(["examples/fleets/correct-pd.yaml"])
+
+Modules: ``read`` (fleet files, deployment lists), ``planner`` (engines once per
+configuration, the rules), ``components`` (what each component computes), ``rules``
+(the KV7xx findings), ``report`` (text, JSON), ``diff`` (plan digests, ``kvconfig
+diff``), ``engine_mode`` (the same with vLLM's own start-up). Nothing here imports vLLM or
+torch unless ``engine="vllm"`` is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from schemas.fleet import FleetPlan
+
+
+def fleet_document(
+    paths: Sequence[str],
+    *,
+    command: Sequence[str] | None = None,
+    platform: str | None = None,
+    env: Mapping[str, str] | None = None,
+    hooks: str | None = None,
+    engine: str = "offline",
+    jobs: int = 1,
+    timeout: float = 300.0,
+) -> dict[str, Any]:
+    """The fleet plan as its JSON document (what ``--format json`` prints).
+
+    ``paths``: one native fleet file, or deployment files (``role:`` prefixes allowed);
+    ``command``: a pasted ``vllm serve`` command, as one more engine. ``engine="vllm"``
+    plans every engine with vLLM's own start-up (``kvconfig.engine``) and adds what vLLM's
+    connector code computes on the engine's objects. Raises ``kvconfig.InputError``.
+    """
+    from kvconfig.fleet import planner as P
+    from kvconfig.fleet import read
+
+    fleet = read.read(paths, command=command, platform=platform, hooks=hooks, env=env)
+    plans = P.Planner(fleet.vllm_version)
+    engines = P.plan_engines(fleet, plans)
+    if engine == "vllm":
+        from kvconfig.fleet import engine_mode
+
+        engines = engine_mode.with_vllm(engines, jobs=jobs, timeout=timeout)
+    found = P.issues(engines, fleet.router, plans)
+    return P.fleet_json(fleet, engines, found, engine)
+
+
+def plan_fleet(paths: Sequence[str], **kwargs: Any) -> FleetPlan:
+    """The fleet plan as a typed ``schemas.fleet.FleetPlan`` (see ``fleet_document``)."""
+    from schemas.fleet import FleetPlan
+
+    return FleetPlan.model_validate(fleet_document(paths, **kwargs))
+
+
+def lint_fleet(paths: Sequence[str], *, format: str = "text", **kwargs: Any) -> tuple[str, int]:
+    """``kvconfig lint --fleet``: the report and the exit code (0 ok, 1 rejected).
+
+    ``format`` is ``text`` or ``json``; the other arguments are ``fleet_document``'s. Bad
+    input raises ``kvconfig.InputError`` (the CLI prints it and exits 2).
+    """
+    from kvconfig.fleet import report
+
+    doc = fleet_document(paths, **kwargs)
+    text = report.render_json(doc) if format == "json" else report.render_text(doc)
+    return text, 1 if doc["verdict"] == "reject" else 0
+
+
+def diff(a: str, b: str) -> tuple[str, int]:
+    """``kvconfig diff A.json B.json``: text, and 0 when the plans agree, 1 when not."""
+    from kvconfig.fleet.diff import diff_files
+
+    return diff_files(a, b)
+
+
+__all__ = ["diff", "fleet_document", "lint_fleet", "plan_fleet"]

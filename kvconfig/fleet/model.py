@@ -1,0 +1,122 @@
+"""The fleet's working objects: an engine as read, and as planned."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kvconfig.fleet._load import Loaded
+    from kvconfig.plan.resolve import PlanResult
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """One engine as the fleet file (or a deployment argument) describes it."""
+
+    name: str
+    role: str
+    """prefill, decode or both."""
+    target: str | tuple[str, ...]
+    """A deployment file (relative to ``cwd``) or a ``vllm serve`` argv."""
+    cwd: Path
+    """The folder relative paths resolve from."""
+    source: str
+    """What the user named (a file, or ``<command>``)."""
+    platform: str | None = None
+    replicas: int = 1
+    given: Mapping[str, Any] = field(default_factory=dict)
+    """``vllm serve`` options the fleet sets (parallelism, ``kv-transfer-config``)."""
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Options a launcher sets when the deployment leaves them unset."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    hooks: str | None = None
+    offload: tuple[Mapping[str, Any], ...] = ()
+    """``OffloadingConnector`` entries the fleet's offload tiers add to the engine's
+    ``--kv-transfer-config`` (whichever sets it: the deployment or the fleet)."""
+    where: str = ""
+    """Where the engine is declared (``fleet.yaml:12``), for input errors."""
+
+    def key(self, extra: Mapping[str, Any] | None = None) -> str:
+        """Engines with the same key have the same plan."""
+        import json
+
+        return json.dumps(
+            [
+                self.target,
+                str(self.cwd),
+                self.platform,
+                dict(self.given),
+                dict(self.defaults),
+                dict(self.env),
+                self.hooks,
+                [dict(o) for o in self.offload],
+                dict(extra or {}),
+            ],
+            sort_keys=True,
+            default=str,
+        )
+
+
+@dataclass
+class Engine:
+    """One engine, planned."""
+
+    spec: EngineSpec
+    loaded: Loaded
+    result: PlanResult
+    plan: dict[str, Any]
+    """The plan JSON (``kvconfig plan --format json``), or vLLM's own (engine mode)."""
+    vllm: Mapping[str, Any] | None = None
+    """Engine mode: what vLLM's connector code computed on the engine's objects."""
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Values computed once per engine (its components)."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def options(self) -> Mapping[str, Any]:
+        return self.loaded.options
+
+    def option_int(self, name: str, default: int = 1) -> int:
+        """An integer ``vllm serve`` option (parallel sizes, ``--prefix-match-unit``)."""
+        value = self.options.get(name)
+        if value is None or isinstance(value, bool):
+            return default
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return default
+
+    @property
+    def tp(self) -> int:
+        return int(self.result.setup.tensor_parallel_size)
+
+    @property
+    def pp(self) -> int:
+        return self.option_int("pipeline-parallel-size")
+
+    @property
+    def dp(self) -> int:
+        return self.option_int("data-parallel-size")
+
+    @property
+    def dcp(self) -> int:
+        return self.option_int("decode-context-parallel-size")
+
+    @property
+    def pcp(self) -> int:
+        return self.option_int("prefill-context-parallel-size")
+
+    @property
+    def platform(self) -> str:
+        p = self.result.setup.platform
+        return p.name if p is not None else "-"
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return self.loaded.env

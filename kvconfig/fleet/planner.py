@@ -1,0 +1,282 @@
+"""Planning a fleet: each engine once per distinct configuration, then the rules.
+
+Engines are planned by kvconfig's offline resolver (``kvconfig.plan_result``); with
+``engine="vllm"`` by vLLM's own start-up in engine children (``kvconfig.fleet.vllm``).
+Engines whose configuration is the same are planned once, and so are pairs of
+configurations, so a fleet of many replicas costs what its distinct deployments cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from kvconfig.errors import InputError
+from kvconfig.fleet import rules as R
+from kvconfig.fleet._load import kv_transfer_of, load
+from kvconfig.fleet.components import components, entries, kind_of
+from kvconfig.fleet.diff import digest
+from kvconfig.fleet.model import Engine, EngineSpec
+from kvconfig.fleet.read import KV_ROLES, FleetInput
+
+
+class Planner:
+    """Plans engines, and engines with other settings (for fixes), once each."""
+
+    def __init__(self, vllm_version: str = "0.33.0") -> None:
+        self.vllm_version = vllm_version
+        self._done: dict[str, Engine | InputError] = {}
+
+    def plan(self, spec: EngineSpec, override: Mapping[str, Any] | None = None) -> Engine:
+        """The engine planned (InputError for bad input)."""
+        key = spec.key(override)
+        hit = self._done.get(key)
+        if hit is None:
+            try:
+                hit = self._plan(spec, override)
+            except InputError as err:
+                hit = err
+            self._done[key] = hit
+        if isinstance(hit, InputError):
+            raise hit
+        return hit
+
+    def _plan(self, spec: EngineSpec, override: Mapping[str, Any] | None) -> Engine:
+        from kvconfig.api import UnsupportedArchitecture, plan_result
+
+        try:
+            loaded = load(
+                spec.target,
+                cwd=spec.cwd,
+                platform=spec.platform,
+                vllm_version=self.vllm_version,
+                given=spec.given,
+                defaults=spec.defaults,
+                override=override,
+                offload=spec.offload,
+                env=spec.env,
+                hooks=spec.hooks,
+                where=spec.where or spec.source,
+            )
+            if loaded.deployment.platform is None:
+                raise InputError(
+                    "no platform given",
+                    source=spec.where or spec.source,
+                    key="platform",
+                    hint="give the engine (or the fleet) a platform, or pass --platform",
+                )
+            result = plan_result(loaded.deployment)
+        except UnsupportedArchitecture as err:
+            raise InputError(
+                f"kvconfig cannot derive the KV-cache layers of architecture {err.architecture!r}",
+                source=spec.source,
+                hint="describe the engine in a native deployment file",
+            ) from None
+        role = spec.role
+        if role == "auto":
+            role = "both"
+            for entry in entries(kv_transfer_of(loaded.options, spec.source)):
+                if kind_of(str(entry.get("kv_connector"))) in ("nixl", "mooncake"):
+                    role = KV_ROLES.get(str(entry.get("kv_role")), "both")
+                    break
+        plan = result.to_json()
+        plan["source"] = spec.source
+        return Engine(replace(spec, role=role), loaded, result, plan)
+
+    def replan(self, engine: Engine, override: Mapping[str, Any]) -> Engine | None:
+        """``engine`` with ``override`` set (None when that does not plan)."""
+        try:
+            return self.plan(engine.spec, override)
+        except InputError:
+            return None
+
+
+def plan_engines(fleet: FleetInput, planner: Planner) -> list[Engine]:
+    """Every engine of the fleet, planned."""
+    return [planner.plan(spec) for spec in fleet.engines]
+
+
+def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[R.Pair, int]]:
+    """One pair per distinct (producer, consumer) configuration, with how many it stands for."""
+    seen: dict[tuple[str, str], list[Any]] = {}
+    for pair in R.pairs(engines):
+        key = (pair.prefill.spec.key(), pair.decode.spec.key())
+        if key in seen:
+            seen[key][1] += 1
+        else:
+            seen[key] = [pair, 1]
+    return [(p, n) for p, n in seen.values()]
+
+
+def issues(engines: Sequence[Engine], router: R.RouterSpec, planner: Planner) -> list[R.Issue]:
+    """Every fleet finding. Engines without KV-cache groups (vLLM refused to start them in
+    engine mode; their plans say why) take part in none."""
+    out: list[R.Issue] = [
+        f for e in engines if not e.plan.get("groups") for f in R.startup_issues(e)
+    ]
+    engines = [e for e in engines if e.plan.get("groups")]
+    seen_engine: set[str] = set()
+    for e in engines:
+        key = e.spec.key()
+        if key in seen_engine:
+            continue
+        seen_engine.add(key)
+        out.extend(R.engine_issues(e))
+    for pair, count in _dedupe_pairs(engines):
+        found = R.pair_issues(pair, planner.replan)
+        if count > 1:
+            for f in found:
+                f.values["pairs"] = count
+                f.message += f" ({count} engine pairs have these two configurations.)"
+        out.extend(found)
+    out.extend(R.router_issues(router, engines, planner.replan))
+    out.extend(R.tier_issues(engines))
+    return R.sort(out)
+
+
+# ---------------------------------------------------------------- the fleet plan JSON
+
+
+def _connector_json(e: Engine) -> list[dict[str, Any]]:
+    c = components(e)
+    kv = kv_transfer_of(e.options, e.spec.source)
+    by_name: dict[str, Any] = {n.name: n for n in c.nixl}
+    by_name.update({m.name: m for m in c.mooncake})
+    by_name.update({o.name: o for o in c.offload})
+    out = []
+    transfer = [g.id for g in c.groups]
+    from kvconfig.mirror.connectors import required_kv_cache_layout
+
+    use_mla = any(g.kind in ("mla_attention", "sparse_mla") for g in c.groups)
+    for entry in entries(kv):
+        name = str(entry.get("kv_connector"))
+        kind = kind_of(name)
+        item: dict[str, Any] = {
+            "name": name,
+            "kind": kind,
+            "role": entry.get("kv_role"),
+            "transfer_groups": transfer,
+            "required_layout": required_kv_cache_layout(name, use_mla=use_mla, hisparse=False),
+        }
+        facts = by_name.get(name)
+        if kind == "nixl" and facts is not None:
+            item.update(
+                logical_block_size=facts.logical,
+                kernel_block_size=facts.kernel,
+                pages_per_block=facts.pages,
+                transfer_mode=facts.transfer_mode,
+                compat_factors=facts.factors,
+                compat_hash=facts.compat_hash,
+                refusal=str(facts.refusal) if facts.refusal else None,
+            )
+        elif kind == "mooncake" and facts is not None:
+            item.update(
+                logical_block_size=facts.logical,
+                kernel_block_size=facts.kernel,
+                pages_per_block=facts.pages,
+                refusal=str(facts.refusal) if facts.refusal else None,
+            )
+        elif kind == "offloading" and facts is not None:
+            item.update(
+                offload={
+                    "group_tokens_per_block": facts.group_tokens,
+                    "blocks_per_chunk": facts.blocks_per_chunk,
+                    "tokens_per_hash": facts.tokens_per_hash,
+                    "tiers": [
+                        {
+                            "kind": t.kind,
+                            "root_dir": t.root_dir,
+                            "namespace": t.namespace,
+                            "namespace_fields": t.fields,
+                        }
+                        for t in facts.tiers
+                    ],
+                },
+                refusal=str(facts.refusal) if facts.refusal else None,
+            )
+        out.append(item)
+    return out
+
+
+def engine_json(e: Engine) -> dict[str, Any]:
+    """One engine of the fleet plan (``schemas.fleet.EnginePlan``)."""
+    c = components(e)
+    connectors = _connector_json(e)
+    ks = {n.name: n.kernel for n in c.nixl}
+    ks.update({m.name: m.kernel for m in c.mooncake})
+    groups = []
+    for g, size in zip(c.groups, c.routing.group_sizes, strict=True):
+        groups.append(
+            {
+                "group": g.id,
+                "kind": g.kind,
+                "block_size": g.block_size,
+                "manager_block_size": size,
+                "runner": g.runner,
+                "speculator": g.speculator,
+                "connectors": {n: (None if g.state else k) for n, k in ks.items()},
+            }
+        )
+    r = c.routing
+    body = {
+        "name": e.name,
+        "role": e.spec.role,
+        "replicas": e.spec.replicas * e.dp,
+        "source": e.spec.source,
+        "platform": e.platform,
+        "parallelism": {
+            "tensor": e.tp,
+            "pipeline": e.pp,
+            "data": e.dp,
+            "decode_context": e.dcp,
+            "prefill_context": e.pcp,
+        },
+        "kv_transfer_config": kv_transfer_of(e.options, e.spec.source),
+        "plan": {k: v for k, v in e.plan.items() if k != "engine"},
+        "components": groups,
+        "connectors": connectors,
+        "routing": {
+            "effective_block_size": r.effective,
+            "group_block_sizes": r.group_sizes,
+            "scheduler_block_size": r.scheduler,
+            "hash_block_size": r.hash_block,
+            "hash_algo": r.algo,
+            "hash_seed": r.seed,
+            "prefix_caching": r.prefix_caching,
+            "refusal": str(r.refusal) if r.refusal else None,
+        },
+        "stages": [
+            {"stage": s, "layers": [a, b], "kernel_block_sizes": ks_} for s, (a, b), ks_ in c.stages
+        ],
+    }
+    body["digest"] = digest(body)
+    return body
+
+
+def fleet_json(
+    fleet: FleetInput, engines: Sequence[Engine], found: Sequence[R.Issue], engine: str
+) -> dict[str, Any]:
+    """The fleet plan (``schemas.fleet.FleetPlan``)."""
+    bodies = [engine_json(e) for e in engines]
+    reject = any(b["plan"]["verdict"] == "reject" for b in bodies) or any(
+        f.severity == "error" for f in found
+    )
+    r = fleet.router
+    return {
+        "kvconfig_fleet": 1,
+        "verdict": "reject" if reject else "ok",
+        "source": fleet.source,
+        "vllm_version": fleet.vllm_version,
+        "engine": engine,
+        "router": {
+            "kind": r.kind,
+            "block_size": r.block_size,
+            "hashes_prompts": r.hashes_prompts,
+            "hash_algo": r.hash_algo,
+            "hash_seed": r.hash_seed,
+            "engines": list(r.engines),
+        },
+        "engines": bodies,
+        "findings": [f.to_json() for f in found],
+    }
