@@ -105,6 +105,19 @@ class Finding(Strict):
     """Ways to fix it, most direct first."""
 
 
+class EngineRun(Strict):
+    """How vLLM's own start-up made the plan (``--engine vllm``)."""
+
+    kind: Literal["vllm"]
+    """Always ``vllm``: the installed vLLM's start-up under an emulated GPU."""
+    description: str
+    """``vllm 0.33.0 start-up, emulated H100``."""
+    refused: bool
+    """vLLM raised part-way; the groups are what it had built by then."""
+    stood_in: list[str]
+    """What the emulation stands in for (docs/engine.md)."""
+
+
 class Plan(Strict):
     """The result of planning one deployment on one platform."""
 
@@ -126,3 +139,5 @@ class Plan(Strict):
     """KV-cache groups in vLLM's order."""
     findings: list[Finding]
     """Everything worth saying, errors first."""
+    engine: EngineRun | None = None
+    """Present when vLLM's own start-up made the plan (``--engine vllm``); absent offline."""

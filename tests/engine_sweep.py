@@ -231,7 +231,7 @@ def run(selected: Sequence[Case], *, jobs: int = 1) -> list[Result]:
         planned = engine.plans(targets, jobs=jobs)
     results = []
     for case, off, eng in zip(selected, offline, planned, strict=True):
-        eng_value: dict[str, Any] | str = str(eng) if isinstance(eng, Exception) else eng
+        eng_value: dict[str, Any] | str = str(eng) if isinstance(eng, Exception) else eng.to_json()
         diffs = (
             differences(off, eng_value)
             if isinstance(off, dict) and isinstance(eng_value, dict)

@@ -105,7 +105,10 @@ def engine_plans() -> dict[tuple[str, str, str, tuple[tuple[str, str], ...]], An
         )
         for name, platform, hooks, env in CASES
     ]
-    return dict(zip(CASES, engine.plans(targets, jobs=2), strict=True))
+    done = engine.plans(targets, jobs=2)
+    return {
+        c: p if isinstance(p, Exception) else p.to_json() for c, p in zip(CASES, done, strict=True)
+    }
 
 
 def test_every_example_has_a_home_platform() -> None:

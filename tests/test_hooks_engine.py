@@ -48,7 +48,10 @@ def plans(export: str) -> dict[str, Any]:
                 str(case["path"]), parse_platform("gh200"), hooks=case["hooks"], env=env
             )
         )
-    return dict(zip(CASES, engine.plans(targets, jobs=2), strict=True))
+    done = engine.plans(targets, jobs=2)
+    return {
+        c: p if isinstance(p, Exception) else p.to_json() for c, p in zip(CASES, done, strict=True)
+    }
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvconfig.errors import InputError
+from kvconfig.plan.result import PlanResult
 
 #: What ``torch.cuda`` calls each platform's GPU, and its memory in GiB (NVIDIA's data).
 DEVICES: dict[str, tuple[str, int]] = {
@@ -85,15 +86,15 @@ def description(version: str | None, platform: Any) -> str:
 
 def plans(
     targets: Sequence[Target], *, jobs: int = 1, timeout: float = 300.0
-) -> list[dict[str, Any] | InputError]:
-    """The plan JSON of each target from vLLM's start-up, or the InputError that stops it."""
+) -> list[PlanResult | InputError]:
+    """The plan of each target from vLLM's start-up, or the InputError that stops it."""
     why = available()
     if why is not None:
         raise InputError(
             f"--engine vllm needs vLLM: {why}", key="--engine", hint="or use --engine offline"
         )
     from kvconfig.engine import emulate
-    from kvconfig.engine.plan import plan_json
+    from kvconfig.engine.plan import plan_result
     from kvconfig.engine.pool import Pool, Request
 
     requests = [
@@ -110,20 +111,15 @@ def plans(
     ]
     with Pool(jobs=jobs, timeout=timeout) as pool:
         answers = pool.ask_all(requests)
-    out: list[dict[str, Any] | InputError] = []
+    out: list[PlanResult | InputError] = []
     for t, answer in zip(targets, answers, strict=True):
-        p = t.platform
         if answer.status in ("ok", "refused"):
             out.append(
-                plan_json(
+                plan_result(
                     answer,
                     source=t.source,
-                    platform={
-                        "name": p.name,
-                        "vendor": p.vendor,
-                        "capability": p.capability_text(),
-                    },
-                    description=description(answer.vllm_version, p),
+                    platform=t.platform,
+                    description=description(answer.vllm_version, t.platform),
                     stood_in=emulate.STOOD_IN,
                 )
             )
@@ -149,6 +145,26 @@ def plans(
     return out
 
 
+def both(offline: PlanResult, vllm: PlanResult) -> PlanResult:
+    """vLLM's plan, with one KV602 finding per difference from the offline plan."""
+    from kvconfig.codes import FindingCode
+    from kvconfig.engine.compare import differences
+    from kvconfig.plan.result import Found
+    from kvconfig.plan.result import sort as sort_findings
+
+    found = [
+        Found(
+            FindingCode.ENGINE_DIFFERS,
+            None,
+            f"kvconfig's offline plan differs from vLLM's start-up: {d} (vLLM's start-up is "
+            "right; the offline resolver has a bug)",
+            ("please report it with this deployment; meanwhile trust --engine vllm",),
+        )
+        for d in differences(offline.to_json(), vllm.to_json())
+    ]
+    return vllm._replace(findings=tuple(sort_findings([*vllm.findings, *found])))
+
+
 def serve_config_target(path: str, platform: Any, **kw: Any) -> Target:
     """A ``vllm serve --config`` file: vLLM starts in the file's folder."""
     full = os.path.abspath(path)
@@ -157,4 +173,12 @@ def serve_config_target(path: str, platform: Any, **kw: Any) -> Target:
     )
 
 
-__all__ = ["DEVICES", "Target", "available", "description", "plans", "serve_config_target"]
+__all__ = [
+    "DEVICES",
+    "Target",
+    "available",
+    "both",
+    "description",
+    "plans",
+    "serve_config_target",
+]

@@ -349,7 +349,7 @@ def _handshake(worker: Any, peer: dict[str, Any]) -> dict[str, Any]:
         raise _Validated
 
     worker._validate_remote_agent_handshake = validate
-    from kvconfig.engine.emulate import meta_device
+    from kvconfig.engine.cuda import meta_device
 
     try:
         with _serving(payload) as port, meta_device():

@@ -1,19 +1,21 @@
-"""A plan from vLLM's own start-up: the engine child's facts in the plan's JSON shape.
+"""A plan from vLLM's own start-up: the engine child's facts as a ``PlanResult``.
 
 The groups, their block sizes, backends and kernel block sizes are what vLLM built
 (``kvconfig.engine.readout``); the findings are kvconfig's reading of them, with the
-codes the offline resolver uses:
+codes the offline resolver uses, so every reporter (text, JSON, GitHub, SARIF, explain)
+shows an engine plan as it shows an offline one:
 
-* KV101: the Model Runner V2 speculator's attention reads a group with B-token pages
-  while the runner split B into smaller kernel pages (vLLM starts; draft acceptance
-  collapses);
-* KV103: the kvconfig hooks were loaded by vLLM and handed the speculator the runner's
-  value where its own vote differs;
-* KV501: vLLM moved the block size away from the one asked for (hybrid alignment);
+* KV101: the Model Runner V2 speculator's attention reads a group with other pages than
+  the runner split it into (vLLM starts; draft acceptance collapses);
+* KV103: the kvconfig hooks, loaded by vLLM, handed the speculator the runner's value
+  where its own vote differs;
+* KV501: vLLM's hybrid alignment moved the block size;
 * a start-up vLLM refused: the code of the refusal's kind (KV301 an invalid backend,
   KV302 none valid, KV201/KV202 no common kernel block size for the runner or the
   speculator, KV102 the speculator's split error, KV203/KV204 no or no aligned block
-  size), or KV601 for any other refusal, always with vLLM's own text.
+  size, KV101 the kvconfig hooks refusing a mismatch), or KV601 for any other refusal,
+  always with vLLM's own text and the vLLM line that raised. A refused start-up is its
+  refusal: what vLLM had built by then is shown, not judged.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvconfig.codes import FindingCode, Severity
+from kvconfig.codes import FindingCode
 from kvconfig.engine.pool import Answer
-from kvconfig.plan.result import Found
+from kvconfig.mirror.platform import PlatformId
+from kvconfig.plan.result import EngineRun, Found, GroupResult, PlanResult, Voter
 from kvconfig.plan.result import sort as sort_findings
+from schemas.sizes import format_sizes, size_from_json
 
 #: Texts vLLM 0.33.0 raises, and the finding code each refusal is.
 REFUSALS: tuple[tuple[tuple[str, ...], FindingCode], ...] = (
@@ -43,6 +47,8 @@ REFUSALS: tuple[tuple[tuple[str, ...], FindingCode], ...] = (
 
 #: vLLM's spec kinds (``KVCacheSpecKind``) that kvconfig names differently.
 KINDS = {"chunked_local_attention": "chunked_local"}
+
+STEPS = {"parse": "argument parsing", "config": "create_engine_config", "engine": "start-up"}
 
 
 def refusal_code(message: str, facts: Mapping[str, Any] | None, error: str = "") -> FindingCode:
@@ -64,75 +70,65 @@ def _speculator_k(group: Mapping[str, Any]) -> int | None:
     values: Sequence[int] | None = group.get("speculator")
     if not values:
         return None
-    runner = group.get("runner")
-    differing = [v for v in values if v != runner]
+    differing = [v for v in values if v != group.get("runner")]
     return differing[0] if differing else values[0]
 
 
-def _group_json(g: Mapping[str, Any]) -> dict[str, Any]:
+def _group(g: Mapping[str, Any]) -> GroupResult:
     block = int(g["block_size"])
     runner = g.get("runner")
-    backends = []
-    for b in g["backends"]:
-        narrowed = b.get("kernel_block_size")
-        backends.append(
-            {
-                "name": b["name"],
-                "class": b["class"],
-                "sizes": b["sizes"] if b["sizes"] is not None else [],
-                "role": b["role"],
-                "layers": b["layers"],
-                "kernel_block_size": narrowed
-                if narrowed is not None
-                else (block if runner is not None else None),
-            }
+    voters = tuple(
+        Voter(
+            name=b["name"],
+            class_path=b["class"],
+            sizes=tuple(size_from_json(s) for s in b["sizes"] or ()),
+            roles=frozenset({"target", "draft"} if b["role"] == "mixed" else {b["role"]}),
+            layers=tuple(b["layers"]),
+            kernel_block_size=b.get("kernel_block_size") or (block if runner is not None else None),
         )
-    return {
-        "id": g["id"],
-        "kind": KINDS.get(g["kind"], g["kind"]),
-        "block_size": block,
-        "block_size_reason": "vLLM's start-up",
-        "kernel_block_size": runner,
-        "split": None if runner is None else block // runner,
-        "packed": bool(g["packed"]),
-        "layers": g["layers"],
-        "backends": backends,
-        "components": {"runner": runner, "speculator": _speculator_k(g)},
-    }
+        for b in g["backends"]
+    )
+    return GroupResult(
+        id=int(g["id"]),
+        kind=KINDS.get(g["kind"], g["kind"]),
+        block_size=block,
+        block_size_reason="vLLM's start-up",
+        kernel_block_size=runner,
+        packed=bool(g["packed"]),
+        target_layers=tuple(g["layers"]["target"]),
+        draft_layers=tuple(g["layers"]["draft"]),
+        voters=voters,
+        runner_k=runner,
+        speculator_k=_speculator_k(g),
+    )
 
 
-def _who(group: Mapping[str, Any]) -> str:
-    parts = []
-    for b in group["backends"]:
-        n = len(b["layers"])
-        role = b["role"]
-        sizes = ", ".join(
-            str(s) if isinstance(s, int) else f"MultipleOf({s['multiple_of']})"
-            for s in b["sizes"] or ()
-        )
-        parts.append(f"{n} {role} layer{'s' if n != 1 else ''} on {b['name']} [{sizes}]")
-    return "; ".join(parts)
+def _who(group: GroupResult) -> str:
+    return "; ".join(
+        f"{len(v.layers)} {v.role} layer{'s' if len(v.layers) != 1 else ''} on {v.name} "
+        f"{format_sizes(v.sizes)}"
+        for v in group.voters
+    )
 
 
-def _group_findings(facts: Mapping[str, Any], method: str | None) -> list[Found]:
+def _findings(facts: Mapping[str, Any], groups: Sequence[GroupResult]) -> list[Found]:
     found: list[Found] = []
-    speculator = f"The {(method or '').upper()} speculator"
-    for g in facts["groups"]:
-        runner, block = g.get("runner"), int(g["block_size"])
-        spec = _speculator_k(g)
+    method = (facts.get("speculative_method") or "").upper()
+    for g, raw in zip(groups, facts["groups"], strict=True):
+        runner, spec = g.runner_k, g.speculator_k
         if runner is None or spec is None:
             continue
         if spec != runner:
             found.append(
                 Found(
                     FindingCode.COMPONENT_MISMATCH,
-                    g["id"],
-                    f"KV-cache group {g['id']} ({_who(g)}) has {block}-token blocks that vLLM's "
-                    f"model runner split into {block // runner} kernel pages of {runner} tokens "
-                    f"when it allocated the KV cache. {speculator}'s attention groups read the "
-                    f"group with {spec}-token pages (vLLM's start-up, Model Runner V2): draft "
-                    "steps 2 and later read the wrong KV pages; acceptance collapses while the "
-                    "output stays lossless. Nothing fails.",
+                    g.id,
+                    f"KV-cache group {g.id} ({_who(g)}) has {g.block_size}-token blocks that "
+                    f"vLLM's model runner split into {g.block_size // runner} kernel pages of "
+                    f"{runner} tokens when it allocated the KV cache. The {method} speculator's "
+                    f"attention groups read the group with {spec}-token pages (vLLM's "
+                    "start-up, Model Runner V2): draft steps 2 and later read the wrong KV "
+                    "pages; acceptance collapses while the output stays lossless. Nothing fails.",
                     (
                         f"--block-size {runner}",
                         "give the drafter the target's attention backend "
@@ -142,13 +138,13 @@ def _group_findings(facts: Mapping[str, Any], method: str | None) -> list[Found]
                     ),
                 )
             )
-        elif g.get("speculator_own") not in (None, runner) and facts.get("hooks") == "enforce":
+        elif raw.get("speculator_own") not in (None, runner) and facts.get("hooks") == "enforce":
             found.append(
                 Found(
                     FindingCode.MISMATCH_FIXED_BY_HOOKS,
-                    g["id"],
-                    f"KV-cache group {g['id']}: on its own the speculator would vote "
-                    f"{g['speculator_own']}, not the runner's {runner}; the kvconfig hooks, "
+                    g.id,
+                    f"KV-cache group {g.id}: on its own the speculator would vote "
+                    f"{raw['speculator_own']}, not the runner's {runner}; the kvconfig hooks, "
                     f"loaded by vLLM's plugin loader, handed it {runner} at start-up.",
                 )
             )
@@ -168,49 +164,38 @@ def _group_findings(facts: Mapping[str, Any], method: str | None) -> list[Found]
 def _refusal(answer: Answer) -> Found:
     data = answer.data
     message = str(data.get("message", ""))
-    code = refusal_code(message, data.get("facts"), str(data.get("error", "")))
-    where = data.get("where")
-    step = {"parse": "argument parsing", "config": "create_engine_config", "engine": "start-up"}
-    at = f" ({where})" if where else ""
-    during = step.get(str(data.get("step")), "start-up")
+    where = f" ({data['where']})" if data.get("where") else ""
+    during = STEPS.get(str(data.get("step")), "start-up")
     return Found(
-        code,
+        refusal_code(message, data.get("facts"), str(data.get("error", ""))),
         None,
-        f"vLLM {answer.vllm_version} refuses to start ({during}{at}): "
+        f"vLLM {answer.vllm_version} refuses to start ({during}{where}): "
         f"{data.get('error', 'Error')}: {message}",
     )
 
 
-def plan_json(
+def plan_result(
     answer: Answer,
     *,
     source: str,
-    platform: Mapping[str, Any],
+    platform: PlatformId,
     description: str,
     stood_in: Sequence[str],
-) -> dict[str, Any]:
-    """The plan of one start-up (an ``ok`` or ``refused`` answer) in the plan's JSON shape."""
+) -> PlanResult:
+    """The plan of one start-up (an ``ok`` or ``refused`` answer)."""
     data = answer.data
     facts: Mapping[str, Any] = data.get("facts") or {"groups": []}
-    method = facts.get("speculative_method")
-    # a refused start-up is its refusal; what vLLM had built by then is shown, not judged
+    groups = tuple(_group(g) for g in facts["groups"])
     refused = answer.status == "refused"
-    findings = [_refusal(answer)] if refused else _group_findings(facts, method)
-    ordered = sort_findings(findings)
-    return {
-        "verdict": "reject" if any(f.severity is Severity.ERROR for f in ordered) else "ok",
-        "vllm_version": answer.vllm_version,
-        "platform": dict(platform),
-        "source": source,
-        "runner": facts.get("runner_version", "v2"),
-        "hooks": facts.get("hooks", "none"),
-        "speculative_method": method,
-        "groups": [_group_json(g) for g in facts["groups"]],
-        "findings": [f.to_json() for f in ordered],
-        "engine": {
-            "kind": "vllm",
-            "description": description,
-            "refused": answer.status == "refused",
-            "stood_in": list(stood_in),
-        },
-    }
+    findings = [_refusal(answer)] if refused else _findings(facts, groups)
+    return PlanResult(
+        source=source,
+        vllm_version=str(answer.vllm_version),
+        platform=platform,
+        runner=str(facts.get("runner_version", "v2")),
+        hooks=str(facts.get("hooks", "none")),
+        speculative_method=facts.get("speculative_method"),
+        groups=groups,
+        findings=tuple(sort_findings(findings)),
+        engine=EngineRun(description, refused, tuple(stood_in)),
+    )

@@ -150,6 +150,26 @@ class GroupResult(NamedTuple):
         }
 
 
+class EngineRun(NamedTuple):
+    """How vLLM's own start-up made a plan (``--engine vllm``; absent for offline plans)."""
+
+    description: str
+    """``vllm 0.33.0 start-up, emulated H100``."""
+    refused: bool
+    """vLLM raised part-way: the groups are what it had built by then."""
+    stood_in: tuple[str, ...]
+    """What the emulation stands in for (docs/engine.md)."""
+
+    def to_json(self) -> dict[str, object]:
+        """The documented JSON shape of ``engine``."""
+        return {
+            "kind": "vllm",
+            "description": self.description,
+            "refused": self.refused,
+            "stood_in": list(self.stood_in),
+        }
+
+
 class PlanResult(NamedTuple):
     """The plan of one deployment on one platform (or of a running engine)."""
 
@@ -166,6 +186,8 @@ class PlanResult(NamedTuple):
     findings: tuple[Found, ...]
     layers: tuple[LayerInfo, ...] = ()
     """Every layer set with its backend and sizes (what ``kvconfig explain`` shows)."""
+    engine: EngineRun | None = None
+    """Set when vLLM's own start-up made the plan (``--engine vllm``)."""
 
     @property
     def verdict(self) -> str:
@@ -185,4 +207,5 @@ class PlanResult(NamedTuple):
             "speculative_method": self.speculative_method,
             "groups": [g.to_json() for g in self.groups],
             "findings": [f.to_json() for f in self.findings],
+            **({"engine": self.engine.to_json()} if self.engine is not None else {}),
         }
