@@ -196,8 +196,8 @@ FAMILY_CASES = [
         "  num_speculative_tokens: 2\n",
     ),
     (
-        "qwen3-next-fp8-a100",
-        "a100",
+        "qwen3-next-fp8-l40s",
+        "l40s",
         "qwen3-next-80b-a3b-instruct",
         "model: ./models/qwen3-next-80b-a3b-instruct\nkv-cache-dtype: fp8\n"
         "attention-backend: TRITON_ATTN\nblock-size: 64\n",

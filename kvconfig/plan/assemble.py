@@ -93,7 +93,7 @@ def make_groups(
             info.layer,
             info.display_name(),
             info.cache_dtype,
-            info.sizes,
+            info.spec_sizes or info.sizes,
             dep,
             platform.major,
             plan,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 
+from kvconfig.mirror.impls import impl_refusal
 from kvconfig.mirror.selection import MAMBA_BACKENDS, Selection, model_backend
 from kvconfig.mirror.specs import per_rank
 from kvconfig.plan import findings as F
@@ -86,11 +87,13 @@ def choose_backends(ctx: PlanContext) -> list[LayerInfo]:
         choice = choices.get(key)
         if choice is None:
             choice = choices[key] = _declared(ctx, layer, kv_dtype, q, requested)
-        sel, path, entry, sizes, cache, attention_key = choice
+        sel, path, entry, sizes, cache, attention_key, spec_sizes = choice
         if sel.backend is None:
             refused.setdefault((layer.role, id(sel)), (sel, []))[1].append(layer)
         infos.append(
-            LayerInfo(layer, sel, entry, sel.backend, path, sizes, q, cache, attention_key)
+            LayerInfo(
+                layer, sel, entry, sel.backend, path, sizes, q, cache, attention_key, spec_sizes
+            )
         )
     for sel, layers in refused.values():
         ctx.findings.append(F.backend_refused(layers, sel, ctx.platform))
@@ -103,23 +106,29 @@ def _declared(
     """The backend of a distinct layer set and what it declares for it."""
     sel, path = _choose(ctx, layer, kv_dtype, q, requested)
     if sel.backend is None:
-        return sel, path, None, (), kv_dtype, ()
+        return sel, path, None, (), kv_dtype, (), ()
     if sel.backend in ctx.custom:
-        return (
-            sel,
-            path,
-            None,
-            ctx.custom[sel.backend],
-            kv_dtype,
-            (path, *_spec(layer, kv_dtype), q),
-        )
+        own = ctx.custom[sel.backend]
+        return sel, path, None, own, kv_dtype, (path, *_spec(layer, kv_dtype), q), own
     entry = ctx.catalog.by_class.get(path)
     name = entry.name if entry is not None else sel.backend
+    refusal = impl_refusal(name, kv_dtype, ctx.platform, ctx.deployment.model_facts)
+    if refusal is not None:
+        return (
+            Selection(None, sel.reason, error=refusal, rejected=((name, (refusal,)),)),
+            path,
+            None,
+            (),
+            kv_dtype,
+            (),
+            (),
+        )
     cache = canonical_cache_dtype(layer, name, ctx.deployment, ctx.platform.major)
     key = (path, *_spec(layer, cache), q)
     if entry is None:
-        return sel, path, None, (MultipleOf(1),), cache, key
-    return sel, path, entry, ctx.sizes(entry, layer, cache), cache, key
+        return sel, path, None, (MultipleOf(1),), cache, key, (MultipleOf(1),)
+    sizes = ctx.sizes(entry, layer, cache)
+    return sel, path, entry, sizes, cache, key, ctx.spec_sizes(entry, layer, cache)
 
 
 def _spec(layer: LayerSet, cache_dtype: str) -> tuple[object, ...]:

@@ -23,7 +23,10 @@ from kvconfig.plan.result import Found
 from schemas.deployment import Deployment, LayerSet
 from schemas.sizes import KernelSize
 
-Choice = tuple[Selection, str, "Entry | None", tuple[KernelSize, ...], str, tuple[object, ...]]
+Choice = tuple[
+    Selection, str, "Entry | None", tuple[KernelSize, ...], str, tuple[object, ...],
+    tuple[KernelSize, ...],
+]  # fmt: skip
 """A layer set's backend selection, backend class, catalog entry, declared sizes, cache
 dtype and attention-group key (vLLM's ``AttentionGroup`` key: class, spec, heads)."""
 
@@ -102,6 +105,17 @@ class PlanContext:
         hit = self.setting.declared.get(key)
         if hit is None:
             hit = self.setting.declared[key] = entry.sizes(self.size_context(layer, cache))
+        return hit
+
+    def spec_sizes(self, entry: Entry, layer: LayerSet, cache: str) -> tuple[KernelSize, ...]:
+        """A catalog entry's sizes for a layer when no vLLM config is current (spec time)."""
+        key = ("spec time", entry.class_path, cache, layer.head_size, layer.head_size_v,
+               layer.tokens_per_state, layer.kind)  # fmt: skip
+        hit = self.setting.declared.get(key)
+        if hit is None:
+            geometry = (layer.head_size, layer.head_size_v, layer.tokens_per_state)
+            context = layer_context(self.machine, "auto", cache, geometry, (0, 0), config=False)
+            hit = self.setting.declared[key] = entry.sizes(context)
         return hit
 
     def size_context(self, layer: LayerSet, kv_dtype: str) -> SizeContext:
@@ -219,9 +233,14 @@ def layer_context(
     layer_cache_dtype: str,
     geometry: tuple[int, int | None, int],
     target_heads: tuple[int, int],
+    *,
+    config: bool = True,
 ) -> SizeContext:
     """The facts a layer's backend reads when it declares its sizes: the platform's, the
-    layer's geometry (head size, value head size, tokens per state) and cache dtype."""
+    layer's geometry (head size, value head size, tokens per state) and cache dtype.
+
+    ``config=False``: what it reads when no vLLM config is current (no model, cache or
+    attention config: no forced FlashAttention version, no softcapping fallback)."""
     head_size, head_size_v, tokens_per_state = geometry
     return size_context(
         vendor=m.vendor,
@@ -231,12 +250,12 @@ def layer_context(
         head_size=head_size,
         head_size_v=head_size_v,
         target_heads=target_heads,
-        use_trtllm_attention=m.use_trtllm_attention,
+        use_trtllm_attention=m.use_trtllm_attention if config else None,
         cubins=m.cubins,
         batch_invariant=m.batch_invariant,
-        flash_attn_version=m.flash_attn_version,
+        flash_attn_version=m.flash_attn_version if config else None,
         tokens_per_state=tokens_per_state,
-        softcap=bool(m.facts.get("attn_logit_softcapping")),
+        softcap=config and bool(m.facts.get("attn_logit_softcapping")),
     )
 
 

@@ -71,6 +71,11 @@ class LayerInfo(NamedTuple):
     """The cache dtype the layer uses (sparse MLA may canonicalise ``fp8`` to ``fp8_ds_mla``)."""
     attention_key: tuple[object, ...] = ()
     """vLLM's attention-group key: backend class, layer spec, heads per rank."""
+    spec_sizes: tuple[KernelSize, ...] = ()
+    """What the backend declares when the layer reports its spec: no vLLM config is
+    current then (``get_kv_cache_spec`` in either runner), so backends that read it
+    (FlashInfer's large pages, FlashAttention's model-level fallbacks) answer without it.
+    ``customize_attention_spec`` and sliding-window layers use these."""
 
     def display_name(self) -> str:
         """The backend's vLLM name (``get_name()``)."""
