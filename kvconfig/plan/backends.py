@@ -14,7 +14,7 @@ import operator
 
 from kvconfig.mirror.impls import impl_refusal
 from kvconfig.mirror.selection import MAMBA_BACKENDS, Selection, model_backend
-from kvconfig.mirror.specs import per_rank
+from kvconfig.mirror.specs import MLA_KINDS, per_rank
 from kvconfig.plan import findings as F
 from kvconfig.plan.assemble import canonical_cache_dtype
 from kvconfig.plan.context import Choice, PlanContext
@@ -109,7 +109,7 @@ def _declared(
         return sel, path, None, (), kv_dtype, (), ()
     if sel.backend in ctx.custom:
         own = ctx.custom[sel.backend]
-        return sel, path, None, own, kv_dtype, (path, *_spec(layer, kv_dtype), q), own
+        return sel, path, None, own, kv_dtype, (path, *_spec(layer, kv_dtype, ctx.deployment.tensor_parallel_size), q), own
     entry = ctx.catalog.by_class.get(path)
     name = entry.name if entry is not None else sel.backend
     refusal = impl_refusal(name, kv_dtype, ctx.platform, ctx.deployment.model_facts)
@@ -124,19 +124,20 @@ def _declared(
             (),
         )
     cache = canonical_cache_dtype(layer, name, ctx.deployment, ctx.platform.major)
-    key = (path, *_spec(layer, cache), q)
+    key = (path, *_spec(layer, cache, ctx.deployment.tensor_parallel_size), q)
     if entry is None:
         return sel, path, None, (MultipleOf(1),), cache, key, (MultipleOf(1),)
     sizes = ctx.sizes(entry, layer, cache)
     return sel, path, entry, sizes, cache, key, ctx.spec_sizes(entry, layer, cache)
 
 
-def _spec(layer: LayerSet, cache_dtype: str) -> tuple[object, ...]:
-    """What makes two layers' KV-cache specs equal."""
+def _spec(layer: LayerSet, cache_dtype: str, tp: int) -> tuple[object, ...]:
+    """What makes two layers' KV-cache specs equal: the spec holds the KV heads of one
+    rank, so layers whose heads differ but replicate to the same per-rank count match."""
     l = layer
     return (
         l.kind,
-        l.num_kv_heads,
+        l.num_kv_heads if l.kind in MLA_KINDS else per_rank(l.num_kv_heads, tp),
         l.head_size,
         l.head_size_v,
         l.dtype,
