@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
+from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError
 from kvconfig.fleet import fleet_document, lint_fleet, plan_fleet
 from kvconfig.fleet import planner as P
 from kvconfig.fleet import read as fleet_read
 from kvconfig.fleet import rules as R
-from kvconfig.plan.findings import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEETS = ROOT / "examples" / "fleets"
@@ -112,7 +112,7 @@ def test_example_findings(name: str) -> None:
 
 
 def test_every_fleet_code_has_an_example() -> None:
-    fleet_codes = {c for c in CODES if c.startswith("KV7")} - {"KV719"}
+    fleet_codes = {c.value for c in FindingCode if c.value.startswith("KV7")} - {"KV719"}
     assert set(RULES) == fleet_codes
     for code, example in RULES.items():
         assert code in {f["code"] for f in doc_of(example)["findings"]}, code
@@ -122,7 +122,7 @@ def test_every_fleet_code_has_an_example() -> None:
 def test_findings_say_what_vllm_does(name: str) -> None:
     for f in doc_of(name)["findings"]:
         assert f["vllm"].startswith(("raises", "silent", "fails", "the hooks")), f["vllm"]
-        assert f["severity"] == CODES[f["code"]][1]
+        assert f["severity"] == FindingCode(f["code"]).severity.value
         if f["severity"] == "error":
             assert f["fixes"], f["code"]
 

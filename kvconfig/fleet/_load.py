@@ -1,11 +1,11 @@
 """One engine of a fleet, read with kvconfig's deployment loaders.
 
-This is the one place the fleet code reaches into ``kvconfig.load``: a ``vllm serve``
-config or command is read into vLLM's option names (``kvconfig.load.serve``), the
-fleet's parallelism and ``--kv-transfer-config`` are set on those options as ``vllm
-serve`` would receive them, and the result becomes a ``schemas.deployment.Deployment``
-the public resolver plans (``kvconfig.plan_result``). Native files go through
-``kvconfig.load_deployment``.
+This is the one place the fleet code reaches into ``kvconfig.load``, through the loader
+the CLI and the API use (``kvconfig.load.deployment``): a ``vllm serve`` config or
+command is read into vLLM's option names (``serve_options``), the fleet's parallelism
+and ``--kv-transfer-config`` are set on those options as ``vllm serve`` would receive
+them, and the result becomes a ``schemas.deployment.Deployment`` (``from_options``) that
+``kvconfig.plan.resolve.resolve`` plans. Native files go through ``load``.
 """
 
 from __future__ import annotations
@@ -145,17 +145,16 @@ def load(
     """An engine: a file path (absolute, or relative to ``cwd``) or a ``vllm serve`` argv,
     with the fleet's options ``given`` (by vLLM option name) set on it, and ``override``
     replacing what the deployment says (the settings a fix tries)."""
-    from kvconfig.api import load_deployment
-    from kvconfig.load import serve as _serve
-    from kvconfig.load.deployment import is_native
+    from dataclasses import replace
+
+    from kvconfig.load import deployment as loader
     from kvconfig.load.platforms import parse_platform
-    from schemas.deployment import Deployment
 
     if isinstance(target, str):
         path = Path(target) if Path(target).is_absolute() else cwd / target
         doc = _parsed(path, target)
-        if is_native(doc):
-            dep = load_deployment(
+        if loader.is_native(doc):
+            dep = loader.load(
                 str(path), platform=platform, env=env, vllm_version=vllm_version, hooks=hooks
             )
             tp = given.get("tensor-parallel-size")
@@ -172,11 +171,10 @@ def load(
                 if "block-size" in override:
                     update["block_size"] = override["block-size"]
                 if "attention-backend" in override:
-                    att = dep.attention.model_copy(
-                        update={"backend": override["attention-backend"]}
+                    update["attention"] = replace(
+                        dep.attention, backend=override["attention-backend"]
                     )
-                    update["attention"] = att
-                dep = dep.model_copy(update=update)
+                dep = replace(dep, **update)
             opts = {
                 "block-size": dep.block_size,
                 "kv-cache-dtype": dep.kv_cache_dtype,
@@ -187,15 +185,13 @@ def load(
                 from kvconfig.fleet.read import with_offload
 
                 opts["kv-transfer-config"] = with_offload(opts.get("kv-transfer-config"), offload)
-            return Loaded(
-                dep.model_copy(update={"source": target}), opts, dict(env), path.parent, True
-            )
-        opts_obj = _serve.options_from_yaml(doc, vllm_version)
+            return Loaded(replace(dep, source=target), opts, dict(env), path.parent, True)
+        opts_obj = loader.serve_options(target, version=vllm_version, cwd=cwd, doc=doc)
     else:
         argv = list(target)
         if argv[:2] != ["vllm", "serve"] and not (argv and "=" in argv[0]):
             argv = ["vllm", "serve", *argv]
-        opts_obj = _serve.options_from_command(argv, vllm_version, cwd)
+        opts_obj = loader.serve_options(argv, version=vllm_version, cwd=cwd)
     for name, value in given.items():
         _set(opts_obj, name, value, where)
     for name, value in (defaults or {}).items():
@@ -215,14 +211,14 @@ def load(
         if not supports_hma(connector):
             # VllmConfig turns the hybrid KV-cache manager off for such a connector
             opts_obj.values["disable-hybrid-kv-cache-manager"] = True
-    data = _serve.to_document(opts_obj, vllm_version, env)
+    fields: dict[str, Any] = {}
     if hooks is not None:
-        data["hooks"] = hooks
+        fields["hooks"] = hooks
     if platform is not None:
-        data["platform"] = parse_platform(platform).name
+        fields["platform"] = parse_platform(platform).name
     if isinstance(target, str):
-        data["source"] = target
-    dep = Deployment.model_validate(data)
+        fields["source"] = target
+    dep = loader.from_options(opts_obj, version=vllm_version, env=env, overrides=fields)
     return Loaded(
         dep,
         dict(opts_obj.values),

@@ -121,7 +121,7 @@ def _compressed(engine: Engine) -> frozenset[str]:
     """Layers whose caches are compressed (``tokens_per_state > 1``): the connectors'
     votes leave them out (``get_current_attn_backends_and_specs``)."""
     return frozenset(
-        n for s in engine.result.setup.layers if s.tokens_per_state > 1 for n in s.names()
+        n for s in engine.deployment.layers if s.tokens_per_state > 1 for n in s.names()
     )
 
 
@@ -143,7 +143,7 @@ def cache_block_size(engine: Engine, groups: Sequence[Group]) -> int:
     sizes = [g.block_size for g in groups]
     if sizes:
         return min(sizes)
-    return int(engine.result.setup.block_size or 16)
+    return int(engine.deployment.block_size or 16)
 
 
 # ---------------------------------------------------------------- facts per component
@@ -193,7 +193,7 @@ class NixlFacts:
             use_mla=self.use_mla,
             has_mamba=self.has_mamba,
             hma=self.hma,
-            prefix_caching=bool(engine.result.setup.prefix_caching),
+            prefix_caching=bool(engine.deployment.prefix_caching),
             use_host_buffer=self.use_host_buffer,
             kv_cache_layout=self.layout,
             compat_hash=self.compat_hash,
@@ -279,8 +279,8 @@ class Components:
 
 def _model_facts(engine: Engine) -> tuple[int, int, str, int]:
     """(total KV heads, head size, dtype, hidden layers) of the target model."""
-    layers = [s for s in engine.result.setup.layers if s.role == "target" and s.kind != "mamba"]
-    first = layers[0] if layers else engine.result.setup.layers[0]
+    layers = [s for s in engine.deployment.layers if s.role == "target" and s.kind != "mamba"]
+    first = layers[0] if layers else engine.deployment.layers[0]
     config = engine.loaded.model_config
     hidden = config.get("num_hidden_layers")
     n_layers = int(hidden) if isinstance(hidden, int) else sum(s.count for s in layers)
@@ -331,7 +331,7 @@ def _layout(engine: Engine, kv: Mapping[str, Any] | None) -> tuple[str, M.Refusa
 
 def _speculative_factors(engine: Engine) -> dict[str, Any] | None:
     """``_get_speculative_compatibility_factors`` (``nixl/metadata.py``)."""
-    method = engine.result.setup.speculative_method
+    method = engine.deployment.speculative_method
     if method not in ("eagle", "eagle3", "mtp", "dflash", "dspark"):
         return None
     spec = engine.options.get("speculative-config")
@@ -362,7 +362,7 @@ def _speculative_factors(engine: Engine) -> dict[str, Any] | None:
         "revision": spec.get("revision"),
         "code_revision": spec.get("code_revision"),
         "parallel_drafting": bool(spec.get("parallel_drafting", False)),
-        "kv_cache_dtype": str(spec.get("kv_cache_dtype") or engine.result.setup.kv_cache_dtype),
+        "kv_cache_dtype": str(spec.get("kv_cache_dtype") or engine.deployment.kv_cache_dtype),
         "auxiliary_layer_ids": aux,
     }
 
@@ -386,9 +386,9 @@ def _hooked(own: int | None, groups: Sequence[Group], hooks: str) -> int | None:
 def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout: str) -> NixlFacts:
     name = str(entry.get("kv_connector"))
     mode = M.NIXL_CONNECTORS[name]
-    setup = engine.result.setup
+    dep = engine.deployment
     extra = entry.get("kv_connector_extra_config") or {}
-    hma = not setup.disable_hybrid_kv_cache_manager and any(
+    hma = not dep.disable_hybrid_kv_cache_manager and any(
         g.kind != "full_attention" for g in groups
     )
     has_mamba = any(g.state for g in groups)
@@ -430,18 +430,18 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
         )
     own, vote_refusal = _vote(logical, connector_voters(engine, groups))
     refusal = refusal or vote_refusal
-    kernel = _hooked(own, groups, setup.hooks)
+    kernel = _hooked(own, groups, dep.hooks)
     backend = _first_backend(groups)
     factors = M.compatibility_factors(
-        vllm_version=setup.vllm_version,
-        model=str(engine.options.get("model", setup.source)),
+        vllm_version=dep.vllm_version,
+        model=str(engine.options.get("model", dep.source)),
         dtype=f"torch.{dtype}",
         num_kv_heads=1 if use_mla else heads,
         head_size=head_size,
         num_hidden_layers=n_layers,
         attn_backend_name=backend,
-        cache_dtype=str(setup.kv_cache_dtype),
-        is_hma_enabled=not setup.disable_hybrid_kv_cache_manager,
+        cache_dtype=str(dep.kv_cache_dtype),
+        is_hma_enabled=not dep.disable_hybrid_kv_cache_manager,
         speculative=_speculative_factors(engine),
         transfer_mode=mode,
     )
@@ -470,14 +470,14 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
 
 
 def _mooncake(engine: Engine, entry: Mapping[str, Any], groups: list[Group]) -> MooncakeFacts:
-    setup = engine.result.setup
+    dep = engine.deployment
     logical = cache_block_size(engine, groups)
     own, refusal = _vote(logical, connector_voters(engine, groups))
-    kernel = _hooked(own, groups, setup.hooks)
+    kernel = _hooked(own, groups, dep.hooks)
     heads, head_size, dtype, _ = _model_facts(engine)
     use_mla = any(g.kind in MLA_KINDS for g in groups)
     per_rank = max(1, heads // engine.tp)
-    elem = 1 if str(setup.kv_cache_dtype).startswith("fp8") else DTYPE_BYTES.get(dtype, 2)
+    elem = 1 if str(dep.kv_cache_dtype).startswith("fp8") else DTYPE_BYTES.get(dtype, 2)
     return MooncakeFacts(
         name=str(entry.get("kv_connector")),
         role=entry.get("kv_role"),
@@ -492,7 +492,7 @@ def _mooncake(engine: Engine, entry: Mapping[str, Any], groups: list[Group]) -> 
 
 
 def _cache_groups(engine: Engine, groups: Sequence[Group]) -> list[M.CacheGroup]:
-    prefix = bool(engine.result.setup.prefix_caching)
+    prefix = bool(engine.deployment.prefix_caching)
     return [
         M.CacheGroup(
             block_size=g.block_size,
@@ -506,7 +506,7 @@ def _cache_groups(engine: Engine, groups: Sequence[Group]) -> list[M.CacheGroup]
 
 
 def _routing(engine: Engine, groups: list[Group], connector: bool) -> RoutingFacts:
-    setup = engine.result.setup
+    dep = engine.deployment
     cgs = _cache_groups(engine, groups)
     dcp = engine.dcp
     algo = str(engine.options.get("prefix-caching-hash-algo") or "sha256")
@@ -520,7 +520,7 @@ def _routing(engine: Engine, groups: list[Group], connector: bool) -> RoutingFac
             cache_block_size=cache_block_size(engine, groups),
             dcp=dcp,
             prefix_match_unit=int(unit) if unit is not None else None,
-            prefix_caching=bool(setup.prefix_caching),
+            prefix_caching=bool(dep.prefix_caching),
             connector=connector,
         )
     except M.Refusal as err:
@@ -533,7 +533,7 @@ def _routing(engine: Engine, groups: list[Group], connector: bool) -> RoutingFac
         hash_block=hash_block,
         algo=algo,
         seed=M.none_hash_seed(algo, engine.env.get("PYTHONHASHSEED")),
-        prefix_caching=bool(setup.prefix_caching),
+        prefix_caching=bool(dep.prefix_caching),
         refusal=refusal,
     )
 
@@ -541,14 +541,14 @@ def _routing(engine: Engine, groups: list[Group], connector: bool) -> RoutingFac
 def _parallel_agnostic(engine: Engine, groups: Sequence[Group]) -> bool:
     """``is_parallelism_agnostic`` of ``build_offloading_config`` (without canonical
     layouts): Model Runner V1, one non-MLA full-attention group sharded by heads."""
-    setup = engine.result.setup
-    if setup.runner == "v2" or len(groups) != 1 or groups[0].kind != "full_attention":
+    dep = engine.deployment
+    if dep.runner == "v2" or len(groups) != 1 or groups[0].kind != "full_attention":
         return False
     heads, _, _, _ = _model_facts(engine)
     per_rank = max(1, heads // engine.tp)
     return (
         per_rank * engine.tp == heads
-        and not str(setup.kv_cache_dtype).endswith("per_token_head")
+        and not str(dep.kv_cache_dtype).endswith("per_token_head")
         and engine.dcp == 1
         and engine.pcp == 1
     )
@@ -577,9 +577,9 @@ def _offload(
         except M.Refusal as err:
             refusal = err
     tiers = [TierFacts("cpu")]
-    setup = engine.result.setup
+    dep = engine.deployment
     _, _, dtype, _ = _model_facts(engine)
-    cache_dtype = dtype if setup.kv_cache_dtype == "auto" else str(setup.kv_cache_dtype)
+    cache_dtype = dtype if dep.kv_cache_dtype == "auto" else str(dep.kv_cache_dtype)
     for tier in extra.get("secondary_tiers") or []:
         if not isinstance(tier, Mapping):
             continue
@@ -588,7 +588,7 @@ def _offload(
         facts = TierFacts(kind, str(root) if root is not None else None)
         if kind == "fs" and root is not None and per_chunk is not None:
             facts.fields = M.file_mapper_fields(
-                model_name=str(engine.options.get("model", setup.source)),
+                model_name=str(engine.options.get("model", dep.source)),
                 tokens_per_hash=int(routing.hash_block or tokens[0]),
                 blocks_per_file=per_chunk,
                 tp=engine.tp,

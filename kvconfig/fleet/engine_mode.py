@@ -81,32 +81,33 @@ def request(e: Engine, peers_file: str) -> Any:
         if tokens[:2] == ["vllm", "serve"]:
             tokens = tokens[2:]
         argv, cwd = tokens, str(spec.cwd)
-    setup = e.result.setup
-    assert setup.platform is not None
+    dep = e.deployment
     return Request(
         argv=(*argv, *_flags(given)),
         cwd=cwd,
-        gpu=_gpu(setup.platform),
+        gpu=_gpu(e.result.platform),
         env={**e.env, "KVCONFIG_FLEET_PEERS": peers_file},
-        cubins=bool(setup.trtllm_cubins),
-        hooks="enforce" if setup.hooks == "enforce" else "none",
+        cubins=bool(dep.trtllm_cubins),
+        hooks="enforce" if dep.hooks == "enforce" else "none",
     )
 
 
-def _plan(e: Engine, answer: Any) -> dict[str, Any]:
+def _planned(e: Engine, answer: Any) -> Engine:
+    """``e`` with vLLM's plan of its start-up (``kvconfig.engine``'s ``PlanResult``)."""
     from kvconfig.engine import connectors as engine_connectors
     from kvconfig.engine import description, emulate
-    from kvconfig.engine.plan import plan_json
+    from kvconfig.engine.plan import plan_result
 
-    p = e.result.setup.platform
-    assert p is not None
-    return plan_json(
+    p = e.result.platform
+    result = plan_result(
         answer,
         source=e.spec.source,
-        platform={"name": p.name, "vendor": p.vendor, "capability": p.capability_text()},
+        platform=p,
         description=description(answer.vllm_version, p),
         stood_in=(*emulate.STOOD_IN, *engine_connectors.STOOD_IN),
     )
+    facts = (answer.data.get("facts") or {}).get("connectors")
+    return replace(e, result=result, plan=result.to_json(), vllm=facts, cache={})
 
 
 def with_vllm(
@@ -144,8 +145,7 @@ def with_vllm(
             for k in keys:
                 e, a = distinct[k], answers[k]
                 if a.status in ("ok", "refused"):
-                    facts = (a.data.get("facts") or {}).get("connectors")
-                    out[k] = replace(e, plan=_plan(e, a), vllm=facts, cache={})
+                    out[k] = _planned(e, a)
             planned_now = [out.get(e.spec.key(), e) for e in engines]
             peers: dict[str, list[dict[str, Any]]] = {}
             for part in fleets or [range(len(engines))]:

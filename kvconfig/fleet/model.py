@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kvconfig.fleet._load import Loaded
-    from kvconfig.plan.resolve import PlanResult
+    from kvconfig.plan.result import PlanResult
+    from schemas.deployment import Deployment
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,11 @@ class Engine:
         return self.spec.name
 
     @property
+    def deployment(self) -> Deployment:
+        """The deployment the engine's plan was made from (its settings and layers)."""
+        return self.loaded.deployment
+
+    @property
     def options(self) -> Mapping[str, Any]:
         return self.loaded.options
 
@@ -94,7 +100,7 @@ class Engine:
 
     @property
     def tp(self) -> int:
-        return int(self.result.setup.tensor_parallel_size)
+        return int(self.deployment.tensor_parallel_size)
 
     @property
     def pp(self) -> int:
@@ -114,8 +120,7 @@ class Engine:
 
     @property
     def platform(self) -> str:
-        p = self.result.setup.platform
-        return p.name if p is not None else "-"
+        return self.result.platform.name
 
     @property
     def env(self) -> Mapping[str, str]:

@@ -1,7 +1,8 @@
 """Planning a fleet: each engine once per distinct configuration, then the rules.
 
-Engines are planned by kvconfig's offline resolver (``kvconfig.plan_result``); with
-``engine="vllm"`` by vLLM's own start-up in engine children (``kvconfig.fleet.vllm``).
+Engines are planned by kvconfig's offline resolver (``kvconfig.plan.resolve.resolve``);
+with ``engine="vllm"`` by vLLM's own start-up in engine children
+(``kvconfig.fleet.engine_mode``).
 Engines whose configuration is the same are planned once, and so are pairs of
 configurations, so a fleet of many replicas costs what its distinct deployments cost.
 """
@@ -43,7 +44,9 @@ class Planner:
         return hit
 
     def _plan(self, spec: EngineSpec, override: Mapping[str, Any] | None) -> Engine:
-        from kvconfig.api import UnsupportedArchitecture, plan_result
+        from kvconfig.errors import UnsupportedArchitecture
+        from kvconfig.load.platforms import parse_platform
+        from kvconfig.plan.resolve import resolve
 
         try:
             loaded = load(
@@ -66,12 +69,13 @@ class Planner:
                     key="platform",
                     hint="give the engine (or the fleet) a platform, or pass --platform",
                 )
-            result = plan_result(loaded.deployment)
+            result = resolve(loaded.deployment, parse_platform(loaded.deployment.platform))
         except UnsupportedArchitecture as err:
             raise InputError(
                 f"kvconfig cannot derive the KV-cache layers of architecture {err.architecture!r}",
                 source=spec.source,
-                hint="describe the engine in a native deployment file",
+                hint="plan it exactly with --engine vllm, or describe the engine in a native "
+                "deployment file",
             ) from None
         role = spec.role
         if role == "auto":

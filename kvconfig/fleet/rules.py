@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvconfig.codes import FindingCode
 from kvconfig.fleet.components import Components, Group, MooncakeFacts, NixlFacts, components
 from kvconfig.fleet.model import Engine
 from kvconfig.mirror import connectors as M
-from kvconfig.plan.findings import CODES
 
 Replan = Callable[[Engine, Mapping[str, Any]], Engine | None]
 """The engine planned again with these ``vllm serve`` options set (None: it cannot be)."""
@@ -27,6 +27,8 @@ BACKEND_CANDIDATES = ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION
 """Attention backends a fix may propose for a pair on different GPUs."""
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
+
+_CODES = {c.value: c for c in FindingCode}
 
 NIXL_CODES = {
     "compat-hash": "KV708",
@@ -55,11 +57,11 @@ class Issue:
 
     @property
     def name(self) -> str:
-        return CODES[self.code][0]
+        return _CODES[self.code].slug
 
     @property
     def severity(self) -> str:
-        return CODES[self.code][1]
+        return _CODES[self.code].severity.value
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON shape (``schemas.fleet.FleetFinding``)."""
@@ -622,7 +624,7 @@ def hybrid_issues(pair: Pair, replan: Replan) -> list[Issue]:
     gp, gd = components(p).groups, components(d).groups
     if not any(g.state for g in gp) or len(gp) != len(gd):
         return []
-    asked_p, asked_d = p.result.setup.block_size, d.result.setup.block_size
+    asked_p, asked_d = p.deployment.block_size, d.deployment.block_size
     if asked_p != asked_d:
         return []
     bp = max(g.block_size for g in gp)

@@ -66,6 +66,38 @@ def load(
     return to_deployment(opts, version, extra_env, overrides)
 
 
+def serve_options(
+    target: str | Sequence[str],
+    *,
+    version: str,
+    cwd: Path | None = None,
+    doc: _yaml.Document | None = None,
+) -> _serve.Options:
+    """The ``vllm serve`` options of a serve config (a path, relative to ``cwd``; ``doc``
+    when it is already parsed) or of a command (its words), before they become a
+    deployment (``from_options``): callers that set options of their own (the fleet's
+    parallelism) set them here."""
+    base = cwd or Path.cwd()
+    if isinstance(target, str):
+        path = Path(target) if Path(target).is_absolute() else base / target
+        if doc is None:
+            doc = _yaml.load(path, target)
+        return _serve.options_from_yaml(doc, version, base=path.resolve().parent)
+    return _serve.options_from_command(target, version, base)
+
+
+def from_options(
+    opts: _serve.Options,
+    *,
+    version: str,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Deployment:
+    """The deployment of ``vllm serve`` options; ``overrides`` are deployment fields the
+    caller sets (``platform``, ``hooks``, ``trtllm_cubins``, ``source``)."""
+    return to_deployment(opts, version, dict(env or {}), dict(overrides or {}))
+
+
 def _native(
     doc: _yaml.Document,
     source: str,
@@ -84,4 +116,4 @@ def _native(
     return validate.deployment(data, doc)
 
 
-__all__ = ["is_native", "load"]
+__all__ = ["from_options", "is_native", "load", "serve_options"]

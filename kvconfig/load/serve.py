@@ -117,8 +117,9 @@ def maybe_json(value: Any) -> Any:
     return value
 
 
-def options_from_yaml(doc: _yaml.Document, version: str) -> Options:
-    """Options from a ``vllm serve --config`` YAML document."""
+def options_from_yaml(doc: _yaml.Document, version: str, base: Path | None = None) -> Options:
+    """Options from a ``vllm serve --config`` YAML document; relative paths in it are
+    relative to ``base`` (default: the file's folder)."""
     if not isinstance(doc.data, dict):
         what = "empty" if doc.data is None else describe(doc.data)
         hint = "write 'option: value' lines, e.g. 'model: ./qwen3-8b'"
@@ -130,7 +131,7 @@ def options_from_yaml(doc: _yaml.Document, version: str) -> Options:
             line=1,
             hint=hint,
         )
-    opts = Options(doc.source, Path(doc.source).resolve().parent)
+    opts = Options(doc.source, base or Path(doc.source).resolve().parent)
     for key, value in doc.data.items():
         _option(opts, str(key), value, doc.line(key), version)
     return opts
