@@ -304,7 +304,7 @@ def install_locked(mode: str | None) -> None:
     )
 
 
-# ---- KV connectors (hooks/_connectors.py): checked on their own, after the targets above,
+# ---- KV connectors (hooks/_connectors/): checked on their own, after the targets above,
 # so a vLLM without a connector module loses only these checks
 
 

@@ -193,10 +193,10 @@ def export(report: RuntimeReport) -> str | None:
         return None
     STATE.last_export = path
     logger.info("kvconfig: plan written to %s", path)
-    # ---- fleet: the plan digest beside the plan (hooks/_connectors.py)
-    from hooks import _connectors
+    # ---- fleet: the plan digest beside the plan (hooks/_connectors/digest.py)
+    from hooks._connectors.digest import export_digest
 
-    _connectors.export_digest(path, report.plan.to_json())
+    export_digest(path, report.plan.to_json())
     # ----
     return path
 

@@ -20,10 +20,12 @@ pytest.importorskip("vllm")
 from fleet_runs import NAMES, run
 
 from kvconfig.fleet import engine_mode
-from kvconfig.fleet import rules as R
 from kvconfig.fleet.components import components
 from kvconfig.fleet.model import Engine
-from kvconfig.mirror import connectors as M
+from kvconfig.fleet.rules.common import Pair, pairs
+from kvconfig.fleet.rules.engine import engine_issues
+from kvconfig.fleet.rules.nixl import _classify, nixl_outcome
+from kvconfig.mirror.connectors.sync import logical_to_kernel_block_ids
 
 pytestmark = pytest.mark.vllm
 
@@ -54,7 +56,7 @@ def test_vllm_starts_the_engines_or_refuses_them_as_kvconfig_says(name: str) -> 
         if any(m in why for m in MISSING_PACKAGE):
             continue
         # vLLM refused at start-up: kvconfig's rule must say the same, in vLLM's words
-        texts = [i.vllm for i in R.engine_issues(off)]
+        texts = [i.vllm for i in engine_issues(off)]
         assert any(why.split("): ", 1)[-1].split(" (")[0][:60] in t for t in texts), (why, texts)
 
 
@@ -114,7 +116,7 @@ def test_mooncake_computes_what_kvconfig_computes(name: str) -> None:
             )
             state = frozenset(g.id for g in components(off).groups if g.state)
             sample = [[0, 1, 2] for _ in components(off).groups]
-            assert M.logical_to_kernel_block_ids(sample, mine.pages, state) == theirs["expanded"]
+            assert logical_to_kernel_block_ids(sample, mine.pages, state) == theirs["expanded"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -169,7 +171,7 @@ def test_hybrid_alignment_over_tensor_parallelism(name: str) -> None:
 def test_nixl_handshakes_end_as_kvconfig_says(name: str) -> None:
     off, eng, _ = run()
     offline = {e.name: e for e in off[name]}
-    for pair in R.pairs(eng[name]):
+    for pair in pairs(eng[name]):
         sides = engine_mode._sides(pair)
         if sides is None:
             continue
@@ -177,7 +179,7 @@ def test_nixl_handshakes_end_as_kvconfig_says(name: str) -> None:
         facts = _vllm(local, "nixl")[0]
         remote_id = _vllm(remote, "nixl")[0]["engine_id"]
         (real,) = [h for h in facts["handshakes"] if h["peer"] == remote_id]
-        mirrored = R.nixl_outcome(R.Pair(offline[pair.prefill.name], offline[pair.decode.name]))
+        mirrored = nixl_outcome(Pair(offline[pair.prefill.name], offline[pair.decode.name]))
         assert mirrored is not None
         if mirrored.refusal is None or mirrored.check == "region-mapped":
             # vLLM's handshake checks pass; a region-mapped pair fails at its first transfer
@@ -196,7 +198,7 @@ def test_every_pair_rule_was_driven_through_vllm() -> None:
         for e in eng[name]:
             for n in _vllm(e, "nixl"):
                 for h in n.get("handshakes") or ():
-                    seen.add(R._classify(h["message"]) if h["status"] == "refused" else "ok")
+                    seen.add(_classify(h["message"]) if h["status"] == "refused" else "ok")
     assert seen >= {
         "ok",
         "compat-hash",

@@ -15,7 +15,7 @@ from kvconfig.errors import InputError
 from kvconfig.fleet import fleet_document, lint_fleet, plan_fleet
 from kvconfig.fleet import planner as P
 from kvconfig.fleet import read as fleet_read
-from kvconfig.fleet import rules as R
+from kvconfig.fleet.rules.routers import RouterSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEETS = ROOT / "examples" / "fleets"
@@ -342,7 +342,7 @@ def test_replicas_plan_once_and_pairs_group() -> None:
     planner = P.Planner()
     engines = [planner.plan(s) for s in specs]
     assert len({id(e) for e in engines}) == 2
-    found = P.issues(engines, R.RouterSpec(), planner)
+    found = P.issues(engines, RouterSpec(), planner)
     assert [f.code for f in found] == ["KV703"]
 
 

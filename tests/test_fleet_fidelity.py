@@ -18,7 +18,28 @@ pytest.importorskip("vllm")
 
 import torch
 
-from kvconfig.mirror import connectors as M
+from kvconfig.mirror.connectors.mooncake import mooncake_region_lengths
+from kvconfig.mirror.connectors.nixl import compatibility_factors, compatibility_hash
+from kvconfig.mirror.connectors.offloading import (
+    file_mapper_base_path,
+    file_mapper_fields,
+    offload_blocks_per_chunk,
+)
+from kvconfig.mirror.connectors.registry import (
+    Refusal,
+    multi_connector_layout,
+    required_kv_cache_layout,
+)
+from kvconfig.mirror.connectors.scheduler import (
+    HASH_ALGOS,
+    CacheGroup,
+    kv_cache_block_sizes,
+    manager_block_size,
+    none_hash_seed,
+)
+from kvconfig.mirror.connectors.stages import layer_index, pp_indices
+from kvconfig.mirror.connectors.sync import logical_to_kernel_block_ids
+from kvconfig.mirror.connectors.topology import block_size_ratio, tp_ratio
 
 pytestmark = pytest.mark.vllm
 
@@ -73,8 +94,8 @@ def test_block_size_ratio(local: int, remote: int) -> None:
     except AssertionError as err:
         theirs = str(err)
     try:
-        mine: Any = M.block_size_ratio(local, remote)
-    except M.Refusal as err:
+        mine: Any = block_size_ratio(local, remote)
+    except Refusal as err:
         mine = err.message
     assert mine == theirs
 
@@ -98,8 +119,8 @@ def test_tp_ratio(local: int, remote: int) -> None:
     except AssertionError as err:
         theirs = str(err)
     try:
-        mine: Any = M.tp_ratio(local, remote)
-    except M.Refusal as err:
+        mine: Any = tp_ratio(local, remote)
+    except Refusal as err:
         mine = err.message
     assert mine == theirs
 
@@ -122,7 +143,7 @@ def test_nixl_and_mooncake_expand_block_ids_as_vllm(ratio: int) -> None:
     nixl.shutdown = lambda: None
     mooncake.kv_cache_config = config
     mooncake._physical_blocks_per_logical_kv_block = ratio
-    mine = M.logical_to_kernel_block_ids(ids, ratio, frozenset({0}))
+    mine = logical_to_kernel_block_ids(ids, ratio, frozenset({0}))
     assert nixl._logical_to_kernel_block_ids(ids, ratio) == mine
     assert mooncake._logical_to_kernel_block_ids(ids) == mine
 
@@ -153,7 +174,7 @@ def test_mooncake_compares_byte_lengths_only(local: int, remote: int, ltp: int, 
     theirs = _validate_asymmetric_region_lengths(
         [_region(local)], [_region(remote)], ltp, rtp, False, total_num_kv_heads=8
     )
-    assert M.mooncake_region_lengths(local, remote, ltp, rtp, 8) == theirs
+    assert mooncake_region_lengths(local, remote, ltp, rtp, 8) == theirs
 
 
 # ---------------------------------------------------------------- hashes
@@ -187,7 +208,7 @@ def test_compatibility_hash(backend: str, cache_dtype: str, mode: str) -> None:
     )
 
     theirs = compute_nixl_compatibility_hash(_hash_config(cache_dtype), backend, mode)
-    factors = M.compatibility_factors(
+    factors = compatibility_factors(
         vllm_version=vllm.__version__,
         model="../models/qwen3-8b",
         dtype="torch.bfloat16",
@@ -200,10 +221,10 @@ def test_compatibility_hash(backend: str, cache_dtype: str, mode: str) -> None:
         speculative=None,
         transfer_mode=mode,
     )
-    assert M.compatibility_hash(factors) == theirs
+    assert compatibility_hash(factors) == theirs
 
 
-@pytest.mark.parametrize("algo", M.HASH_ALGOS)
+@pytest.mark.parametrize("algo", HASH_ALGOS)
 @pytest.mark.parametrize("seed", [None, "0", "42"])
 def test_none_hash_seed(algo: str, seed: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
     from vllm.utils.hashing import get_hash_fn_by_name
@@ -214,7 +235,7 @@ def test_none_hash_seed(algo: str, seed: str | None, monkeypatch: pytest.MonkeyP
     else:
         monkeypatch.setenv("PYTHONHASHSEED", seed)
     theirs = resolve_none_hash_seed(get_hash_fn_by_name(algo))
-    mine = M.none_hash_seed(algo, seed)
+    mine = none_hash_seed(algo, seed)
     if mine is None:  # random per process: two calls differ
         assert theirs != resolve_none_hash_seed(get_hash_fn_by_name(algo))
     else:
@@ -259,7 +280,7 @@ def test_kv_cache_block_sizes(case: str, prefix: bool) -> None:
     except ValueError as err:
         theirs = str(err)
     groups = [
-        M.CacheGroup(
+        CacheGroup(
             block_size=s.block_size,
             dcp_sharded=s.dcp_sharded,
             full_attention=not hasattr(s, "shapes"),
@@ -268,7 +289,7 @@ def test_kv_cache_block_sizes(case: str, prefix: bool) -> None:
         for s in specs
     ]
     try:
-        mine: Any = M.kv_cache_block_sizes(
+        mine: Any = kv_cache_block_sizes(
             groups,
             cache_block_size=min(s.block_size for s in specs),
             dcp=dcp,
@@ -276,11 +297,11 @@ def test_kv_cache_block_sizes(case: str, prefix: bool) -> None:
             prefix_caching=prefix,
             connector=False,
         )
-    except M.Refusal as err:
+    except Refusal as err:
         mine = err.message
     assert mine == theirs
     for s, g in zip(specs, groups, strict=True):
-        assert M.manager_block_size(g, dcp) == resolve_dcp_kv_block_size(s, dcp)
+        assert manager_block_size(g, dcp) == resolve_dcp_kv_block_size(s, dcp)
 
 
 # ---------------------------------------------------------------- offload tiers, stages, layouts
@@ -306,7 +327,7 @@ def test_file_tier_namespace(tokens: int, agnostic: bool) -> None:
         kv_cache_groups=groups,
         parallel_agnostic=agnostic,
     )
-    fields = M.file_mapper_fields(
+    fields = file_mapper_fields(
         model_name="../models/qwen3-8b",
         tokens_per_hash=tokens,
         blocks_per_file=4,
@@ -319,7 +340,7 @@ def test_file_tier_namespace(tokens: int, agnostic: bool) -> None:
         parallel_agnostic=agnostic,
     )
     assert fields == mapper.get_run_config()
-    assert M.file_mapper_base_path("/mnt/kv", fields) == mapper.base_path
+    assert file_mapper_base_path("/mnt/kv", fields) == mapper.base_path
 
 
 @pytest.mark.parametrize(("layers", "size"), [(36, 2), (36, 5), (32, 3), (7, 4), (52, 8)])
@@ -328,7 +349,7 @@ def test_pipeline_stages(layers: int, size: int) -> None:
 
     for rank in range(size):
         start, end = get_pp_indices(layers, rank, size)
-        assert M.pp_indices(layers, rank, size) == range(start, end)
+        assert pp_indices(layers, rank, size) == range(start, end)
 
 
 def test_pipeline_partition_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -337,7 +358,7 @@ def test_pipeline_partition_from_the_environment(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("VLLM_PP_LAYER_PARTITION", "20,16")
     for rank in range(2):
         start, end = get_pp_indices(36, rank, 2)
-        assert M.pp_indices(36, rank, 2, "20,16") == range(start, end)
+        assert pp_indices(36, rank, 2, "20,16") == range(start, end)
 
 
 @pytest.mark.parametrize(
@@ -346,7 +367,7 @@ def test_pipeline_partition_from_the_environment(monkeypatch: pytest.MonkeyPatch
 def test_layer_index(name: str) -> None:
     from vllm.model_executor.models.utils import extract_layer_index
 
-    assert M.layer_index(name) == extract_layer_index(name)
+    assert layer_index(name) == extract_layer_index(name)
 
 
 CONNECTOR_CLASSES = {
@@ -375,7 +396,7 @@ def test_required_layouts(connector: str, mla: bool) -> None:
     ns = types.SimpleNamespace
     config = ns(model_config=ns(use_mla=mla), attention_config=ns(hisparse_config=None))
     theirs = _class(CONNECTOR_CLASSES[connector]).get_required_kvcache_layout(config)
-    assert M.required_kv_cache_layout(connector, use_mla=mla, hisparse=False) == theirs
+    assert required_kv_cache_layout(connector, use_mla=mla, hisparse=False) == theirs
 
 
 def test_multi_connector_layouts() -> None:
@@ -398,8 +419,8 @@ def test_multi_connector_layouts() -> None:
     )
     with pytest.raises(ValueError) as err:
         MultiConnector.get_required_kvcache_layout(config)
-    with pytest.raises(M.Refusal) as mine:
-        M.multi_connector_layout(["LBHNC", "LBNHC"])
+    with pytest.raises(Refusal) as mine:
+        multi_connector_layout(["LBHNC", "LBNHC"])
     # vLLM lists the layouts of a set, in no fixed order
     assert sorted(str(err.value)) == sorted(mine.value.message)
 
@@ -467,7 +488,7 @@ def test_offload_chunks(extra: dict[str, Any], tokens: list[int]) -> None:
     except (ValueError, AssertionError) as err:
         theirs = str(err)
     try:
-        mine: Any = M.offload_blocks_per_chunk(extra, tokens)
-    except M.Refusal as err:
+        mine: Any = offload_blocks_per_chunk(extra, tokens)
+    except Refusal as err:
         mine = err.message
     assert mine == theirs

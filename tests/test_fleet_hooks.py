@@ -137,6 +137,7 @@ def connector_hooks(monkeypatch: pytest.MonkeyPatch) -> Any:
     from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker
 
     from hooks import _connectors
+    from hooks._connectors import sync
     from hooks._state import STATE
 
     backends = [_Backend("FLASHINFER", [16, 32, 64])]
@@ -146,14 +147,14 @@ def connector_hooks(monkeypatch: pytest.MonkeyPatch) -> Any:
         lambda vllm_config, kv_cache_config, fallback: (backends, [None]),
     )
     monkeypatch.setattr(
-        _connectors,
+        sync,
         "_vote_of",
         lambda worker, block: 64 if block % 64 == 0 else 16,
     )
     patched = _connectors.install()
     assert f"{_connectors.NIXL}.NixlBaseConnectorWorker._sync_block_size_with_kernel" in patched
     saved = STATE.mode
-    yield types.SimpleNamespace(module=_connectors, state=STATE, backends=backends)
+    yield types.SimpleNamespace(module=sync, state=STATE, backends=backends)
     STATE.mode = saved
     _connectors.uninstall()
 

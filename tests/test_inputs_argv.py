@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from kvconfig.errors import InputError
-from kvconfig.load.argv import argv_from_kwargs, human_readable_int, options, parse_serve_args
+from kvconfig.load.argv import parse_serve_args
+from kvconfig.load.argv_table import argv_from_kwargs, human_readable_int, options
 
 pytestmark = pytest.mark.vllm
 vllm = pytest.importorskip("vllm")

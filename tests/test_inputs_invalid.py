@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kvconfig.errors import InputError
-from kvconfig.load import engines
+from kvconfig.load import documents, engines
 
 HERE = Path(__file__).parent / "invalid" / "inputs"
 CASES = sorted(p.stem for p in HERE.glob("*.yaml"))
@@ -67,24 +67,24 @@ def test_an_oversized_manifest_is_refused_before_parsing(tmp_path: Path) -> None
     line = _line(big, "big.yaml")
     assert line == (
         f"kvconfig: big.yaml: is {size} bytes; kvconfig reads at most "
-        f"{engines.MAX_MANIFEST_BYTES} bytes (a file like this is a few KiB: check that this "
+        f"{documents.MAX_MANIFEST_BYTES} bytes (a file like this is a few KiB: check that this "
         "is the right path)\n"
     )
 
 
 def test_standard_input_is_bounded_too() -> None:
-    stream = io.BytesIO(b"#" * (engines.MAX_MANIFEST_BYTES + 1))
+    stream = io.BytesIO(b"#" * (documents.MAX_MANIFEST_BYTES + 1))
     with pytest.raises(InputError) as err:
-        engines.read_stream(stream)
+        documents.read_stream(stream)
     assert str(err.value) == (
-        f"<stdin>: is over {engines.MAX_MANIFEST_BYTES} bytes; kvconfig reads at most "
-        f"{engines.MAX_MANIFEST_BYTES} bytes (pass fewer resources, e.g. helm template "
+        f"<stdin>: is over {documents.MAX_MANIFEST_BYTES} bytes; kvconfig reads at most "
+        f"{documents.MAX_MANIFEST_BYTES} bytes (pass fewer resources, e.g. helm template "
         "--show-only templates/FILE)"
     )
 
 
 def test_standard_input_reads_a_manifest() -> None:
-    text = engines.read_stream(
+    text = documents.read_stream(
         io.BytesIO(
             b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
             b"    - name: vllm\n      image: vllm/vllm-openai:v0.33.0\n      args: [m]\n"

@@ -6,7 +6,8 @@ import pytest
 
 from kvconfig.errors import InputError
 from kvconfig.load.engines import server_start
-from kvconfig.load.shell import commands, split_words
+from kvconfig.load.shell.lexer import split_words
+from kvconfig.load.shell.script import commands
 
 # (script, env, positional args, the words of the command that starts vLLM)
 CASES = {

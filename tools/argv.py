@@ -4,7 +4,7 @@ destination, how many values it takes and, for flags, the value it stores.
 
     python tools/argv.py            # under the vLLM to describe
 
-``kvconfig.load.argv`` reads the file to split a serve command line as vLLM does;
+``kvconfig.load.argv_table`` reads the file to split a serve command line as vLLM does;
 ``tests/test_inputs_argv.py`` checks it against the installed parser.
 """
 

@@ -151,8 +151,9 @@ def start(argv: list[str]) -> dict[str, Any]:
         # ---- KV connectors (kvconfig.engine.connectors): not instantiated during
         # start-up; their code runs on the built engine below
         from kvconfig.engine import connectors
+        from kvconfig.engine.connectors.stand_in import stand_in
 
-        connectors.stand_in()
+        stand_in()
         # ----
         with meta_device():
             try:

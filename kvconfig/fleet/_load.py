@@ -206,7 +206,7 @@ def load(
     merged_env = {**opts_obj.env, **env}
     connector = kv_transfer_of(opts_obj.values, opts_obj.source)
     if connector is not None and opts_obj.values.get("disable-hybrid-kv-cache-manager") is None:
-        from kvconfig.fleet.components import supports_hma
+        from kvconfig.fleet.components.groups import supports_hma
 
         if not supports_hma(connector):
             # VllmConfig turns the hybrid KV-cache manager off for such a connector

@@ -20,11 +20,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kvconfig.fleet import rules as R
 from kvconfig.fleet._load import kv_transfer_of
-from kvconfig.fleet.components import Components, components
+from kvconfig.fleet.components import components
+from kvconfig.fleet.components.facts import Components
 from kvconfig.fleet.model import Engine
-from kvconfig.mirror import connectors as M
+from kvconfig.fleet.rules.common import Pair, pairs
+from kvconfig.mirror.connectors.registry import Refusal
 
 SKIPPED_OPTIONS = frozenset({"data-parallel-size"})
 
@@ -94,8 +95,8 @@ def request(e: Engine, peers_file: str) -> Any:
 
 def _planned(e: Engine, answer: Any) -> Engine:
     """``e`` with vLLM's plan of its start-up (``kvconfig.engine``'s ``PlanResult``)."""
-    from kvconfig.engine import connectors as engine_connectors
     from kvconfig.engine import description, emulate
+    from kvconfig.engine.connectors import stand_in as connector_stand_ins
     from kvconfig.engine.plan import plan_result
 
     p = e.result.platform
@@ -104,7 +105,7 @@ def _planned(e: Engine, answer: Any) -> Engine:
         source=e.spec.source,
         platform=p,
         description=description(answer.vllm_version, p),
-        stood_in=(*emulate.STOOD_IN, *engine_connectors.STOOD_IN),
+        stood_in=(*emulate.STOOD_IN, *connector_stand_ins.STOOD_IN),
     )
     facts = (answer.data.get("facts") or {}).get("connectors")
     return replace(e, result=result, plan=result.to_json(), vllm=facts, cache={})
@@ -177,7 +178,7 @@ def with_vllm(
 def _peers(engines: Sequence[Engine]) -> dict[str, list[dict[str, Any]]]:
     """Local NIXL engine id -> the peers it handshakes with (pull: decode asks prefill)."""
     peers: dict[str, list[dict[str, Any]]] = {}
-    for pair in R.pairs(engines):
+    for pair in pairs(engines):
         sides = _sides(pair)
         if sides is None:
             continue
@@ -197,7 +198,7 @@ def _peers(engines: Sequence[Engine]) -> dict[str, list[dict[str, Any]]]:
     return peers
 
 
-def _sides(pair: R.Pair) -> tuple[Engine, Engine] | None:
+def _sides(pair: Pair) -> tuple[Engine, Engine] | None:
     p = ((pair.prefill.vllm or {}).get("nixl") or [None])[0]
     d = ((pair.decode.vllm or {}).get("nixl") or [None])[0]
     if not p or not d or p.get("refusal") or d.get("refusal"):
@@ -207,10 +208,10 @@ def _sides(pair: R.Pair) -> tuple[Engine, Engine] | None:
     return pair.prefill, pair.decode
 
 
-def _refusal(raw: Mapping[str, Any] | None) -> M.Refusal | None:
+def _refusal(raw: Mapping[str, Any] | None) -> Refusal | None:
     if not raw:
         return None
-    return M.Refusal(str(raw.get("error")), str(raw.get("message")))
+    return Refusal(str(raw.get("error")), str(raw.get("message")))
 
 
 def apply(e: Engine) -> Components:

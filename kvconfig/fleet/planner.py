@@ -14,12 +14,17 @@ from dataclasses import replace
 from typing import Any
 
 from kvconfig.errors import InputError
-from kvconfig.fleet import rules as R
 from kvconfig.fleet._load import kv_transfer_of, load
-from kvconfig.fleet.components import components, entries, kind_of
+from kvconfig.fleet.components import components
+from kvconfig.fleet.components.groups import entries, kind_of
 from kvconfig.fleet.diff import digest
 from kvconfig.fleet.model import Engine, EngineSpec
 from kvconfig.fleet.read import KV_ROLES, FleetInput
+from kvconfig.fleet.rules.common import Issue, Pair, pairs, sort
+from kvconfig.fleet.rules.engine import engine_issues, startup_issues
+from kvconfig.fleet.rules.pairs import pair_issues
+from kvconfig.fleet.rules.routers import RouterSpec, router_issues
+from kvconfig.fleet.rules.tiers import tier_issues
 
 
 class Planner:
@@ -101,10 +106,10 @@ def plan_engines(fleet: FleetInput, planner: Planner) -> list[Engine]:
     return [planner.plan(spec) for spec in fleet.engines]
 
 
-def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[R.Pair, int]]:
+def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[Pair, int]]:
     """One pair per distinct (producer, consumer) configuration, with how many it stands for."""
     seen: dict[tuple[str, str], list[Any]] = {}
-    for pair in R.pairs(engines):
+    for pair in pairs(engines):
         key = (pair.prefill.spec.key(), pair.decode.spec.key())
         if key in seen:
             seen[key][1] += 1
@@ -113,12 +118,10 @@ def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[R.Pair, int]]:
     return [(p, n) for p, n in seen.values()]
 
 
-def issues(engines: Sequence[Engine], router: R.RouterSpec, planner: Planner) -> list[R.Issue]:
+def issues(engines: Sequence[Engine], router: RouterSpec, planner: Planner) -> list[Issue]:
     """Every fleet finding. Engines without KV-cache groups (vLLM refused to start them in
     engine mode; their plans say why) take part in none."""
-    out: list[R.Issue] = [
-        f for e in engines if not e.plan.get("groups") for f in R.startup_issues(e)
-    ]
+    out: list[Issue] = [f for e in engines if not e.plan.get("groups") for f in startup_issues(e)]
     engines = [e for e in engines if e.plan.get("groups")]
     seen_engine: set[str] = set()
     for e in engines:
@@ -126,17 +129,17 @@ def issues(engines: Sequence[Engine], router: R.RouterSpec, planner: Planner) ->
         if key in seen_engine:
             continue
         seen_engine.add(key)
-        out.extend(R.engine_issues(e))
+        out.extend(engine_issues(e))
     for pair, count in _dedupe_pairs(engines):
-        found = R.pair_issues(pair, planner.replan)
+        found = pair_issues(pair, planner.replan)
         if count > 1:
             for f in found:
                 f.values["pairs"] = count
                 f.message += f" ({count} engine pairs have these two configurations.)"
         out.extend(found)
-    out.extend(R.router_issues(router, engines, planner.replan))
-    out.extend(R.tier_issues(engines))
-    return R.sort(out)
+    out.extend(router_issues(router, engines, planner.replan))
+    out.extend(tier_issues(engines))
+    return sort(out)
 
 
 # ---------------------------------------------------------------- the fleet plan JSON
@@ -150,7 +153,7 @@ def _connector_json(e: Engine) -> list[dict[str, Any]]:
     by_name.update({o.name: o for o in c.offload})
     out = []
     transfer = [g.id for g in c.groups]
-    from kvconfig.mirror.connectors import required_kv_cache_layout
+    from kvconfig.mirror.connectors.registry import required_kv_cache_layout
 
     use_mla = any(g.kind in ("mla_attention", "sparse_mla") for g in c.groups)
     for entry in entries(kv):
@@ -259,7 +262,7 @@ def engine_json(e: Engine) -> dict[str, Any]:
 
 
 def fleet_json(
-    fleet: FleetInput, engines: Sequence[Engine], found: Sequence[R.Issue], engine: str
+    fleet: FleetInput, engines: Sequence[Engine], found: Sequence[Issue], engine: str
 ) -> dict[str, Any]:
     """The fleet plan (``schemas.fleet.FleetPlan``)."""
     bodies = [engine_json(e) for e in engines]

@@ -22,7 +22,7 @@ from typing import Any
 from kvconfig.errors import InputError
 from kvconfig.fleet._load import PARALLEL_OPTIONS
 from kvconfig.fleet.model import EngineSpec
-from kvconfig.fleet.rules import RouterSpec
+from kvconfig.fleet.rules.routers import RouterSpec
 
 FLEET_KEY = "kvconfig_fleet"
 

@@ -25,72 +25,22 @@ table is data (``kvconfig/mirror/data/vllm-VERSION/argv.json``, written by
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
-from kvconfig.mirror import versions
+from kvconfig.load.argv_config import ConfigReader, _default_reader, config_tokens
+from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
+from kvconfig.load.argv_table import human_readable_int, options, third_is_not_append
 
-#: One option string: its destination, how many values it takes ("0", "1", "?", "+")
-#: and, for flags, the value it stores; for valued options "store" or "append"; for
-#: "?" the value stored when none follows.
-OptionSpec = tuple[str, str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ArgNote:
-    """Something vLLM does with the arguments that their text does not show."""
-
-    kind: str
-    """``config-equals-ignored``, ``dotted-replaces``, ``config-value-dropped``,
-    ``repeated``, ``abbreviated`` or ``model-tag-ignored``."""
-    message: str
-    """One sentence, for the report."""
-    key: str = ""
-    """The option concerned, as written."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServeArgs:
-    """What vLLM's parser makes of a serve argument list."""
-
-    model: str | None
-    """The model vLLM serves (positional, first ``--model``, or the config file's)."""
-    values: Mapping[str, Any]
-    """Destination (dashes, e.g. ``block-size``) to the value argparse stores: the text
-    of the last occurrence, True/False for flags, a list for ``nargs='+'`` options and
-    appended options. JSON options hold their JSON text."""
-    origins: Mapping[str, str]
-    """Destination to where its value came from: ``command line`` or the config file."""
-    config: str | None
-    """The config file that was read, as written."""
-    notes: tuple[ArgNote, ...]
-    """What the arguments do not say by themselves (see ``ArgNote.kind``)."""
-    tokens: tuple[str, ...]
-    """The argument list argparse receives, after vLLM's rewriting."""
-
-
-COMMAND_LINE = "command line"
-
-
-@functools.cache
-def options(version: str) -> Mapping[str, OptionSpec]:
-    """Every option string of ``vllm serve`` in ``version``, hidden ``--no-`` forms too
-    (the release's ``argv.json``)."""
-    path = versions.folder(versions.check(version)) / "argv.json"
-    with path.open(encoding="utf-8") as f:
-        rows = json.load(f)["options"]
-    return {k: (str(v[0]), str(v[1]), v[2]) for k, v in rows.items()}
-
+#: ``options`` is also read from here (``kvconfig.load.serve``).
+__all__ = ["options", "parse_serve_args"]
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _MODEL_OPTION = re.compile(r"^--model(=.+|$)")
 _SERVED_NAME = re.compile(r"^--served[-_]model[-_]name(=.+|$)")
 _CONFIG_OPTION = re.compile(r"^--config(=.+|$)")
@@ -104,19 +54,6 @@ def _is_option(token: str) -> bool:
     if _NEGATIVE_NUMBER.match(token):
         return False
     return " " not in token or "=" in token.split(" ", 1)[0]
-
-
-def human_readable_int(text: str) -> int:
-    """vLLM's ``human_readable_int``: ``1k`` is 1000, ``1K`` is 1024; raises ValueError."""
-    text = text.strip()
-    match = _HUMAN_INT.fullmatch(text)
-    if match:
-        number, suffix = match.groups()
-        decimal = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-        if suffix in decimal:
-            return int(float(number) * decimal[suffix])
-        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
-    return int(text)
 
 
 def _dotted_value(text: str) -> Any:
@@ -138,59 +75,6 @@ def _merge(original: dict[str, Any], update: Mapping[str, Any]) -> None:
             original[key] = original[key] + value
         else:
             original[key] = value
-
-
-def config_tokens(
-    data: Any, table: Mapping[str, OptionSpec], source: str
-) -> tuple[list[str], list[ArgNote]]:
-    """vLLM's ``load_config_file``: a config mapping as command-line words."""
-    if not isinstance(data, dict):
-        raise InputError(
-            "the config file is not a mapping of vllm serve options",
-            source=source,
-            hint="write 'option: value' lines",
-        )
-    out: list[str] = []
-    notes: list[ArgNote] = []
-    for key, value in data.items():
-        if isinstance(value, bool):
-            if value:
-                out.append(f"--{key}")
-            elif (no_key := f"--no-{key}") in table:
-                out.append(no_key)
-            else:
-                dashed = str(key).replace("_", "-")
-                if f"--no-{dashed}" in table:
-                    notes.append(
-                        ArgNote(
-                            "config-value-dropped",
-                            f"{source}: vLLM drops '{key}: false': it looks for the option "
-                            f"--no-{key}, which does not exist (write '{dashed}: false')",
-                            str(key),
-                        )
-                    )
-        elif isinstance(value, list):
-            if value:
-                out.append(f"--{key}")
-                out.extend(str(item) for item in value)
-        elif isinstance(value, dict):
-            out.extend([f"--{key}", json.dumps(value)])
-        else:
-            out.extend([f"--{key}", str(value)])
-    return out, notes
-
-
-ConfigReader = Callable[[str], Any]
-
-
-def _default_reader(base: Path) -> ConfigReader:
-    def read(path: str) -> Any:
-        from kvconfig.load import yamlfile
-
-        full = Path(path) if Path(path).is_absolute() else base / path
-        return yamlfile.load(full, path).data
-
-    return read
 
 
 def parse_serve_args(
@@ -451,51 +335,3 @@ def parse_serve_args(
         notes=tuple(notes),
         tokens=tuple(w for w, _ in tokens),
     )
-
-
-def third_is_not_append(table: Mapping[str, OptionSpec], name: str) -> bool:
-    """Whether repeating option ``name`` replaces its value (not an appending option)."""
-    spec = table.get(name)
-    return spec is None or spec[2] != "append"
-
-
-def argv_from_kwargs(kwargs: Mapping[str, Any], version: str = "0.33.0") -> list[str]:
-    """Engine keyword arguments (``engine_kwargs``) as the serve words that set them.
-
-    True and False become the flag that stores them, None is left out (the default),
-    mappings become JSON, lists one word per item for ``nargs='+'`` options.
-    """
-    table = options(version)
-    out: list[str] = []
-    for raw_key, value in kwargs.items():
-        option = "--" + str(raw_key).replace("_", "-")
-        spec = table.get(option)
-        if value is None:
-            continue
-        if isinstance(value, bool) and spec is not None and spec[1] == "0":
-            if spec[2] is value:
-                out.append(option)
-                continue
-            dest = spec[0]
-            flip = next(
-                (o for o, s in table.items() if s[0] == dest and s[1] == "0" and s[2] is value),
-                None,
-            )
-            if flip is not None:
-                out.append(flip)
-            continue
-        if isinstance(value, (dict, list)) and not (
-            isinstance(value, list) and spec is not None and spec[1] == "+"
-        ):
-            out += [option, json.dumps(value)]
-        elif isinstance(value, list):
-            out += [option, *(_word(v) for v in value)]
-        else:
-            out += [option, _word(value)]
-    return out
-
-
-def _word(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

@@ -22,14 +22,8 @@ from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engines import (
-    Engine,
-    Note,
-    check_words,
-    image_version,
-    is_vllm_image,
-    server_start,
-)
+from kvconfig.load.engine_fields import check_words, image_version, is_vllm_image
+from kvconfig.load.engines import Engine, Note, server_start
 
 MAX_ENV_FILE_BYTES = 256 * 1024
 """Largest ``.env`` or ``env_file`` kvconfig reads."""
@@ -155,12 +149,12 @@ class Interpolation:
 
 
 def _words(value: Any, doc: _yaml.Document, path: tuple[str | int, ...], key: str) -> list[str]:
-    from kvconfig.load import shell
+    from kvconfig.load.shell.lexer import split_words
 
     if value is None:
         return []
     if isinstance(value, str):
-        return shell.split_words(value, source=doc.source, line=doc.line(*path), key=key)
+        return split_words(value, source=doc.source, line=doc.line(*path), key=key)
     if isinstance(value, list):
         return ["" if v is None else str(v) for v in value]
     raise InputError(
@@ -174,7 +168,7 @@ def _words(value: Any, doc: _yaml.Document, path: tuple[str | int, ...], key: st
 
 def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Engine]:
     """One engine per service that starts a vLLM server."""
-    from kvconfig.load import shell
+    from kvconfig.load.shell.script import Command, commands
 
     dotenv = read_env_file(base / ".env", str(Path(doc.source).parent / ".env")) or {}
     interp = Interpolation({**dotenv, **env}, doc.source)
@@ -199,7 +193,7 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
             words = ["vllm", "serve", *command]
         else:
             words = command
-        starts: list[tuple[tuple[str, str, list[str]], shell.Command | None]] = []
+        starts: list[tuple[tuple[str, str, list[str]], Command | None]] = []
         if (
             words
             and Path(words[0]).name in ("sh", "bash")
@@ -207,7 +201,7 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
             and words[1] in ("-c", "-lc", "-ec")
         ):
             env_for_shell: dict[str, str | None] = {**variables, **{n: None for n in unknown}}
-            for cmd in shell.commands(
+            for cmd in commands(
                 words[2], env_for_shell, words[3:], unknown_rest=bool(sources),
                 source=doc.source, line=doc.line(*path, "command") or line, key=label,
             ):  # fmt: skip

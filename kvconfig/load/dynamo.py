@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvconfig.load.engines import Engine, Note, mapping
+from kvconfig.load.engine_fields import mapping
+from kvconfig.load.engines import Engine, Note
 
 if TYPE_CHECKING:
-    from kvconfig.load.kubernetes import Found, Resource
+    from kvconfig.load.kubernetes.resources import Found, Resource
 
 #: Dynamo's own options (runtime and vLLM wrapper groups) and how many words each takes:
 #: 0 (flag; ``--no-`` forms included), 1, "?" (optional value) or "*" (any number).
@@ -80,7 +81,7 @@ class Split:
 
 def split_args(words: Sequence[str], line: int | None = None) -> Split:
     """``python -m dynamo.vllm WORDS``: vLLM's words, Dynamo's role, and its defaults."""
-    from kvconfig.load.argv import options
+    from kvconfig.load.argv_table import options
 
     vllm = options("0.33.0")
     out: list[str] = []
@@ -135,7 +136,8 @@ def engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
     """The vLLM workers of a ``DynamoGraphDeployment``: one engine per service."""
-    from kvconfig.load.kubernetes import Pod, read_container
+    from kvconfig.load.kubernetes.containers import read_container
+    from kvconfig.load.kubernetes.resources import Pod
 
     data = res.data
     spec = data.get("spec")

@@ -14,20 +14,37 @@ docs/inputs.md says which fields each reader reads.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.documents import (
+    _NO_PODS,
+    MAX_MANIFEST_BYTES,
+    load_documents,
+    read_file,
+    read_stream,
+)
 
-MAX_MANIFEST_BYTES = 16 * 1024 * 1024
-"""Largest operator file kvconfig reads (16 MiB; ``helm template`` of a large chart is a
-few MiB, most of it resources without a vLLM container)."""
+#: ``MAX_MANIFEST_BYTES`` and ``read_stream`` are also read from here
+#: (``kvconfig.load.sources``).
+__all__ = [
+    "MAX_MANIFEST_BYTES",
+    "Engine",
+    "Note",
+    "engines_in",
+    "engines_of",
+    "is_operator_file",
+    "kind_of",
+    "read_stream",
+    "server_start",
+    "starts_something_else",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,98 +140,6 @@ class Engine:
         return out
 
 
-# --------------------------------------------------------------------------- reading
-
-
-def read_stream(stream: BinaryIO, source: str = "<stdin>", limit: int = MAX_MANIFEST_BYTES) -> str:
-    """Text from a stream (standard input), at most ``limit`` bytes."""
-    raw = stream.read(limit + 1)
-    if len(raw) > limit:
-        raise InputError(
-            f"is over {limit} bytes; kvconfig reads at most {limit} bytes",
-            source=source,
-            hint="pass fewer resources, e.g. helm template --show-only templates/FILE",
-        )
-    return _yaml.decode(raw, source, what="the input")
-
-
-def read_file(path: Path, source: str, limit: int = MAX_MANIFEST_BYTES) -> str:
-    """A file's text: regular files only, at most ``limit`` bytes, UTF-8."""
-    return _yaml.decode(_yaml.read_bytes(path, source, limit, what="file"), source)
-
-
-_TEMPLATE = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
-
-
-def unrendered(text: str) -> tuple[int, str] | None:
-    """(line, expression) of the first Go template action ``{{ ... }}`` in ``text``."""
-    m = _TEMPLATE.search(text)
-    if m is None:
-        return None
-    return text.count("\n", 0, m.start()) + 1, m.group(0)
-
-
-def template_error(source: str, line: int, action: str, key: str = "") -> InputError:
-    """The error for a file (or value) that still holds Helm template actions."""
-    shown = action if len(action) <= 40 else action[:37] + "..."
-    return InputError(
-        f"unrendered template {shown}: this is a Helm chart template, not what Kubernetes receives",
-        source=source,
-        line=line,
-        key=key,
-        hint="render it first: helm template RELEASE CHART -f values.yaml | kvconfig lint -",
-    )
-
-
-def load_documents(
-    text: str, source: str, *, merge_keys: bool = False
-) -> tuple[list[_yaml.Document], list[str]]:
-    """The YAML (or JSON) documents of an operator file, and the kinds of the Kubernetes
-    resources skipped unbuilt because they never hold a pod template."""
-    skipped: list[str] = []
-
-    def worth_reading(top: Mapping[str, str]) -> bool:
-        if top.get("kind") in _NO_PODS and "apiVersion" in top:
-            skipped.append(top["kind"])
-            return False
-        return True
-
-    try:
-        docs = _yaml.parse_all(
-            text, source, merge_keys=merge_keys, select=None if merge_keys else worth_reading
-        )
-    except InputError as err:
-        found = unrendered(text)
-        if found is not None:
-            raise template_error(source, found[0], found[1]) from None
-        if text.lstrip()[:1] in ("{", "["):
-            try:
-                data = json.loads(text)
-            except (json.JSONDecodeError, RecursionError):
-                raise err from None
-            return [_yaml.Document(source, data, {})], skipped
-        raise
-    return docs, skipped
-
-
-#: Kubernetes kinds that never hold a pod template: skipped unbuilt.
-_NO_PODS = frozenset(
-    {
-        "ConfigMap", "Secret", "Service", "ServiceAccount", "Role", "RoleBinding",
-        "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Namespace",
-        "Ingress", "IngressClass", "NetworkPolicy", "PersistentVolume",
-        "PersistentVolumeClaim", "StorageClass", "PriorityClass", "PodDisruptionBudget",
-        "HorizontalPodAutoscaler", "LimitRange", "ResourceQuota", "Endpoints",
-        "EndpointSlice", "HTTPRoute", "GRPCRoute", "Gateway", "GatewayClass",
-        "ServiceMonitor", "PodMonitor", "PrometheusRule", "InferencePool", "InferenceModel",
-        "InferenceObjective", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-        "APIService", "Certificate", "Issuer", "ClusterIssuer", "LLMInferenceServiceConfig",
-    }
-)  # fmt: skip
-
-
-# --------------------------------------------------------------------------- formats
-
 FORMATS = (
     "kubernetes", "production-stack", "llm-d", "compose", "skypilot", "rayserve",
 )  # fmt: skip
@@ -287,6 +212,24 @@ def engines_in(
         text = text_or_path
         folder = base or Path.cwd()
     docs, skipped = load_documents(text, source, merge_keys=_looks_like_compose(text))
+    return engines_of(docs, source, folder, skipped=skipped, text=text, env=env)
+
+
+def engines_of(
+    docs: Sequence[_yaml.Document],
+    source: str,
+    folder: Path,
+    *,
+    skipped: Sequence[str] = (),
+    text: str = "",
+    env: Mapping[str, str] | None = None,
+) -> list[Engine]:
+    """Every vLLM engine of an operator file's parsed documents (``engines_in``, for a
+    caller that has parsed the file already); ``text`` is the file's text (for the
+    lines of block scalars)."""
+    kept = [d for d in docs if not _no_pods(d.data)]
+    skipped = [*skipped, *(str(d.data["kind"]) for d in docs if _no_pods(d.data))]
+    docs = kept
     if not docs:
         if skipped:
             raise InputError(
@@ -307,9 +250,9 @@ def engines_in(
                     hint="keep one document per file for chart values, compose, SkyPilot "
                     "and Ray Serve files",
                 )
-        from kvconfig.load import kubernetes
+        from kvconfig.load.kubernetes import workloads
 
-        return kubernetes.engines(docs, folder, skipped, text)
+        return workloads.engines(docs, folder, skipped, text)
     kind = kinds[0]
     doc = docs[0]
     if kind is None:
@@ -322,9 +265,9 @@ def engines_in(
         )
     reader: Callable[..., list[Engine]]
     if kind == "production-stack":
-        from kvconfig.load.helm import production_stack as reader
+        from kvconfig.load.helm.production_stack import production_stack as reader
     elif kind == "llm-d":
-        from kvconfig.load.helm import llm_d as reader
+        from kvconfig.load.helm.llm_d import llm_d as reader
     elif kind == "compose":
         from kvconfig.load.compose import engines as reader
     elif kind == "skypilot":
@@ -334,6 +277,14 @@ def engines_in(
     if kind == "compose":
         return reader(doc, folder, env or {})
     return reader(doc, folder)
+
+
+def _no_pods(data: Any) -> bool:
+    """A Kubernetes resource that never holds a pod template (skipped unbuilt)."""
+    if not isinstance(data, dict) or "apiVersion" not in data:
+        return False
+    kind = data.get("kind")
+    return isinstance(kind, str) and kind in _NO_PODS
 
 
 def _looks_like_compose(text: str) -> bool:
@@ -346,8 +297,6 @@ def _kinds(kinds: Sequence[str]) -> str:
         counts[k] = counts.get(k, 0) + 1
     return ", ".join(f"{n} {k}" if n > 1 else k for k, n in counts.items())
 
-
-# --------------------------------------------------------------------------- shared rules
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 #: python's own options that take a value (before ``-m``).
@@ -394,118 +343,3 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
 def starts_something_else(words: Sequence[str]) -> bool:
     """Whether ``words`` run vLLM for something other than serving (``vllm bench``)."""
     return bool(words) and os.path.basename(words[0]) == "vllm"
-
-
-_VLLM_IMAGES = re.compile(r"(^|/)vllm(-project)?/vllm-openai(-rocm|-cpu|-tpu)?$|(^|/)vllm-openai$")
-_VERSION_TAG = re.compile(r"^v?(\d+\.\d+\.\d+)((?:\.post\d+|rc\d+|\.dev\d+)?)(?:[-_+].*)?$")
-
-
-def split_image(image: str) -> tuple[str, str | None]:
-    """(repository, tag or None): ``vllm/vllm-openai:v0.33.0`` gives ``vllm/vllm-openai``
-    and ``v0.33.0``."""
-    name = image.split("@", 1)[0]
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    if colon > slash:
-        return name[:colon], name[colon + 1 :]
-    return name, None
-
-
-def is_vllm_image(image: str | None) -> bool:
-    """Whether ``image`` is one of vLLM's own images, whose entry point is ``vllm serve``."""
-    if not image:
-        return False
-    repo, _ = split_image(image)
-    return bool(_VLLM_IMAGES.search(repo.lower()))
-
-
-def known_versions() -> tuple[str, ...]:
-    """The vLLM releases kvconfig plans for (the version registry's)."""
-    from kvconfig.mirror.versions import KNOWN
-
-    return KNOWN
-
-
-def image_version(image: str | None, line: int | None = None) -> tuple[str | None, list[Note]]:
-    """The vLLM version a vLLM image's tag names, and a note when kvconfig does not know it."""
-    if not image or not is_vllm_image(image):
-        return None, []
-    _, tag = split_image(image)
-    m = _VERSION_TAG.match(tag or "")
-    if m is None:
-        said = f"tag {tag!r}" if tag else "no tag (it means latest)"
-        return None, [
-            Note(
-                "vllm-version-unsaid",
-                f"the image {image} has {said}, which does not say the vLLM version",
-                line,
-                "image",
-            )
-        ]
-    version = m.group(1)
-    if version not in known_versions():
-        return m.group(1) + m.group(2), [
-            Note(
-                "unknown-vllm-version",
-                f"the image {image} runs vLLM {m.group(1) + m.group(2)}; kvconfig has data "
-                f"for vLLM {', '.join(known_versions())}",
-                line,
-                "image",
-            )
-        ]
-    return version, []
-
-
-def check_words(words: Sequence[str], source: str, line: int | None, key: str) -> None:
-    """Refuse words that still hold Helm template actions."""
-    for i, w in enumerate(words):
-        found = unrendered(w)
-        if found is not None:
-            raise template_error(source, line or 1, found[1], f"{key}: argument {i + 1}")
-
-
-def gpu_fields(
-    labels: Sequence[str], line: int | None
-) -> tuple[tuple[str, ...], tuple[str, ...], list[Note]]:
-    """(gpu, platforms, notes) for GPU names found in a resource."""
-    from kvconfig.load.gpu_labels import platform_of
-
-    gpus: list[str] = []
-    platforms: list[str] = []
-    notes: list[Note] = []
-    for label in labels:
-        if label in gpus:
-            continue
-        gpus.append(label)
-        name = platform_of(label)
-        if name is None:
-            notes.append(
-                Note(
-                    "unknown-gpu",
-                    f"kvconfig does not know the GPU {label!r}",
-                    line,
-                    "gpu",
-                )
-            )
-        elif name not in platforms:
-            platforms.append(name)
-    if len(platforms) > 1:
-        notes.append(
-            Note(
-                "several-gpus",
-                f"the resource accepts any of {', '.join(platforms)}: each is planned",
-                line,
-                "gpu",
-            )
-        )
-    return tuple(gpus), tuple(platforms), notes
-
-
-def mapping(value: Any) -> dict[str, Any]:
-    """``value`` if it is a mapping, else an empty one (for optional sections)."""
-    return value if isinstance(value, dict) else {}
-
-
-def listing(value: Any) -> list[Any]:
-    """``value`` if it is a list, else an empty one (for optional sections)."""
-    return value if isinstance(value, list) else []

@@ -21,10 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvconfig.load.engines import Engine, listing, mapping
+from kvconfig.load.engine_fields import listing, mapping
+from kvconfig.load.engines import Engine
 
 if TYPE_CHECKING:
-    from kvconfig.load.kubernetes import Found, Resource
+    from kvconfig.load.kubernetes.resources import Found, Resource
 
 MODEL_DIR = "/mnt/models"
 """Where KServe's storage initializer puts the model."""
@@ -131,8 +132,10 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
     name: str,
     uri: str | None,
 ) -> list[Engine]:
-    from kvconfig.load import shell
-    from kvconfig.load.kubernetes import Pod, container_env, read_container
+    from kvconfig.load.kubernetes.containers import read_container
+    from kvconfig.load.kubernetes.env import container_env
+    from kvconfig.load.kubernetes.resources import Pod
+    from kvconfig.load.shell.lexer import split_words
 
     template = mapping(workload.get("template"))
     containers = listing(template.get("containers"))
@@ -153,7 +156,7 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
             env_line = res.line(*tpath, "containers", index or 0, "env", k) or env_line
     env = container_env(container, res, (*tpath, "containers", index or 0), label)
     additional = env.known.get("VLLM_ADDITIONAL_ARGS", "")
-    extra_words = shell.split_words(
+    extra_words = split_words(
         additional, source=res.source, line=env_line, key=f"{label}: VLLM_ADDITIONAL_ARGS"
     )
     args = [str(a) for a in container.get("args") or []]

@@ -20,7 +20,8 @@ from typing import Any
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engines import Engine, gpu_fields, mapping
+from kvconfig.load.engine_fields import gpu_fields, mapping
+from kvconfig.load.engines import Engine
 
 MAX_CONFIGS = 64
 """Most ``llm_configs`` one file may list."""
@@ -112,7 +113,7 @@ def _engine(  # noqa: PLR0917 (one call site)
     doc: _yaml.Document,
     base: Path,
 ) -> Engine:
-    from kvconfig.load.argv import argv_from_kwargs, options
+    from kvconfig.load.argv_table import argv_from_kwargs, options
 
     line = doc.line(*path) if path else 1
     loading = config.get("model_loading_config")

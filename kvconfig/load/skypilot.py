@@ -18,15 +18,8 @@ from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engines import (
-    Engine,
-    Note,
-    check_words,
-    gpu_fields,
-    image_version,
-    known_versions,
-    server_start,
-)
+from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, known_versions
+from kvconfig.load.engines import Engine, Note, server_start
 
 _PIN = re.compile(r"\bvllm(?:\[[^\]]*\])?==(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)")
 
@@ -65,7 +58,7 @@ def _resources(data: dict[str, Any]) -> tuple[list[tuple[str, int | None]], str 
 
 def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
     """The vLLM server the task's ``run`` script starts."""
-    from kvconfig.load import shell
+    from kvconfig.load.shell.script import commands
 
     data = doc.data
     name = str(data.get("name") or Path(doc.source).stem)
@@ -102,7 +95,7 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
     run_line = doc.line("run")
     script_line = (run_line + 1) if run_line is not None else None
     starts = []
-    for cmd in shell.commands(run, env, source=doc.source, line=script_line, key=label):
+    for cmd in commands(run, env, source=doc.source, line=script_line, key=label):
         start = server_start(cmd.words)
         if start is not None:
             starts.append((start, cmd))

@@ -1,0 +1,65 @@
+"""A ``--config`` file's keys as serve words, as vLLM's ``load_config_file`` writes them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kvconfig.errors import InputError
+from kvconfig.load.argv_result import ArgNote
+from kvconfig.load.argv_table import OptionSpec
+
+
+def config_tokens(
+    data: Any, table: Mapping[str, OptionSpec], source: str
+) -> tuple[list[str], list[ArgNote]]:
+    """vLLM's ``load_config_file``: a config mapping as command-line words."""
+    if not isinstance(data, dict):
+        raise InputError(
+            "the config file is not a mapping of vllm serve options",
+            source=source,
+            hint="write 'option: value' lines",
+        )
+    out: list[str] = []
+    notes: list[ArgNote] = []
+    for key, value in data.items():
+        if isinstance(value, bool):
+            if value:
+                out.append(f"--{key}")
+            elif (no_key := f"--no-{key}") in table:
+                out.append(no_key)
+            else:
+                dashed = str(key).replace("_", "-")
+                if f"--no-{dashed}" in table:
+                    notes.append(
+                        ArgNote(
+                            "config-value-dropped",
+                            f"{source}: vLLM drops '{key}: false': it looks for the option "
+                            f"--no-{key}, which does not exist (write '{dashed}: false')",
+                            str(key),
+                        )
+                    )
+        elif isinstance(value, list):
+            if value:
+                out.append(f"--{key}")
+                out.extend(str(item) for item in value)
+        elif isinstance(value, dict):
+            out.extend([f"--{key}", json.dumps(value)])
+        else:
+            out.extend([f"--{key}", str(value)])
+    return out, notes
+
+
+ConfigReader = Callable[[str], Any]
+
+
+def _default_reader(base: Path) -> ConfigReader:
+    def read(path: str) -> Any:
+        from kvconfig.load import yamlfile
+
+        full = Path(path) if Path(path).is_absolute() else base / path
+        return yamlfile.load(full, path).data
+
+    return read

@@ -1,0 +1,43 @@
+"""What vLLM's parser makes of a serve argument list (``ServeArgs``), and its notes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ArgNote:
+    """Something vLLM does with the arguments that their text does not show."""
+
+    kind: str
+    """``config-equals-ignored``, ``dotted-replaces``, ``config-value-dropped``,
+    ``repeated``, ``abbreviated`` or ``model-tag-ignored``."""
+    message: str
+    """One sentence, for the report."""
+    key: str = ""
+    """The option concerned, as written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeArgs:
+    """What vLLM's parser makes of a serve argument list."""
+
+    model: str | None
+    """The model vLLM serves (positional, first ``--model``, or the config file's)."""
+    values: Mapping[str, Any]
+    """Destination (dashes, e.g. ``block-size``) to the value argparse stores: the text
+    of the last occurrence, True/False for flags, a list for ``nargs='+'`` options and
+    appended options. JSON options hold their JSON text."""
+    origins: Mapping[str, str]
+    """Destination to where its value came from: ``command line`` or the config file."""
+    config: str | None
+    """The config file that was read, as written."""
+    notes: tuple[ArgNote, ...]
+    """What the arguments do not say by themselves (see ``ArgNote.kind``)."""
+    tokens: tuple[str, ...]
+    """The argument list argparse receives, after vLLM's rewriting."""
+
+
+COMMAND_LINE = "command line"

@@ -1,0 +1,103 @@
+"""An operator file read and parsed: its size cap, unrendered templates, its YAML documents."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+from kvconfig.errors import InputError
+from kvconfig.load import yamlfile as _yaml
+
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+"""Largest operator file kvconfig reads (16 MiB; ``helm template`` of a large chart is a
+few MiB, most of it resources without a vLLM container)."""
+
+
+def read_stream(stream: BinaryIO, source: str = "<stdin>", limit: int = MAX_MANIFEST_BYTES) -> str:
+    """Text from a stream (standard input), at most ``limit`` bytes."""
+    raw = stream.read(limit + 1)
+    if len(raw) > limit:
+        raise InputError(
+            f"is over {limit} bytes; kvconfig reads at most {limit} bytes",
+            source=source,
+            hint="pass fewer resources, e.g. helm template --show-only templates/FILE",
+        )
+    return _yaml.decode(raw, source, what="the input")
+
+
+def read_file(path: Path, source: str, limit: int = MAX_MANIFEST_BYTES) -> str:
+    """A file's text: regular files only, at most ``limit`` bytes, UTF-8."""
+    return _yaml.decode(_yaml.read_bytes(path, source, limit, what="file"), source)
+
+
+_TEMPLATE = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
+
+
+def unrendered(text: str) -> tuple[int, str] | None:
+    """(line, expression) of the first Go template action ``{{ ... }}`` in ``text``."""
+    m = _TEMPLATE.search(text)
+    if m is None:
+        return None
+    return text.count("\n", 0, m.start()) + 1, m.group(0)
+
+
+def template_error(source: str, line: int, action: str, key: str = "") -> InputError:
+    """The error for a file (or value) that still holds Helm template actions."""
+    shown = action if len(action) <= 40 else action[:37] + "..."
+    return InputError(
+        f"unrendered template {shown}: this is a Helm chart template, not what Kubernetes receives",
+        source=source,
+        line=line,
+        key=key,
+        hint="render it first: helm template RELEASE CHART -f values.yaml | kvconfig lint -",
+    )
+
+
+def load_documents(
+    text: str, source: str, *, merge_keys: bool = False
+) -> tuple[list[_yaml.Document], list[str]]:
+    """The YAML (or JSON) documents of an operator file, and the kinds of the Kubernetes
+    resources skipped unbuilt because they never hold a pod template."""
+    skipped: list[str] = []
+
+    def worth_reading(top: Mapping[str, str]) -> bool:
+        if top.get("kind") in _NO_PODS and "apiVersion" in top:
+            skipped.append(top["kind"])
+            return False
+        return True
+
+    try:
+        docs = _yaml.parse_all(
+            text, source, merge_keys=merge_keys, select=None if merge_keys else worth_reading
+        )
+    except InputError as err:
+        found = unrendered(text)
+        if found is not None:
+            raise template_error(source, found[0], found[1]) from None
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                data = json.loads(text)
+            except (json.JSONDecodeError, RecursionError):
+                raise err from None
+            return [_yaml.Document(source, data, {})], skipped
+        raise
+    return docs, skipped
+
+
+#: Kubernetes kinds that never hold a pod template: skipped unbuilt.
+_NO_PODS = frozenset(
+    {
+        "ConfigMap", "Secret", "Service", "ServiceAccount", "Role", "RoleBinding",
+        "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Namespace",
+        "Ingress", "IngressClass", "NetworkPolicy", "PersistentVolume",
+        "PersistentVolumeClaim", "StorageClass", "PriorityClass", "PodDisruptionBudget",
+        "HorizontalPodAutoscaler", "LimitRange", "ResourceQuota", "Endpoints",
+        "EndpointSlice", "HTTPRoute", "GRPCRoute", "Gateway", "GatewayClass",
+        "ServiceMonitor", "PodMonitor", "PrometheusRule", "InferencePool", "InferenceModel",
+        "InferenceObjective", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+        "APIService", "Certificate", "Issuer", "ClusterIssuer", "LLMInferenceServiceConfig",
+    }
+)  # fmt: skip

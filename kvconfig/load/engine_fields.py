@@ -1,0 +1,125 @@
+"""What the operator-file readers share to fill in an engine: the vLLM image and its
+version, GPU labels, checked words, mappings and lists of a file."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from kvconfig.load.documents import template_error, unrendered
+from kvconfig.load.engines import Note
+
+_VLLM_IMAGES = re.compile(r"(^|/)vllm(-project)?/vllm-openai(-rocm|-cpu|-tpu)?$|(^|/)vllm-openai$")
+_VERSION_TAG = re.compile(r"^v?(\d+\.\d+\.\d+)((?:\.post\d+|rc\d+|\.dev\d+)?)(?:[-_+].*)?$")
+
+
+def split_image(image: str) -> tuple[str, str | None]:
+    """(repository, tag or None): ``vllm/vllm-openai:v0.33.0`` gives ``vllm/vllm-openai``
+    and ``v0.33.0``."""
+    name = image.split("@", 1)[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    if colon > slash:
+        return name[:colon], name[colon + 1 :]
+    return name, None
+
+
+def is_vllm_image(image: str | None) -> bool:
+    """Whether ``image`` is one of vLLM's own images, whose entry point is ``vllm serve``."""
+    if not image:
+        return False
+    repo, _ = split_image(image)
+    return bool(_VLLM_IMAGES.search(repo.lower()))
+
+
+def known_versions() -> tuple[str, ...]:
+    """The vLLM releases kvconfig plans for (the version registry's)."""
+    from kvconfig.mirror.versions import KNOWN
+
+    return KNOWN
+
+
+def image_version(image: str | None, line: int | None = None) -> tuple[str | None, list[Note]]:
+    """The vLLM version a vLLM image's tag names, and a note when kvconfig does not know it."""
+    if not image or not is_vllm_image(image):
+        return None, []
+    _, tag = split_image(image)
+    m = _VERSION_TAG.match(tag or "")
+    if m is None:
+        said = f"tag {tag!r}" if tag else "no tag (it means latest)"
+        return None, [
+            Note(
+                "vllm-version-unsaid",
+                f"the image {image} has {said}, which does not say the vLLM version",
+                line,
+                "image",
+            )
+        ]
+    version = m.group(1)
+    if version not in known_versions():
+        return m.group(1) + m.group(2), [
+            Note(
+                "unknown-vllm-version",
+                f"the image {image} runs vLLM {m.group(1) + m.group(2)}; kvconfig has data "
+                f"for vLLM {', '.join(known_versions())}",
+                line,
+                "image",
+            )
+        ]
+    return version, []
+
+
+def check_words(words: Sequence[str], source: str, line: int | None, key: str) -> None:
+    """Refuse words that still hold Helm template actions."""
+    for i, w in enumerate(words):
+        found = unrendered(w)
+        if found is not None:
+            raise template_error(source, line or 1, found[1], f"{key}: argument {i + 1}")
+
+
+def gpu_fields(
+    labels: Sequence[str], line: int | None
+) -> tuple[tuple[str, ...], tuple[str, ...], list[Note]]:
+    """(gpu, platforms, notes) for GPU names found in a resource."""
+    from kvconfig.load.gpu_labels import platform_of
+
+    gpus: list[str] = []
+    platforms: list[str] = []
+    notes: list[Note] = []
+    for label in labels:
+        if label in gpus:
+            continue
+        gpus.append(label)
+        name = platform_of(label)
+        if name is None:
+            notes.append(
+                Note(
+                    "unknown-gpu",
+                    f"kvconfig does not know the GPU {label!r}",
+                    line,
+                    "gpu",
+                )
+            )
+        elif name not in platforms:
+            platforms.append(name)
+    if len(platforms) > 1:
+        notes.append(
+            Note(
+                "several-gpus",
+                f"the resource accepts any of {', '.join(platforms)}: each is planned",
+                line,
+                "gpu",
+            )
+        )
+    return tuple(gpus), tuple(platforms), notes
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """``value`` if it is a mapping, else an empty one (for optional sections)."""
+    return value if isinstance(value, dict) else {}
+
+
+def listing(value: Any) -> list[Any]:
+    """``value`` if it is a list, else an empty one (for optional sections)."""
+    return value if isinstance(value, list) else []

@@ -1,0 +1,22 @@
+"""Values files of the two Helm charts that start vLLM engines, read as their templates
+render them.
+
+**vLLM production-stack** (``helm/templates/deployment-vllm-multi.yaml`` and, for
+``raySpec``, ``ray-cluster.yaml`` in vllm-project/production-stack): one Deployment per
+``servingEngineSpec.modelSpec[]`` entry, whose ``vllm`` container runs
+``vllm serve MODEL_URL --host 0.0.0.0 --port PORT`` followed by the flags of the
+entry's ``vllmConfig`` keys (``enablePrefixCaching`` always emits
+``--enable-prefix-caching`` or ``--no-enable-prefix-caching``), its ``extraArgs`` as
+written, then ``--revision``, the LMCache ``--kv-transfer-config`` and the chat template.
+
+**llm-d modelservice** (``templates/_helpers.tpl`` in llm-d-incubation/llm-d-modelservice):
+the ``decode`` and ``prefill`` sections, each a list of ``containers``. A container's
+``modelCommand`` decides its command line: ``vllmServe`` (``vllm serve MODEL``),
+``imageDefault`` (the image's entry point with ``--model MODEL``) or ``custom`` (its own
+``command`` and ``args``, the default). The chart adds ``--port``, the parallelism flags
+from ``parallelism`` and ``--served-model-name``, then the container's ``args``.
+
+Other charts: render them first (``helm template ... | kvconfig lint -``).
+
+One module per chart (``production_stack``, ``llm_d``), their template rules in ``values``.
+"""

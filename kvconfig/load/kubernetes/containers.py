@@ -1,0 +1,259 @@
+"""The vLLM engine one container starts: its command line, shell script or image entry point,
+with the pod's GPU labels and the container's GPU count."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, is_vllm_image
+from kvconfig.load.engines import Engine, Note, server_start
+from kvconfig.load.gpu_labels import GPU_LABELS
+from kvconfig.load.kubernetes.env import container_env, expand_k8s
+from kvconfig.load.kubernetes.resources import Found, Pod, strings
+
+_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
+
+
+def _gpu_labels(spec: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(required GPU names, preferred GPU names) of a pod spec."""
+    required: list[str] = []
+    preferred: list[str] = []
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, dict):
+        for label in GPU_LABELS:
+            value = selector.get(label)
+            if isinstance(value, str) and value:
+                required.append(value)
+                break
+    affinity = spec.get("affinity")
+    node = affinity.get("nodeAffinity") if isinstance(affinity, dict) else None
+    if isinstance(node, dict):
+        req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
+        terms = req.get("nodeSelectorTerms") if isinstance(req, dict) else None
+        for term in terms if isinstance(terms, list) else []:
+            required.extend(_match_values(term))
+        prefs = node.get("preferredDuringSchedulingIgnoredDuringExecution")
+        for pref in prefs if isinstance(prefs, list) else []:
+            if isinstance(pref, dict):
+                preferred.extend(_match_values(pref.get("preference")))
+    return required, preferred
+
+
+def _match_values(term: Any) -> list[str]:
+    out: list[str] = []
+    if not isinstance(term, dict):
+        return out
+    for expr in term.get("matchExpressions") or []:
+        if (
+            isinstance(expr, dict)
+            and expr.get("key") in GPU_LABELS
+            and expr.get("operator") == "In"
+            and isinstance(expr.get("values"), list)
+        ):
+            out.extend(str(v) for v in expr["values"])
+    return out
+
+
+def _gpu_count(container: Mapping[str, Any]) -> int | None:
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return None
+    for part in ("limits", "requests"):
+        block = resources.get(part)
+        if isinstance(block, dict):
+            for name in ("nvidia.com/gpu", "amd.com/gpu", "gpu"):
+                value = block.get(name)
+                try:
+                    return int(str(value)) if value is not None else None
+                except ValueError:
+                    return None
+    return None
+
+
+def read_container(
+    pod: Pod,
+    index: int,
+    base: Path,
+    found: list[Found],
+    *,
+    implicit_entry: bool = False,
+    env_base: Mapping[str, str] | None = None,
+    env_unknown: Sequence[str] = (),
+    entry_label: str | None = None,
+) -> list[Engine]:
+    """The vLLM engines one container starts (none, one, or an error for two)."""
+    res = pod.resource
+    cpath = (*pod.path, "containers", index)
+    container = pod.spec["containers"][index]
+    if not isinstance(container, dict):
+        return []
+    cname = str(container.get("name") or f"containers[{index}]")
+    name = f"{pod.name}/{cname}"
+    line = res.line(*cpath)
+    image = container.get("image") if isinstance(container.get("image"), str) else None
+    command = strings(container.get("command"), res, (*cpath, "command"), name)
+    args = strings(container.get("args"), res, (*cpath, "args"), name)
+    env = container_env(container, res, cpath, name, env_base)
+    for extra in env_unknown:
+        if extra not in env.unknown:
+            env.unknown.append(extra)
+    words = command + args
+    places = [(*cpath, "command", i) for i in range(len(command))] + [
+        (*cpath, "args", i) for i in range(len(args))
+    ]
+    expanded: list[str] = []
+    left: list[tuple[int, str, str]] = []
+    for i, w in enumerate(words):
+        text, refs = expand_k8s(w, env)
+        expanded.append(text)
+        left.extend((i, n, why) for n, why in refs)
+    vllm_image = is_vllm_image(image)
+    starts: list[
+        tuple[str, str, list[str], Mapping[str, str | None], list[tuple[int, str]], int | None]
+    ]
+    starts = []
+    shell_at = _shell_script(expanded)
+    if shell_at is not None:
+        script = expanded[shell_at]
+        item_line = res.line(*places[shell_at])
+        script_line = (
+            item_line + 1 if item_line is not None and item_line in pod.block_lines else item_line
+        )
+        from kvconfig.load.shell.script import commands
+
+        positional = expanded[shell_at + 1 :]
+        for cmd in commands(
+            script,
+            env.shell_env(),
+            positional,
+            unknown_rest=bool(env.sources),
+            source=res.source,
+            line=script_line,
+            key=name,
+        ):
+            start = server_start(cmd.words)
+            if start is not None:
+                offset = len(cmd.words) - len(start[2])
+                unknown_here = [(i - offset, w) for i, w in cmd.unknown if i >= offset]
+                starts.append((*start, cmd.env, unknown_here, cmd.line))
+        runs = "a shell script"
+    else:
+        start = server_start(expanded) if command or not (vllm_image or implicit_entry) else None
+        if start is None and not command and (vllm_image or implicit_entry):
+            start = ("image entry point", "serve", expanded)
+            if expanded[:1] == ["serve"]:
+                raise res.err(
+                    "args start with 'serve', but the image already runs 'vllm serve': vLLM "
+                    "would stop with 'unrecognized arguments'",
+                    places[0] if places else cpath,
+                    name,
+                    "leave 'serve' out of args, or set command: [vllm, serve]",
+                )
+        if start is not None:
+            undefined = [(i, n) for i, n, why in left if why == "undefined"]
+            if undefined:
+                i, var = undefined[0]
+                raise res.err(
+                    f"$({var}) is not defined in the container's env: Kubernetes passes the "
+                    f"text '$({var})' to vLLM unchanged",
+                    places[i],
+                    name,
+                    f"define {var} under env, or write the value",
+                )
+            offset = len(expanded) - len(start[2])
+            unknown = [(i - offset, f"$({n})") for i, n, _ in left if i >= offset]
+            starts.append((*start, env.shell_env(), unknown, line))
+        shown = expanded[:3] if expanded[1:2] == ["-m"] else expanded[:2]
+        runs = " ".join(shown) if expanded else f"the image {image or '?'}'s entry point"
+    if not starts:
+        found.append(Found(name, runs, line))
+        return []
+    if len(starts) > 1:
+        lines = ", ".join(str(s[5]) for s in starts if s[5] is not None)
+        raise res.err(
+            f"two candidate vLLM commands in one container (lines {lines}); kvconfig cannot "
+            "tell which one runs",
+            cpath,
+            name,
+            "run each vLLM server in its own container, or keep one command",
+        )
+    entry, parser, argv, run_env, unknown, at = starts[0]
+    check_words(argv, res.source, at, name)
+    notes: list[Note] = []
+    for i, what in unknown:
+        option = argv[i - 1] if 0 < i <= len(argv) and argv[i - 1].startswith("-") else ""
+        notes.append(
+            Note(
+                "unknown-value",
+                f"{what} in argument {i + 1} of vLLM is only known at run time",
+                at,
+                option or ("model" if i == 0 else ""),
+            )
+        )
+    role = pod.role
+    defaults: dict[str, Any] = {}
+    if entry == "dynamo.vllm":
+        from kvconfig.load import dynamo
+
+        split = dynamo.split_args(argv, at)
+        argv, notes, defaults = split.argv, [*notes, *split.notes], split.defaults
+        role = split.role or role
+    version, vnotes = image_version(image, res.line(*cpath, "image") or line)
+    notes.extend(vnotes)
+    required, preferred = _gpu_labels(pod.spec)
+    labels = [*required, *pod.extra_gpu]
+    gpu, platforms, gnotes = gpu_fields(labels, res.line(*pod.path) or line)
+    notes.extend(gnotes)
+    if not labels and preferred:
+        notes.append(
+            Note(
+                "preferred-gpu",
+                f"the pod prefers {', '.join(preferred)} but does not require it; kvconfig "
+                "reads only required node affinity",
+                res.line(*pod.path, "affinity"),
+                "affinity",
+            )
+        )
+    known_env = {k: v for k, v in run_env.items() if v is not None}
+    unknown_env = sorted({k for k, v in run_env.items() if v is None} | set(env.unknown))
+    parallelism = dict(pod.parallelism)
+    gpus = _gpu_count(container)
+    if gpus is not None:
+        parallelism["gpus"] = gpus
+    return [
+        Engine(
+            name=name,
+            source=res.source,
+            line=at or line,
+            argv=tuple(argv),
+            entry=entry_label or entry,
+            parser=parser,
+            env=known_env,
+            env_unknown=tuple(unknown_env),
+            env_from=tuple(env.sources),
+            gpu=gpu,
+            platforms=platforms,
+            vllm_version=version,
+            image=image,
+            role=role,
+            parallelism=parallelism,
+            defaults=defaults,
+            base=str(base),
+            notes=tuple(notes),
+        )
+    ]
+
+
+def _shell_script(words: Sequence[str]) -> int | None:
+    """Index of the script in ``sh -c SCRIPT ...`` (any ``-xc`` style flag), or None."""
+    if not words or os.path.basename(words[0]) not in _SHELLS:
+        return None
+    i = 1
+    while i < len(words) and words[i].startswith("-"):
+        if "c" in words[i][1:] and not words[i].startswith("--"):
+            return i + 1 if i + 1 < len(words) else None
+        i += 1
+    return None

@@ -1,0 +1,97 @@
+"""A container's environment (``env``, ``envFrom``) and Kubernetes' ``$(VAR)`` expansion."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvconfig.load.kubernetes.resources import Resource, _describe
+
+_K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+@dataclass
+class ContainerEnv:
+    """A container's environment as far as the manifest says it."""
+
+    known: dict[str, str] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def shell_env(self) -> dict[str, str | None]:
+        env: dict[str, str | None] = dict(self.known)
+        for name in self.unknown:
+            env[name] = None
+        return env
+
+
+def container_env(
+    container: Mapping[str, Any],
+    res: Resource,
+    path: tuple[str | int, ...],
+    key: str,
+    base: Mapping[str, str] | None = None,
+) -> ContainerEnv:
+    """``env`` and ``envFrom`` of a container: literal values (``$(VAR)`` of earlier
+    variables expanded, as Kubernetes does), names set from elsewhere, and whole sources."""
+    env = ContainerEnv(known=dict(base or {}))
+    items = container.get("env") or []
+    if not isinstance(items, list):
+        raise res.err(
+            f"env: expected a list of name/value pairs, got {_describe(items)}",
+            (*path, "env"),
+            key,
+            "write env: [{name: NAME, value: VALUE}]",
+        )
+    for i, item in enumerate(items):
+        where = (*path, "env", i)
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise res.err(
+                f"env[{i}]: expected a mapping with a name", where, key, "write {name: X, value: Y}"
+            )
+        name = item["name"]
+        if "valueFrom" in item:
+            env.known.pop(name, None)
+            if name not in env.unknown:
+                env.unknown.append(name)
+            continue
+        value = item.get("value", "")
+        if not isinstance(value, str):
+            value = (
+                ""
+                if value is None
+                else str(value).lower()
+                if isinstance(value, bool)
+                else str(value)
+            )
+        expanded, _ = expand_k8s(value, env)
+        if name in env.unknown:
+            env.unknown.remove(name)
+        env.known[name] = expanded
+    sources = container.get("envFrom") or []
+    if isinstance(sources, list):
+        for item in sources:
+            if not isinstance(item, dict):
+                continue
+            for ref in ("configMapRef", "secretRef"):
+                if isinstance(item.get(ref), dict):
+                    env.sources.append(f"{ref} {item[ref].get('name', '?')}")
+    return env
+
+
+def expand_k8s(text: str, env: ContainerEnv) -> tuple[str, list[tuple[str, str]]]:
+    """``$(VAR)`` references expanded as Kubernetes does; (name, why) of those left."""
+    left: list[tuple[str, str]] = []
+
+    def repl(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        name = m.group(1)
+        if name in env.known:
+            return env.known[name]
+        left.append((name, "unknown" if name in env.unknown or env.sources else "undefined"))
+        return m.group(0)
+
+    return _K8S_VAR.sub(repl, text), left

@@ -1,0 +1,101 @@
+"""A Kubernetes resource and its pod specs as read, with the file lines of their values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvconfig.errors import InputError
+from kvconfig.load import yamlfile as _yaml
+
+
+@dataclass
+class Resource:
+    """A resource inside a document (a ``List`` holds several), with its lines."""
+
+    doc: _yaml.Document
+    prefix: tuple[str | int, ...] = ()
+
+    @property
+    def data(self) -> Any:
+        node: Any = self.doc.data
+        for p in self.prefix:
+            node = node[p]
+        return node
+
+    @property
+    def source(self) -> str:
+        return self.doc.source
+
+    def line(self, *path: str | int) -> int | None:
+        if not path and not self.prefix:
+            return self.doc.lines.get(())
+        return self.doc.line(*self.prefix, *path)
+
+    def err(self, message: str, path: Sequence[str | int], key: str, hint: str) -> InputError:
+        return InputError(message, source=self.source, line=self.line(*path), key=key, hint=hint)
+
+
+@dataclass
+class Pod:
+    """What a pod spec says beyond its containers: GPU labels, role, name parts."""
+
+    resource: Resource
+    path: tuple[str | int, ...]
+    name: str
+    role: str | None = None
+    extra_gpu: list[str] = field(default_factory=list)
+    parallelism: dict[str, int] = field(default_factory=dict)
+    block_lines: frozenset[int] = frozenset()
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        node: Any = self.resource.data
+        for p in self.path:
+            if not isinstance(node, (dict, list)):
+                return {}
+            try:
+                node = node[p]  # type: ignore[index]
+            except (KeyError, IndexError, TypeError):
+                return {}
+        return node if isinstance(node, dict) else {}
+
+
+def _describe(value: Any) -> str:
+    kinds = {bool: "boolean", int: "integer", float: "number", dict: "mapping", list: "list"}
+    return f"the {kinds.get(type(value), type(value).__name__)} {value!r}"
+
+
+def strings(value: Any, res: Resource, path: tuple[str | int, ...], key: str) -> list[str]:
+    """A container's ``command`` or ``args``: a list of strings, as Kubernetes requires."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise res.err(
+            f"{path[-1]}: expected a list of strings, got {_describe(value)}",
+            path,
+            key,
+            f'write {path[-1]}: ["...", "..."]',
+        )
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise res.err(
+                f"{path[-1]}[{i}]: expected a string, got {_describe(item)}; Kubernetes "
+                "refuses the manifest",
+                (*path, i),
+                key,
+                f'quote it: "{item}"',
+            )
+        out.append(item)
+    return out
+
+
+@dataclass
+class Found:
+    """What a container runs, for the error when no vLLM container is found."""
+
+    name: str
+    runs: str
+    line: int | None = None

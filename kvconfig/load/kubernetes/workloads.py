@@ -1,0 +1,175 @@
+"""Every pod template of a manifest's resources walked, and the engines of its containers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kvconfig.errors import InputError
+from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.engines import Engine
+from kvconfig.load.kubernetes.containers import read_container
+from kvconfig.load.kubernetes.resources import Found, Pod, Resource
+
+
+def _pod_specs(res: Resource) -> list[tuple[tuple[str | int, ...], str]]:
+    """(path to each pod spec, name part) of a resource."""
+    data = res.data
+    kind = data.get("kind")
+    spec = data.get("spec")
+    if kind == "Pod":
+        return [(("spec",), "")] if isinstance(spec, dict) else []
+    if kind == "LeaderWorkerSet" and isinstance(spec, dict):
+        lwt = spec.get("leaderWorkerTemplate")
+        out: list[tuple[tuple[str | int, ...], str]] = []
+        if isinstance(lwt, dict):
+            for which in ("leaderTemplate", "workerTemplate"):
+                tpl = lwt.get(which)
+                if isinstance(tpl, dict) and isinstance(tpl.get("spec"), dict):
+                    out.append((("spec", "leaderWorkerTemplate", which, "spec"), which[:-8]))
+        return out
+    found: list[tuple[str | int, ...]] = []
+    _find_pod_specs(spec, ("spec",), found, 0)
+    if len(found) == 1:
+        return [(found[0], "")]
+    return [(p, _name_part(p)) for p in found]
+
+
+def _name_part(path: tuple[str | int, ...]) -> str:
+    parts = [str(p) for p in path if p not in ("spec", "template")]
+    return ".".join(parts) or "spec"
+
+
+def _find_pod_specs(
+    node: Any, path: tuple[str | int, ...], out: list[tuple[str | int, ...]], depth: int
+) -> None:
+    if depth > 12:
+        return
+    if isinstance(node, dict):
+        containers = node.get("containers")
+        if isinstance(containers, list) and any(isinstance(c, dict) for c in containers):
+            out.append(path)
+            return
+        for key, value in node.items():
+            if key in ("metadata", "status"):
+                continue
+            _find_pod_specs(value, (*path, key), out, depth + 1)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _find_pod_specs(value, (*path, i), out, depth + 1)
+
+
+def _resource_name(res: Resource) -> str:
+    data = res.data
+    meta = data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        name = meta.get("generateName", "") if isinstance(meta, dict) else ""
+        name = str(name).rstrip("-") or "unnamed"
+    return f"{data.get('kind')}/{name}"
+
+
+def _template_labels(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]:
+    """The labels of the pod template around a pod spec."""
+    node: Any = res.data
+    for p in path[:-1]:
+        node = node[p]
+    meta = node.get("metadata") if isinstance(node, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    return labels if isinstance(labels, dict) else {}
+
+
+def resource_engines(
+    res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
+) -> list[Engine]:
+    """The engines of one Kubernetes resource (any kind with pod templates)."""
+    out: list[Engine] = []
+    data = res.data
+    rname = _resource_name(res)
+    replicas = data.get("spec", {}).get("replicas") if isinstance(data.get("spec"), dict) else None
+    for path, part in _pod_specs(res):
+        labels = _template_labels(res, path)
+        role = labels.get("llm-d.ai/role")
+        pod = Pod(
+            res,
+            path,
+            f"{rname}/{part}" if part else rname,
+            role=role if role in ("prefill", "decode") else None,
+            block_lines=block_lines,
+        )
+        if data.get("kind") == "LeaderWorkerSet":
+            size = data["spec"]["leaderWorkerTemplate"].get("size")
+            if isinstance(size, int):
+                pod.parallelism["nodes"] = size
+        if isinstance(replicas, int):
+            pod.parallelism["replicas"] = replicas
+        containers = pod.spec.get("containers")
+        if not isinstance(containers, list):
+            continue
+        for i in range(len(containers)):
+            out.extend(read_container(pod, i, base, found))
+    return out
+
+
+def block_scalar_lines(text: str) -> frozenset[int]:
+    """Lines that open a YAML block scalar (``|`` or ``>``): the value starts below them."""
+    return frozenset(
+        i + 1
+        for i, row in enumerate(text.splitlines())
+        if re.search(r"[:\-]\s+[|>][-+0-9]*\s*(#.*)?$", row)
+    )
+
+
+def engines(
+    docs: Sequence[_yaml.Document],
+    base: Path,
+    skipped: Sequence[str] = (),
+    text: str = "",
+) -> list[Engine]:
+    """Every vLLM engine of a Kubernetes manifest's documents."""
+    out: list[Engine] = []
+    found: list[Found] = []
+    blocks = block_scalar_lines(text) if text else frozenset()
+    resources: list[Resource] = []
+    for doc in docs:
+        if isinstance(doc.data, dict) and doc.data.get("kind") == "List":
+            items = doc.data.get("items")
+            for i, item in enumerate(items if isinstance(items, list) else []):
+                if isinstance(item, dict) and "kind" in item:
+                    resources.append(Resource(doc, ("items", i)))
+        else:
+            resources.append(Resource(doc))
+    for res in resources:
+        kind = res.data.get("kind")
+        if kind == "LLMInferenceService":
+            from kvconfig.load import kserve
+
+            out.extend(kserve.engines(res, base, found, blocks))
+        elif kind == "DynamoGraphDeployment":
+            from kvconfig.load import dynamo
+
+            out.extend(dynamo.engines(res, base, found, blocks))
+        else:
+            out.extend(resource_engines(res, base, found, blocks))
+    if not out:
+        source = docs[0].source if docs else ""
+        if found:
+            shown = "; ".join(f"{f.name} runs {f.runs}" for f in found[:3])
+            more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+            message = f"no vLLM container found: {shown}{more}"
+            line = found[0].line
+        else:
+            kinds = sorted({str(r.data.get("kind")) for r in resources} | set(skipped))
+            message = f"no vLLM container found: no pod template in {', '.join(kinds)}"
+            line = resources[0].line() if resources else None
+        raise InputError(
+            message,
+            source=source,
+            line=line,
+            hint="kvconfig reads containers that run 'vllm serve', 'python -m "
+            "vllm.entrypoints.openai.api_server' or 'python -m dynamo.vllm', or a "
+            "vllm/vllm-openai image given only args",
+        )
+    return out

@@ -1,0 +1,246 @@
+"""NIXL's handshake checks and compatibility hash.
+
+Mirrors ``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py``
+(``_nixl_handshake``, ``add_remote_agent``, ``_validate_remote_agent_handshake``),
+``nixl/pull_worker.py`` (``_read_blocks``) and ``nixl/metadata.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvconfig.mirror.connectors.registry import Refusal
+from kvconfig.mirror.connectors.topology import block_size_ratio, tp_ratio
+
+NIXL_CONNECTOR_VERSION = 15
+"""``NIXL_CONNECTOR_VERSION`` (``distributed/kv_transfer/kv_connector/v1/nixl/metadata.py``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NixlSide:
+    """One NIXL worker as the handshake sees it (its own state, or what it advertises in
+    ``NixlAgentMetadata``)."""
+
+    engine: str
+    block_size: int
+    """The worker's ``block_size`` after its own vote (kernel pages)."""
+    pages_per_block: int
+    """``physical_blocks_per_logical_kv_block``."""
+    tp: int
+    """The transfer TP size (the TP size, or the PCP size when PCP and DCP shard)."""
+    dcp: int = 1
+    pcp: int = 1
+    total_kv_heads: int = 1
+    """``get_total_num_kv_heads()`` (1 for MLA)."""
+    use_mla: bool = False
+    has_mamba: bool = False
+    hma: bool = False
+    """``_is_hma_required``: HMA on and a non-full-attention transfer layer."""
+    prefix_caching: bool = True
+    use_host_buffer: bool = False
+    """``kv_buffer_device == "cpu"``."""
+    kv_cache_layout: str = "LBHNC"
+    compat_hash: str = ""
+    enforce_compat_hash: bool = True
+    region_mapped: bool = False
+    """Regions of several cache groups (``_uses_region_group_mapping``)."""
+    enable_permute_local_kv: bool = False
+    transfer_mode: str = "pull"
+    pp: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Handshake:
+    """The outcome of a NIXL handshake between a local (initiating) and a remote worker."""
+
+    check: str
+    """The check that decides it: ``ok``, or a short name (``compat-hash``, ``block-size``,
+    ``host-buffer``, ``tp-split``, ``region-mapped``, ``mamba-pages``, ``layout``, ``tp``)."""
+    refusal: Refusal | None = None
+    """What vLLM raises; None when it accepts the pair."""
+    ratio: int = 1
+    """The block-size ratio the transfer runs at when accepted."""
+    at: str = ""
+    """Where vLLM checks (``file:function``)."""
+
+
+_BLOCK_CONTIGUOUS = frozenset({"LBHNC", "HND", "BLHNC", "BHLNC"})
+"""``KVCacheLayout.is_block_contiguous`` (``v1/kv_cache_layout.py``): per-block heads are
+contiguous; the token-major layouts (``LBNHC``/``NHD``) are not."""
+
+
+def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
+    """What vLLM 0.33.0 does when ``local`` handshakes with ``remote``, in vLLM's order.
+
+    Mirrors, in ``nixl/base_worker.py``: the compatibility-hash check of
+    ``_nixl_handshake``; ``add_remote_agent`` (``TransferTopology.block_size_ratio``) and
+    ``_validate_remote_agent_handshake`` (DCP, Mamba prefix caching, host buffer, layout,
+    heterogeneous TP, the per-region lengths that refuse other block sizes when the
+    remote TP is larger); and the region-mapped read of ``pull_worker.py:_read_blocks``.
+    """
+    base = "distributed/kv_transfer/kv_connector/v1/nixl/"
+    if local.enforce_compat_hash and local.compat_hash != remote.compat_hash:
+        return Handshake(
+            "compat-hash",
+            Refusal(
+                "RuntimeError",
+                f"NIXL compatibility hash mismatch. Local: {local.compat_hash}, Remote: "
+                f"{remote.compat_hash}. Prefill and decode instances have incompatible "
+                "configurations. This may be due to: different vLLM versions, models, "
+                "dtypes, KV cache layouts, attention backends, etc. Both instances must "
+                "use identical configurations.Disable this check using --kv-transfer-config "
+                '\'{"kv_connector_extra_config": {"enforce_handshake_compat": false}}\'',
+            ),
+            at=base + "base_worker.py:_nixl_handshake",
+        )
+    layer_routed = local.transfer_mode == "push" and local.pp > 1 and local.hma
+    if layer_routed and not local.has_mamba and local.block_size != remote.block_size:
+        return Handshake(
+            "block-size",
+            Refusal(
+                "NotImplementedError", "Attention-HMA push requires identical P/D block sizes."
+            ),
+            at=base + "base_worker.py:add_remote_agent",
+        )
+    try:
+        ratio_tp = tp_ratio(local.tp, remote.tp)
+        ratio = block_size_ratio(local.block_size, remote.block_size)
+    except Refusal as refusal:
+        check = "tp" if "tensor parallel" in refusal.message else "block-size"
+        return Handshake(check, refusal, at=base + "base_worker.py:add_remote_agent")
+    validate = base + "base_worker.py:_validate_remote_agent_handshake"
+    if local.dcp % remote.dcp and remote.dcp % local.dcp:
+        return Handshake(
+            "dcp",
+            Refusal(
+                "AssertionError",
+                f"DCP sizes must divide one another: local={local.dcp}, remote={remote.dcp} "
+                f"(engine {remote.engine}).",
+            ),
+            at=validate,
+        )
+    if (
+        not local.use_mla
+        and not local.has_mamba
+        and ratio_tp < 0
+        and remote.tp > local.total_kv_heads
+    ):
+        return Handshake("tp", Refusal("AssertionError", ""), at=validate)
+    if local.has_mamba and remote.pages_per_block != local.pages_per_block and local.prefix_caching:
+        return Handshake(
+            "mamba-pages",
+            Refusal(
+                "RuntimeError",
+                "Prefix caching with heterogeneous physical_blocks_per_logical is not "
+                "supported for Mamba hybrid models. Local: "
+                f"{local.pages_per_block}, Remote: {remote.pages_per_block}. Disable prefix "
+                "caching with --disable-prefix-caching.",
+            ),
+            at=validate,
+        )
+    if ratio != 1 and local.use_host_buffer:
+        return Handshake(
+            "host-buffer",
+            Refusal(
+                "AssertionError", "Heterogeneous block sizes are not supported with host buffer"
+            ),
+            at=validate,
+        )
+    permuted = (
+        local.enable_permute_local_kv
+        and remote.kv_cache_layout == "LBHNC"
+        and local.kv_cache_layout == "LBNHC"
+    )
+    if not local.use_mla and remote.kv_cache_layout != local.kv_cache_layout and not permuted:
+        return Handshake(
+            "layout",
+            Refusal(
+                "RuntimeError",
+                f"Heterogeneous TP expects same kv_cache_layout (local "
+                f"{local.kv_cache_layout}, remote {remote.kv_cache_layout}). Or enable "
+                "experimental feature to receive LBHNC into a local LBNHC cache by "
+                "setting 'enable_permute_local_kv'=True in --kv-transfer-config.",
+            ),
+            at=validate,
+        )
+    replicated = remote.tp > local.total_kv_heads
+    if (
+        abs(ratio_tp) != 1
+        and not local.use_mla
+        and not replicated
+        and local.kv_cache_layout not in _BLOCK_CONTIGUOUS
+        and not local.enable_permute_local_kv
+    ):
+        return Handshake(
+            "layout",
+            Refusal(
+                "RuntimeError",
+                "Heterogeneous TP head-dimension splitting requires contiguous heads. "
+                "Use a block-contiguous layout (e.g. LBHNC) on the prefill side.",
+            ),
+            at=validate,
+        )
+    if ratio != 1 and ratio_tp < 0 and not local.has_mamba and not local.use_mla and not replicated:
+        return Handshake(
+            "tp-split",
+            Refusal(
+                "AssertionError",
+                "Different local/remote block sizes are not supported when P TP > D TP.",
+            ),
+            at=validate,
+        )
+    if (
+        ratio != 1
+        and local.transfer_mode == "pull"
+        and (local.region_mapped or remote.region_mapped)
+    ):
+        return Handshake(
+            "region-mapped",
+            Refusal(
+                "NotImplementedError",
+                "Region-mapped NIXL transfers require matching physical block sizes",
+            ),
+            ratio=ratio,
+            at=base + "pull_worker.py:_read_blocks",
+        )
+    return Handshake("ok", None, ratio=ratio)
+
+
+def compatibility_factors(
+    *,
+    vllm_version: str,
+    model: str,
+    dtype: str,
+    num_kv_heads: int,
+    head_size: int,
+    num_hidden_layers: int,
+    attn_backend_name: str,
+    cache_dtype: str,
+    is_hma_enabled: bool,
+    speculative: Mapping[str, Any] | None,
+    transfer_mode: str,
+) -> dict[str, Any]:
+    """The factors ``compute_nixl_compatibility_hash`` hashes (``nixl/metadata.py``)."""
+    return {
+        "vllm_version": vllm_version,
+        "nixl_connector_version": NIXL_CONNECTOR_VERSION,
+        "model": model,
+        "dtype": dtype,
+        "num_kv_heads": num_kv_heads,
+        "head_size": head_size,
+        "num_hidden_layers": num_hidden_layers,
+        "attn_backend_name": attn_backend_name,
+        "cache_dtype": cache_dtype,
+        "is_hma_enabled": is_hma_enabled,
+        "speculative_config": dict(speculative) if speculative is not None else None,
+        "transfer_mode": transfer_mode,
+    }
+
+
+def compatibility_hash(factors: Mapping[str, Any]) -> str:
+    """``hash_factors`` (``config/utils.py``): SHA-256 of the sorted JSON of the factors."""
+    return hashlib.sha256(json.dumps(dict(factors), sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,93 @@
+"""The KV connectors vLLM registers, the layouts they ask for, and ``Refusal`` (vLLM's error).
+
+Mirrors ``vllm/distributed/kv_transfer/kv_connector/factory.py`` (the names),
+``kv_connector/v1/base.py`` (``SupportsHMA``) and each connector's
+``get_required_kvcache_layout`` (``multi_connector.py`` for MultiConnector's check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+NIXL_CONNECTORS = {
+    "NixlConnector": "pull",
+    "NixlPullConnector": "pull",
+    "NixlPushConnector": "push",
+}
+"""NIXL's connector names and their ``_TRANSFER_MODE`` (``nixl/connector.py``)."""
+
+MOONCAKE_CONNECTORS = frozenset({"MooncakeConnector"})
+"""The Mooncake P/D connector (``mooncake/mooncake_connector.py``)."""
+
+OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector"})
+"""The native offloading connector (``offloading_connector.py``)."""
+
+SUPPORTS_HMA = frozenset(
+    {
+        "DecodeBenchConnector",
+        "ExampleHiddenStatesConnector",
+        "HiSparseConnector",
+        "MoRIIOConnector",
+        "MooncakeConnector",
+        "MooncakeStoreConnector",
+        "MultiConnector",
+        "NixlConnector",
+        "NixlPullConnector",
+        "NixlPushConnector",
+        "OffloadingConnector",
+        "SimpleCPUOffloadConnector",
+        "UMBPStoreConnector",
+    }
+)
+"""Connectors that subclass ``SupportsHMA`` (``kv_connector/v1/base.py``); with any other,
+``VllmConfig`` turns the hybrid KV-cache manager off (``config/vllm.py``)."""
+
+KNOWN_CONNECTORS = frozenset(
+    {
+        "ExampleConnector",
+        "FlexKVConnectorV1",
+        "HF3FSKVConnector",
+        "LMCacheConnectorV1",
+        "LMCacheMPConnector",
+        *SUPPORTS_HMA,
+    }
+)
+"""The connector names ``KVConnectorFactory`` registers (``kv_connector/factory.py``)."""
+
+
+class Refusal(Exception):
+    """vLLM raises ``error`` (the exception type: ``AssertionError``, ``RuntimeError``,
+    ...) with ``message`` (vLLM's own text) at this point."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(error, message)
+        self.error = error
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.error}: {self.message}" if self.message else self.error
+
+
+def required_kv_cache_layout(connector: str, *, use_mla: bool, hisparse: bool) -> str | None:
+    """A connector class's ``get_required_kvcache_layout`` (each connector's module)."""
+    if connector in NIXL_CONNECTORS or connector in MOONCAKE_CONNECTORS:
+        return None if use_mla else "LBHNC"
+    if connector in OFFLOADING_CONNECTORS:
+        return "BLHNC" if hisparse else "LBHNC"
+    if connector == "HiSparseConnector":
+        return "BLHNC"
+    if connector == "ExampleHiddenStatesConnector":
+        return "LBNHC"
+    return None
+
+
+def multi_connector_layout(layouts: Sequence[str | None]) -> str | None:
+    """``MultiConnector.get_required_kvcache_layout`` (``multi_connector.py``)."""
+    found = sorted({x for x in layouts if x is not None})
+    if len(found) > 1:
+        raise Refusal(
+            "ValueError",
+            f"KV cache layout mismatch: found {len(found)} different layouts "
+            f"({', '.join(found)}).All connectors must use the same layout.",
+        )
+    return found[0] if found else None
