@@ -25,15 +25,18 @@ def load_deployment(
     vllm_version: str | None = None,
     hooks: str | None = None,
     trtllm_cubins: bool | None = None,
+    model_path: Sequence[str] = (),
+    download: bool | None = None,
 ) -> Deployment:
     """A deployment from a vLLM serve YAML, a native kvconfig file, or a ``vllm serve`` argv.
 
     The keywords are the CLI's options (``--platform``, ``--env``, ``--vllm-version``,
-    ``--hooks``, ``--no-trtllm-cubins``), and the CLI reads deployments through the same
-    loader. Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a
+    ``--hooks``, ``--no-trtllm-cubins``, ``--model-path PATTERN=DIR`` as a list of those
+    strings, ``--download``), and the CLI reads deployments through the same loader. Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a
     model kvconfig cannot derive (describe it in a native file instead).
     """
     from kvconfig.load.deployment import load
+    from kvconfig.load.hub import ModelPaths
 
     arg: str | Sequence[str] = str(target) if isinstance(target, Path) else target
     return load(
@@ -43,6 +46,8 @@ def load_deployment(
         vllm_version=vllm_version,
         hooks=hooks,
         trtllm_cubins=trtllm_cubins,
+        model_paths=ModelPaths.parse(model_path) if model_path else None,
+        download=download,
     )
 
 

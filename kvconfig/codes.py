@@ -272,6 +272,37 @@ class FindingCode(str, Enum):
         Severity.ERROR,
         "engines that share prefix-cache hashes derive them from random per-process seeds",
     )
+    # --- inputs: what vLLM does with a deployment's text that the text hides (KV8xx) ---
+    CONFIG_EQUALS_IGNORED = (
+        "KV801",
+        "config-equals-ignored",
+        Severity.WARNING,
+        "vLLM ignores --config=FILE (one word): the file's options never reach the engine",
+    )
+    DOTTED_REPLACES = (
+        "KV802",
+        "dotted-replaces",
+        Severity.WARNING,
+        "dotted --OPTION.key arguments replace the whole --OPTION given before them",
+    )
+    CONFIG_VALUE_DROPPED = (
+        "KV803",
+        "config-value-dropped",
+        Severity.WARNING,
+        "vLLM drops a config file's 'key_with_underscores: false': the option keeps its default",
+    )
+    RUNTIME_ENVIRONMENT = (
+        "KV804",
+        "runtime-environment",
+        Severity.WARNING,
+        "an environment variable that changes the plan is only set at run time (Secret, envFrom)",
+    )
+    RUNTIME_ARGUMENTS = (
+        "KV805",
+        "runtime-arguments",
+        Severity.WARNING,
+        "arguments only known at run time (a Secret's VLLM_ADDITIONAL_ARGS) may change the plan",
+    )
 
 
 __all__ = ["FindingCode", "Severity"]

@@ -92,7 +92,8 @@ class UnsupportedArchitecture(KVConfigError):
         self.snippet = snippet
         message = (
             f"{source}: kvconfig cannot derive the KV-cache layers of {architecture!r}; "
-            "describe them in a native kvconfig file (docs/native-format.md)"
+            "plan it with vLLM's own start-up (--engine vllm, with kvconfig[vllm] installed), "
+            "or describe them in a native kvconfig file (docs/native-format.md)"
         )
         super().__init__(message + (", starting from:\n" + snippet if snippet else ""))
 
@@ -371,3 +372,21 @@ class ConnectorBlockSizeMismatch(KernelBlockSizeMismatch):
 
 
 # ---- end of fleet errors ----
+
+
+class ConnectorRefusal(KVConfigError):
+    """vLLM raises ``error`` (the exception type: ``AssertionError``, ``RuntimeError``,
+    ...) with ``message`` (vLLM's own text) at this point."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(error, message)
+        self.error = error
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.error}: {self.message}" if self.message else self.error
+
+
+class HandshakeChecked(KVConfigError):
+    """The engine mode's NIXL stand-in: vLLM's handshake checks passed, so the stand-in
+    stops the handshake before its transfer descriptors (``kvconfig.engine.connectors``)."""

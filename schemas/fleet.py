@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from kvconfig.mirror import versions
 from schemas._base import Strict
 from schemas.plan import Plan, Severity
 
@@ -164,7 +165,7 @@ class FleetFile(Strict):
     """The serving system's name."""
     platform: str | None = None
     """The engines' GPU when an engine does not name its own."""
-    vllm_version: str = "0.33.0"
+    vllm_version: str = versions.DEFAULT
     """The vLLM release every engine runs."""
     hooks: Literal["none", "enforce"] = "none"
     """Whether the kvconfig vLLM hooks run in the engines."""

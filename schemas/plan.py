@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from schemas._base import KernelSizeField as KernelSize
 from schemas._base import Strict
@@ -111,11 +111,20 @@ class EngineRun(Strict):
     kind: Literal["vllm"]
     """Always ``vllm``: the installed vLLM's start-up under an emulated GPU."""
     description: str
-    """``vllm 0.33.0 start-up, emulated H100``."""
+    """``vllm VERSION start-up, emulated H100``."""
     refused: bool
     """vLLM raised part-way; the groups are what it had built by then."""
     stood_in: list[str]
     """What the emulation stands in for (docs/engine.md)."""
+
+
+class OperatorEngine(Strict):
+    """The engine of an operator file a plan is for (``kvconfig lint MANIFEST``)."""
+
+    name: str
+    """The resource and container, e.g. ``Deployment/qwen3-decode/vllm``."""
+    line: int | None
+    """The line of its container, service or entry in the file."""
 
 
 class Plan(Strict):
@@ -141,3 +150,16 @@ class Plan(Strict):
     """Everything worth saying, errors first."""
     engine: EngineRun | None = None
     """Present when vLLM's own start-up made the plan (``--engine vllm``); absent offline."""
+    operator_engine: OperatorEngine | None = None
+    """Present when the deployment is an engine of an operator file (docs/inputs.md)."""
+
+    @model_serializer(mode="wrap")
+    def _leave_out_absent_records(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``engine`` and ``operator_engine`` are absent, not null, when they do not apply,
+        as in the CLI's JSON (docs/json.md)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("engine", "operator_engine"):
+                if data.get(key, 0) is None:
+                    del data[key]
+        return data

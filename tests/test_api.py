@@ -73,6 +73,29 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "AlignedBlockSizeUnsupported": ((96, ["A"]), {}),
     "GroupingError": (("cannot group",), {}),
     "NoCommonKernelBlockSize": ((128, [("A", "[64]")]), {}),
+    "ConnectorRefusal": (("AssertionError", "Local block size 64 is not divisible"), {}),
+    "HandshakeChecked": (("checked",), {}),
+    "HandshakeRefused": (
+        (),
+        {
+            "local_engine": "a",
+            "remote_engine": "b",
+            "local_plan": {"block_size": 128},
+            "remote_plan": {"block_size": 64},
+            "check": "page sizes",
+        },
+    ),
+    "ConnectorBlockSizeMismatch": (
+        (),
+        {
+            "group": 0,
+            "layers": ["l0"],
+            "backends": ["A [64]"],
+            "block_size": 128,
+            "expected": 64,
+            "found": 128,
+        },
+    ),
     "KernelBlockSizeMismatch": (
         (),
         {
@@ -142,7 +165,8 @@ def test_load_deployment_takes_every_option_the_cli_has() -> None:
     sub = next(a for a in parser._actions if a.dest == "command")
     lint = sub.choices["lint"]  # type: ignore[attr-defined]
     options = {a.dest for a in lint._actions if a.option_strings and a.dest != "help"}
-    options -= {"format"}  # how to print, not what to plan
+    # how to print, which planner runs and the fleet command: not what the deployment is
+    options -= {"format", "engine", "jobs", "engine_timeout", "fleet"}
     params = set(inspect.signature(kvconfig.load_deployment).parameters)
     assert options <= params, options - params
 

@@ -77,8 +77,12 @@ def test_sink_full_attention_is_a_backend_per_kind_key(tmp_path: Path) -> None:
     assert dep.attention.backend_per_kind == {"sink_full_attention": "FLASH_ATTN"}
 
 
+#: Every deployment example: not the models, the fleets or the operator files (several
+#: engines each; tests/test_fleet_examples.py and tests/test_inputs_golden.py read those)
 EVERY_EXAMPLE = sorted(
-    p for p in EXAMPLES.rglob("*.yaml") if "models" not in p.relative_to(EXAMPLES).parts
+    p
+    for p in EXAMPLES.rglob("*.yaml")
+    if not {"models", "fleets", "operators"} & set(p.relative_to(EXAMPLES).parts)
 )
 
 

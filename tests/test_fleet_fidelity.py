@@ -18,6 +18,7 @@ pytest.importorskip("vllm")
 
 import torch
 
+from kvconfig.errors import ConnectorRefusal
 from kvconfig.mirror.connectors.mooncake import mooncake_region_lengths
 from kvconfig.mirror.connectors.nixl import compatibility_factors, compatibility_hash
 from kvconfig.mirror.connectors.offloading import (
@@ -26,7 +27,6 @@ from kvconfig.mirror.connectors.offloading import (
     offload_blocks_per_chunk,
 )
 from kvconfig.mirror.connectors.registry import (
-    Refusal,
     multi_connector_layout,
     required_kv_cache_layout,
 )
@@ -95,7 +95,7 @@ def test_block_size_ratio(local: int, remote: int) -> None:
         theirs = str(err)
     try:
         mine: Any = block_size_ratio(local, remote)
-    except Refusal as err:
+    except ConnectorRefusal as err:
         mine = err.message
     assert mine == theirs
 
@@ -120,7 +120,7 @@ def test_tp_ratio(local: int, remote: int) -> None:
         theirs = str(err)
     try:
         mine: Any = tp_ratio(local, remote)
-    except Refusal as err:
+    except ConnectorRefusal as err:
         mine = err.message
     assert mine == theirs
 
@@ -297,7 +297,7 @@ def test_kv_cache_block_sizes(case: str, prefix: bool) -> None:
             prefix_caching=prefix,
             connector=False,
         )
-    except Refusal as err:
+    except ConnectorRefusal as err:
         mine = err.message
     assert mine == theirs
     for s, g in zip(specs, groups, strict=True):
@@ -419,7 +419,7 @@ def test_multi_connector_layouts() -> None:
     )
     with pytest.raises(ValueError) as err:
         MultiConnector.get_required_kvcache_layout(config)
-    with pytest.raises(Refusal) as mine:
+    with pytest.raises(ConnectorRefusal) as mine:
         multi_connector_layout(["LBHNC", "LBNHC"])
     # vLLM lists the layouts of a set, in no fixed order
     assert sorted(str(err.value)) == sorted(mine.value.message)
@@ -489,6 +489,6 @@ def test_offload_chunks(extra: dict[str, Any], tokens: list[int]) -> None:
         theirs = str(err)
     try:
         mine: Any = offload_blocks_per_chunk(extra, tokens)
-    except Refusal as err:
+    except ConnectorRefusal as err:
         mine = err.message
     assert mine == theirs

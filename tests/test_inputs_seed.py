@@ -19,8 +19,9 @@ import pytest
 
 from kvconfig.cli import main
 from kvconfig.load.argv import parse_serve_args
-from kvconfig.load.engines import Engine, engines_in
+from kvconfig.load.engines import engines_in
 from kvconfig.load.hub import ModelPaths
+from kvconfig.load.operator_engine import Engine
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = ROOT / "examples" / "qwen3-8b-eagle3-gh200-triton-128.yaml"

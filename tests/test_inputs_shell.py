@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kvconfig.errors import InputError
-from kvconfig.load.engines import server_start
+from kvconfig.load.operator_engine import server_start
 from kvconfig.load.shell.lexer import split_words
 from kvconfig.load.shell.script import commands
 

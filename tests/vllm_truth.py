@@ -63,10 +63,12 @@ def vllm_values(dep: Deployment, plan: PlanResult, emu: Emulation) -> list[Truth
         AttentionGroup,
         customize_attention_spec,
         prepare_kernel_block_sizes,
-        select_common_block_size,
     )
 
     s = dep
+    # Model Runner V1 and the hooks hand the runner's sizes to the drafter inside vLLM's
+    # start-up: tests/test_fidelity_runners.py compares those with the engine mode.
+    assert s.runner == "v2" and s.hooks == "none", "V2 without hooks only"
     out: list[Truth] = []
     with emulated(emu):
         groups, tensors = [], []
@@ -120,14 +122,7 @@ def vllm_values(dep: Deployment, plan: PlanResult, emu: Emulation) -> list[Truth
             r = runner if isinstance(runner, str) else runner[gid]
             spec_value: int | str | None = None
             if attn_draft[gid] and s.speculative_method is not None and isinstance(r, int):
-                if s.runner == "v1" or s.hooks == "enforce":
-                    narrowed = {
-                        select_common_block_size(r, [a.backend], [a.kv_cache_spec])
-                        for a in attn_draft[gid]
-                    }
-                    spec_value = narrowed.pop() if len(narrowed) == 1 else min(narrowed)
-                else:
-                    spec_value = own if isinstance(own, str) else own[gid]
+                spec_value = own if isinstance(own, str) else own[gid]
             out.append(Truth(r, spec_value))
     return out
 

@@ -2,7 +2,7 @@
 
 Installed beside the hooks' other patches (``hooks._install``), on their own: a vLLM
 without a connector module, or one whose signatures changed, loses only these checks.
-All paths are in the vLLM 0.33.0 package.
+All paths are in the vLLM package.
 
 * ``NixlBaseConnectorWorker._sync_block_size_with_kernel``
   (``distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py``) and

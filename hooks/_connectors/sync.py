@@ -1,7 +1,7 @@
 """The connectors' block-size sync checked against the model runner's per-group votes.
 
 ``NixlBaseConnectorWorker._sync_block_size_with_kernel`` and
-``MooncakeConnectorWorker._sync_block_size_with_kernel`` (vLLM 0.33.0's
+``MooncakeConnectorWorker._sync_block_size_with_kernel`` (vLLM's
 ``distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py`` and
 ``.../mooncake/mooncake_connector.py``), wrapped.
 """

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from kvconfig.cli.outcomes import outcomes, say
+from kvconfig.cli.outcomes import say
 from kvconfig.cli.parser import build_parser
 from kvconfig.errors import InputError, KVConfigError
 from kvconfig.report.outcome import Outcome
@@ -62,6 +62,22 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     return code
 
 
+def outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:
+    """One outcome per (deployment, platform), planned as ``--engine`` says.
+
+    With ``many`` (``lint``) a deployment that cannot be read or planned becomes an
+    error outcome and its line goes to stderr; otherwise the InputError propagates.
+    """
+    from kvconfig.cli.outcomes import finish, read_all
+
+    s, slots = read_all(args, command, many)
+    if s.engine != "offline":
+        from kvconfig.cli.engine_runs import run
+
+        slots = run(args, s, slots, many)
+    return finish(slots)
+
+
 def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
     from kvconfig.report.json import render_json
     from kvconfig.report.text import render_plan
@@ -70,11 +86,15 @@ def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
     if args.format == "json":
         text = render_json(runs)
     else:
-        text = "\n".join(render_plan(o.plan) for o in runs if o.plan is not None)
+        text = "\n".join(
+            render_plan(o.plan, o.label() if o.engine else None) for o in runs if o.plan is not None
+        )
     return text, 1 if any(o.verdict != "ok" for o in runs) else 0
 
 
 def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
+    if args.fleet:
+        return _lint_fleet(args, command)
     runs = outcomes(args, command, many=True)
     module, name = _LINT_REPORTERS[args.format]
     render: Callable[[Sequence[Outcome]], str] = getattr(importlib.import_module(module), name)
@@ -86,6 +106,38 @@ def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
         text = render(runs) if args.format in ("github", "sarif") else ""
         return text, 2
     return render(runs), 1 if "reject" in verdicts else 0
+
+
+def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
+    from kvconfig.cli.outcomes import env_pairs
+    from kvconfig.fleet import lint_fleet
+
+    if args.format not in ("text", "json"):
+        raise InputError(
+            f"--fleet reports as text or json, not {args.format}",
+            key="--format",
+            hint="kvconfig lint --fleet --format json FILE",
+        )
+    for option in ("model_path", "download"):
+        if getattr(args, option):
+            raise InputError(
+                f"--{option.replace('_', '-')} is not read with --fleet yet",
+                key="--fleet",
+                hint="lint the fleet's engines one by one to use it",
+            )
+    if not args.deployments and not command:
+        raise InputError("no fleet given", key="--fleet", hint="kvconfig lint --fleet FLEET.yaml")
+    return lint_fleet(
+        args.deployments,
+        format=args.format,
+        command=command,
+        platform=args.platform,
+        env=env_pairs(args.env),
+        hooks=args.hooks,
+        engine="vllm" if args.engine != "offline" else "offline",
+        jobs=args.jobs,
+        timeout=args.engine_timeout,
+    )
 
 
 #: ``lint --format``: the reporter of each format, imported when it is asked for.
@@ -124,6 +176,14 @@ def _cmd_export(args: argparse.Namespace, command: list[str] | None) -> tuple[st
     return export_plan(runs, args.output)
 
 
+def _cmd_diff(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
+    from kvconfig.fleet.diff import diff_files
+
+    if command:
+        raise InputError("compares two files", key="diff", hint="kvconfig diff A.json B.json")
+    return diff_files(args.a, args.b)
+
+
 def _cmd_catalog(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
     from kvconfig.report.catalog import catalog_report
 
@@ -136,6 +196,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, list[str] | None], tuple[str,
     "explain": _cmd_explain,
     "export": _cmd_export,
     "catalog": _cmd_catalog,
+    "diff": _cmd_diff,
 }
 
 

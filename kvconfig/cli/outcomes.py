@@ -1,21 +1,25 @@
-"""From the command line's arguments to outcomes: each deployment read once, through the
-loader the API uses, then planned on every platform asked for."""
+"""From the command line's arguments to outcomes: each file read once
+(``kvconfig.cli.targets``), each deployment loaded through the loader the API uses, then
+planned on every platform asked for offline (``kvconfig.cli.engine_runs`` adds vLLM's own
+start-up)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
+from kvconfig.cli import targets as T
 from kvconfig.errors import InputError
 from kvconfig.report.outcome import Outcome
 
 if TYPE_CHECKING:
     from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.load.deployment import Loaded
+    from kvconfig.load.hub import ModelPaths
     from kvconfig.mirror.platform import PlatformId
-    from schemas.deployment import Deployment
+    from kvconfig.plan.result import PlanResult
 
 
 def env_pairs(items: Sequence[str]) -> dict[str, str]:
@@ -36,162 +40,255 @@ def env_pairs(items: Sequence[str]) -> dict[str, str]:
     return env
 
 
-def _targets(
-    args: argparse.Namespace, command: list[str] | None, many: bool
-) -> list[str | list[str]]:
-    items: list[str] = list(getattr(args, "deployments", None) or [])
-    single = getattr(args, "deployment", None)
-    if single:
-        items.append(single)
-    targets: list[str | list[str]] = []
-    for item in items:
-        path = Path(item)
-        if path.is_dir():
-            found = sorted(
-                str(p) for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
-            )
-            if not found:
-                raise InputError(
-                    "the folder holds no .yaml or .yml files",
-                    source=item,
-                    hint="pass the deployment files, or a folder that holds them",
-                )
-            targets.extend(found)
-        else:
-            targets.append(item)
-    if command:
-        targets.append(command)
-    if not targets:
-        raise InputError("no deployment given", hint="pass a file, or '-- vllm serve ...'")
-    if not many and len(targets) > 1:
-        raise InputError(
-            f"{args.command} takes one deployment, got {len(targets)}",
-            hint="use 'kvconfig lint' for several",
-        )
-    return targets
+class Settings(NamedTuple):
+    """The command line's settings that every deployment is read and planned with."""
+
+    env: dict[str, str]
+    platforms: list[PlatformId] | None
+    """``--platform`` (None: each deployment's own)."""
+    model_paths: ModelPaths | None
+    engine: str
+    """``offline``, ``vllm`` or ``both``."""
 
 
-def _platforms(args: argparse.Namespace) -> list[PlatformId | None]:
+def settings(args: argparse.Namespace) -> Settings:
+    """The settings of ``args``, each checked once."""
     from kvconfig.load.platforms import parse_platforms
 
-    if args.platform:
-        return list(parse_platforms(args.platform))
-    return [None]
+    paths = None
+    if getattr(args, "model_path", None):
+        from kvconfig.load.hub import ModelPaths
+
+        paths = ModelPaths.parse(args.model_path)
+    engine = getattr(args, "engine", "offline")
+    if engine != "offline":
+        jobs, timeout = args.jobs, args.engine_timeout
+        if jobs < 1 or timeout <= 0:
+            raise InputError(
+                f"expected a positive number, got {jobs if jobs < 1 else timeout}",
+                key="--jobs" if jobs < 1 else "--engine-timeout",
+                hint="e.g. --jobs 2 --engine-timeout 300",
+            )
+    return Settings(
+        env_pairs(args.env),
+        list(parse_platforms(args.platform)) if args.platform else None,
+        paths,
+        engine,
+    )
 
 
-def outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:
-    """One outcome per (deployment, platform): each deployment is read once, then
-    planned on every platform.
+class Slot(NamedTuple):
+    """One deployment on one platform, planned offline (``offline``), waiting for vLLM's
+    start-up (``engine_runs.pending``), or an input error (``outcome``)."""
+
+    item: T.Item
+    loaded: Loaded | UnsupportedArchitecture | None
+    platform: PlatformId | None
+    outcome: Outcome | None = None
+    offline: PlanResult | None = None
+
+
+def read_all(
+    args: argparse.Namespace, command: list[str] | None, many: bool
+) -> tuple[Settings, list[Slot]]:
+    """One slot per (deployment, platform): each deployment is read once, then planned
+    offline on every platform (unless only vLLM's start-up is asked for).
 
     With ``many`` (``lint``) a deployment that cannot be read or planned becomes an
-    error outcome and its line goes to stderr; otherwise the InputError propagates.
+    error slot; otherwise the InputError propagates.
     """
-    env = env_pairs(args.env)
-    platforms = _platforms(args)
-    outcomes: list[Outcome] = []
-    for target in _targets(args, command, many):
-        source = target if isinstance(target, str) else "<command>"
-        failed: list[tuple[str, InputError]] = []
+    s = settings(args)
+    slots: list[Slot] = []
+    for target in T.named(args, command, many):
         try:
-            loaded = _load(args, target, env)
+            items = T.read(target)
         except InputError as err:
             if not many:
                 raise
-            failed = [(p.label() if p is not None else "-", err) for p in platforms]
-        else:
-            for platform in platforms:
-                label = platform.label() if platform is not None else "-"
-                try:
-                    outcomes.append(_outcome(loaded, target, source, platform))
-                except InputError as err:
-                    if not many:
-                        raise
-                    failed.append((label, err))
-        if len(failed) == len(platforms) > 1 and len({str(f) for _, f in failed}) == 1:
-            failed = [("all platforms", failed[0][1])]
-        for label, problem in failed:
-            say(str(problem))
-            outcomes.append(Outcome(source, label, error=str(problem), problem=problem))
-    return outcomes
+            slots += _failed(T.Item(T.source_of(target), target), s.platforms, err)
+            continue
+        for item in items:
+            slots += _slots(args, s, item, many)
+    return s, slots
 
 
-def _load(
-    args: argparse.Namespace, target: str | list[str], env: dict[str, str]
-) -> Deployment | UnsupportedArchitecture:
-    """The deployment of a target, through the loader the API uses too; a model kvconfig
-    cannot derive is returned as its error (it becomes finding KV401)."""
-    from kvconfig.errors import UnsupportedArchitecture
-    from kvconfig.load.deployment import load
+def finish(slots: Sequence[Slot]) -> list[Outcome]:
+    """The slots' outcomes; each input error's line goes to stderr."""
+    out = []
+    for slot in slots:
+        assert slot.outcome is not None
+        if slot.outcome.problem is not None:
+            say(str(slot.outcome.problem))
+        out.append(slot.outcome)
+    return out
 
+
+def _slots(args: argparse.Namespace, s: Settings, item: T.Item, many: bool) -> list[Slot]:
+    """The slots of one deployment: read once, then one per platform."""
     try:
-        return load(
-            target,
-            env=env,
-            vllm_version=args.vllm_version,
-            hooks=args.hooks,
-            trtllm_cubins=args.trtllm_cubins,
-        )
+        loaded = _load(args, s, item)
+    except InputError as err:
+        if not many:
+            raise
+        return _failed(item, s.platforms, err)
+    platforms: Sequence[PlatformId | None] = s.platforms or _own_platforms(item, loaded)
+    slots: list[Slot] = []
+    failed: list[tuple[PlatformId | None, InputError]] = []
+    for platform in platforms:
+        try:
+            slots.append(_offline(item, loaded, platform, s.engine))
+        except InputError as err:
+            if not many:
+                raise
+            failed.append((platform, err))
+    if len(failed) == len(platforms) > 1 and len({str(f) for _, f in failed}) == 1:
+        return [error_slot(item, "all platforms", failed[0][1])]
+    return slots + [error_slot(item, label(p), err) for p, err in failed]
+
+
+def _failed(item: T.Item, platforms: list[PlatformId] | None, err: InputError) -> list[Slot]:
+    labels = [p.label() for p in platforms] if platforms else ["-"]
+    if len(labels) > 1:
+        labels = ["all platforms"]
+    return [error_slot(item, name, err) for name in labels]
+
+
+def error_slot(item: T.Item, where: str, err: InputError) -> Slot:
+    """The slot of a deployment that cannot be read or planned (``where``: the platform)."""
+    e = item.engine
+    failed = Outcome(
+        item.source,
+        where,
+        error=str(err),
+        problem=err,
+        engine=e.name if e is not None else None,
+        engine_line=e.line if e is not None else None,
+    )
+    return Slot(item, None, None, failed)
+
+
+def label(platform: PlatformId | None) -> str:
+    """How an outcome names a platform (``-``: none)."""
+    return platform.label() if platform is not None else "-"
+
+
+def _load(args: argparse.Namespace, s: Settings, item: T.Item) -> Loaded | UnsupportedArchitecture:
+    """The deployment of an item, through the loader the API uses too; a model kvconfig
+    cannot derive is returned as its error (it becomes finding KV401, or goes to vLLM's
+    start-up with ``--engine vllm``)."""
+    from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.load.deployment import load_engine, load_noted
+
+    common = {
+        "env": s.env,
+        "vllm_version": args.vllm_version,
+        "hooks": args.hooks,
+        "trtllm_cubins": args.trtllm_cubins,
+        "model_paths": s.model_paths,
+        "download": getattr(args, "download", None),
+    }
+    try:
+        if item.engine is not None:
+            return load_engine(item.engine, **common)
+        target = item.target if item.target != T.STDIN else item.source
+        return load_noted(target, doc=item.doc, **common)
     except UnsupportedArchitecture as err:
         return err
 
 
-def _outcome(
-    loaded: Deployment | UnsupportedArchitecture,
-    target: str | list[str],
-    source: str,
-    platform: PlatformId | None,
-) -> Outcome:
-    """Resolve and report one deployment on one platform."""
+def _own_platforms(
+    item: T.Item, loaded: Loaded | UnsupportedArchitecture
+) -> list[PlatformId | None]:
+    """Without ``--platform``: the deployment's own, else the GPUs its operator file
+    names (each one, when a resource accepts several), else none (an error later)."""
     from kvconfig.errors import UnsupportedArchitecture
     from kvconfig.load.platforms import parse_platform
+
+    if not isinstance(loaded, UnsupportedArchitecture) and loaded.deployment.platform:
+        return [parse_platform(loaded.deployment.platform)]
+    if item.engine is not None and item.engine.platforms:
+        return [parse_platform(p) for p in item.engine.platforms]
+    return [None]
+
+
+def no_platform(item: T.Item) -> InputError:
+    """The error of a deployment that names no platform."""
+    where = "set 'platform' in the file" if item.doc is not None else "label the pod's GPU"
+    return InputError(
+        "no platform given",
+        source=item.source,
+        key="--platform",
+        hint=f"pass --platform, e.g. --platform h200, or {where}",
+    )
+
+
+def _offline(
+    item: T.Item,
+    loaded: Loaded | UnsupportedArchitecture | None,
+    platform: PlatformId | None,
+    engine: str,
+) -> Slot:
+    """Resolve one deployment on one platform offline (unless only vLLM's start-up runs)."""
+    from kvconfig.errors import UnsupportedArchitecture
+
+    if platform is None:
+        raise no_platform(item)
+    if engine == "vllm" or loaded is None:
+        return Slot(item, loaded, platform)
+    if isinstance(loaded, UnsupportedArchitecture):
+        plan = unsupported_plan(loaded, item.source, platform)
+    else:
+        from kvconfig.plan.resolve import resolve
+
+        plan = with_notices(resolve(loaded.deployment, platform), loaded)
+    return Slot(item, loaded, platform, outcome(item, platform, plan), plan)
+
+
+def unsupported_plan(err: UnsupportedArchitecture, source: str, platform: PlatformId) -> PlanResult:
+    """The plan of a model kvconfig cannot derive: finding KV401 only."""
     from kvconfig.mirror import versions
     from kvconfig.plan import findings as F
-    from kvconfig.plan.resolve import resolve
     from kvconfig.plan.result import PlanResult
 
-    if isinstance(loaded, UnsupportedArchitecture):
-        if platform is None:
-            raise InputError(
-                "no platform given",
-                source=source,
-                key="--platform",
-                hint="pass --platform, e.g. --platform h200",
-            )
-        found = F.architecture(loaded.architecture, loaded.source, loaded.snippet)
-        plan = PlanResult(
-            source=source,
-            vllm_version=versions.DEFAULT,
-            platform=platform,
-            runner="v2",
-            hooks="none",
-            speculative_method=None,
-            groups=(),
-            findings=(found,),
-        )
-        return Outcome(source, platform.label(), plan)
-    if platform is None:
-        if loaded.platform is None:
-            raise InputError(
-                "no platform given",
-                source=source,
-                key="--platform",
-                hint="pass --platform, e.g. --platform h200, or set 'platform' in the file",
-            )
-        platform = parse_platform(loaded.platform)
-    plan = resolve(loaded, platform)
-    return Outcome(source, platform.label(), plan, line_of=_key_lines(target))
+    return PlanResult(
+        source=source,
+        vllm_version=versions.DEFAULT,
+        platform=platform,
+        runner="v2",
+        hooks="none",
+        speculative_method=None,
+        groups=(),
+        findings=(F.architecture(err.architecture, err.source, err.snippet),),
+    )
 
 
-def _key_lines(target: str | list[str]) -> dict[str, int]:
-    if not isinstance(target, str):
-        return {}
-    from kvconfig.load import yamlfile as _yaml
+def with_notices(plan: PlanResult, loaded: Loaded) -> PlanResult:
+    """The plan with the loader's notices (what vLLM does that the text hides) as findings."""
+    if not loaded.notices:
+        return plan
+    from kvconfig.plan.result import Found
+    from kvconfig.plan.result import sort as sort_findings
 
-    try:
-        doc = _yaml.load(Path(target), target)
-    except InputError:
-        return {}
-    if not isinstance(doc.data, dict):
+    found = [Found(n.code, None, n.message) for n in loaded.notices]
+    return plan._replace(findings=tuple(sort_findings([*plan.findings, *found])))
+
+
+def outcome(item: T.Item, platform: PlatformId, plan: PlanResult) -> Outcome:
+    """The outcome of a planned deployment, with its keys' lines for annotations."""
+    e = item.engine
+    return Outcome(
+        item.source,
+        platform.label(),
+        plan,
+        line_of=_key_lines(item),
+        engine=e.name if e is not None else None,
+        engine_line=e.line if e is not None else None,
+    )
+
+
+def _key_lines(item: T.Item) -> dict[str, int]:
+    doc = item.doc
+    if doc is None or not isinstance(doc.data, dict):
         return {}
     return {str(k).replace("_", "-"): doc.line(k) or 1 for k in doc.data}
 

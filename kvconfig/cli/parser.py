@@ -79,16 +79,63 @@ def build_parser() -> argparse.ArgumentParser:
             help="FlashInfer's TRTLLM cubins cannot be fetched where vLLM runs "
             "(no flashinfer-cubin, no network): no large FlashInfer pages on SM10x",
         )
+        p.add_argument(
+            "--model-path",
+            action="append",
+            default=[],
+            metavar="PATTERN=DIR",
+            help="read models whose path or id starts with PATTERN from DIR "
+            "(e.g. /mnt/models=./models); the longest PATTERN wins",
+        )
+        p.add_argument(
+            "--download",
+            action="store_true",
+            default=None,
+            help="fetch a Hugging Face id's config.json from the Hub when it is not cached "
+            "(default: the cache only; KVCONFIG_DOWNLOAD=1 sets it too)",
+        )
+        p.add_argument(
+            "--engine",
+            choices=("offline", "vllm", "both"),
+            default="offline",
+            help="offline: kvconfig's resolver (default); vllm: the installed vLLM's own "
+            "start-up under an emulated GPU; both: each, every difference a finding",
+        )
+        p.add_argument(
+            "--jobs",
+            type=int,
+            default=1,
+            metavar="N",
+            help="with --engine vllm|both: at most N vLLM child processes (about 2 GiB each)",
+        )
+        p.add_argument(
+            "--engine-timeout",
+            type=float,
+            default=300.0,
+            metavar="SECONDS",
+            help="with --engine vllm|both: the longest one deployment's start-up may take",
+        )
         p.add_argument("--format", choices=formats, default="text")
 
     p_plan = sub.add_parser("plan", help="print the plan of one deployment")
     p_plan.add_argument(
-        "deployments", nargs="*", metavar="deployment", help="vllm serve YAML or native file"
+        "deployments",
+        nargs="*",
+        metavar="deployment",
+        help="vllm serve YAML, native or operator file, or - for standard input",
     )
     common(p_plan, ("text", "json"))
 
     p_lint = sub.add_parser("lint", help="check deployments; exit 1 if any is rejected")
-    p_lint.add_argument("deployments", nargs="*", help="files, or folders of YAML files")
+    p_lint.add_argument(
+        "deployments", nargs="*", help="files, folders of YAML files, or - for standard input"
+    )
+    p_lint.add_argument(
+        "--fleet",
+        action="store_true",
+        help="the files are one serving system (a fleet file, or its engines' files): "
+        "check connectors, routers and offload tiers against every engine (docs/fleets.md)",
+    )
     common(p_lint, FORMATS)
 
     p_explain = sub.add_parser("explain", help="explain a plan step by step, or a finding code")
@@ -106,4 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_cat.add_argument("--platform", help="evaluate the sizes on this platform")
     p_cat.add_argument("--vllm-version", default=None)
     p_cat.add_argument("--format", choices=("text", "json"), default="text")
+
+    p_diff = sub.add_parser("diff", help="compare two plan JSON files; exit 1 if they differ")
+    p_diff.add_argument("a", metavar="A.json", help="a plan, a list of plans, or a fleet plan")
+    p_diff.add_argument("b", metavar="B.json")
     return parser

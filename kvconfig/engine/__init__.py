@@ -80,7 +80,7 @@ def _gpu(platform: Any) -> Any:
 
 
 def description(version: str | None, platform: Any) -> str:
-    """``vllm 0.33.0 start-up, emulated H100``."""
+    """``vllm VERSION start-up, emulated H100``."""
     return f"vllm {version or '?'} start-up, emulated {platform.name}"
 
 

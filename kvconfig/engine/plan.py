@@ -30,7 +30,7 @@ from kvconfig.plan.result import EngineRun, Found, GroupResult, PlanResult, Vote
 from kvconfig.plan.result import sort as sort_findings
 from schemas.sizes import format_sizes, size_from_json
 
-#: Texts vLLM 0.33.0 raises, and the finding code each refusal is.
+#: Texts vLLM raises, and the finding code each refusal is.
 REFUSALS: tuple[tuple[tuple[str, ...], FindingCode], ...] = (
     (("Selected backend", "is not valid for this configuration"), FindingCode.BACKEND_UNSUPPORTED),
     (("FP8 KV cache is not supported by the",), FindingCode.BACKEND_UNSUPPORTED),

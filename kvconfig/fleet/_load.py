@@ -13,14 +13,14 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvconfig.errors import InputError
+from kvconfig.fleet.model import Loaded
 
 if TYPE_CHECKING:
-    from schemas.deployment import Deployment
+    pass
 
 #: Fleet parallelism field -> the ``vllm serve`` option it sets.
 PARALLEL_OPTIONS = {
@@ -31,24 +31,6 @@ PARALLEL_OPTIONS = {
     "prefill_context": "prefill-context-parallel-size",
     "expert": "enable-expert-parallel",
 }
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """An engine's deployment and the serve options the fleet rules read."""
-
-    deployment: Deployment
-    """The deployment the resolver plans."""
-    options: Mapping[str, Any]
-    """``vllm serve`` options by vLLM's names (dashes), as given."""
-    env: Mapping[str, str]
-    """The engine's environment (the command's, the file's and the fleet's)."""
-    base: Path
-    """The folder relative paths in the options resolve from."""
-    native: bool = False
-    """A native kvconfig file (no ``vllm serve`` options beyond the deployment's)."""
-    model_config: Mapping[str, Any] = field(default_factory=dict)
-    """The target model's ``config.json`` (its text config for multimodal models)."""
 
 
 def _json(value: Any, source: str, key: str) -> Any:
@@ -182,8 +164,6 @@ def load(
                 **{k: v for k, v in given.items() if k != "tensor-parallel-size"},
             }
             if offload:
-                from kvconfig.fleet.read import with_offload
-
                 opts["kv-transfer-config"] = with_offload(opts.get("kv-transfer-config"), offload)
             return Loaded(replace(dep, source=target), opts, dict(env), path.parent, True)
         opts_obj = loader.serve_options(target, version=vllm_version, cwd=cwd, doc=doc)
@@ -199,8 +179,6 @@ def load(
     for name, value in (override or {}).items():
         opts_obj.values[name] = value
     if offload:
-        from kvconfig.fleet.read import with_offload
-
         merged = with_offload(kv_transfer_of(opts_obj.values, opts_obj.source), offload)
         opts_obj.values["kv-transfer-config"] = merged
     merged_env = {**opts_obj.env, **env}
@@ -227,3 +205,28 @@ def load(
         False,
         _model_config(opts_obj.base, opts_obj.values),
     )
+
+
+def with_offload(
+    kv: Mapping[str, Any] | None, added: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """A ``--kv-transfer-config`` with offloading connectors added: the only connector, or
+    beside the existing ones in a MultiConnector."""
+    if not added:
+        return dict(kv) if kv is not None else None
+    entries = [dict(a) for a in added]
+    if kv is None:
+        return entries[0] if len(entries) == 1 else _multi(entries)
+    if kv.get("kv_connector") == "MultiConnector":
+        extra = dict(kv.get("kv_connector_extra_config") or {})
+        extra["connectors"] = [*(extra.get("connectors") or []), *entries]
+        return {**kv, "kv_connector_extra_config": extra}
+    return _multi([dict(kv), *entries], role=kv.get("kv_role"))
+
+
+def _multi(children: list[dict[str, Any]], role: Any = "kv_both") -> dict[str, Any]:
+    return {
+        "kv_connector": "MultiConnector",
+        "kv_role": role or "kv_both",
+        "kv_connector_extra_config": {"connectors": children},
+    }

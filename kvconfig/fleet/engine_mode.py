@@ -20,12 +20,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kvconfig.errors import ConnectorRefusal
 from kvconfig.fleet._load import kv_transfer_of
 from kvconfig.fleet.components import components
 from kvconfig.fleet.components.facts import Components
 from kvconfig.fleet.model import Engine
 from kvconfig.fleet.rules.common import Pair, pairs
-from kvconfig.mirror.connectors.registry import Refusal
 
 SKIPPED_OPTIONS = frozenset({"data-parallel-size"})
 
@@ -208,10 +208,10 @@ def _sides(pair: Pair) -> tuple[Engine, Engine] | None:
     return pair.prefill, pair.decode
 
 
-def _refusal(raw: Mapping[str, Any] | None) -> Refusal | None:
+def _refusal(raw: Mapping[str, Any] | None) -> ConnectorRefusal | None:
     if not raw:
         return None
-    return Refusal(str(raw.get("error")), str(raw.get("message")))
+    return ConnectorRefusal(str(raw.get("error")), str(raw.get("message")))
 
 
 def apply(e: Engine) -> Components:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kvconfig.fleet._load import Loaded
     from kvconfig.plan.result import PlanResult
     from schemas.deployment import Deployment
 
@@ -125,3 +124,21 @@ class Engine:
     @property
     def env(self) -> Mapping[str, str]:
         return self.loaded.env
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """An engine's deployment and the serve options the fleet rules read."""
+
+    deployment: Deployment
+    """The deployment the resolver plans."""
+    options: Mapping[str, Any]
+    """``vllm serve`` options by vLLM's names (dashes), as given."""
+    env: Mapping[str, str]
+    """The engine's environment (the command's, the file's and the fleet's)."""
+    base: Path
+    """The folder relative paths in the options resolve from."""
+    native: bool = False
+    """A native kvconfig file (no ``vllm serve`` options beyond the deployment's)."""
+    model_config: Mapping[str, Any] = field(default_factory=dict)
+    """The target model's ``config.json`` (its text config for multimodal models)."""

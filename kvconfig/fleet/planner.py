@@ -25,12 +25,13 @@ from kvconfig.fleet.rules.engine import engine_issues, startup_issues
 from kvconfig.fleet.rules.pairs import pair_issues
 from kvconfig.fleet.rules.routers import RouterSpec, router_issues
 from kvconfig.fleet.rules.tiers import tier_issues
+from kvconfig.mirror import versions
 
 
 class Planner:
     """Plans engines, and engines with other settings (for fixes), once each."""
 
-    def __init__(self, vllm_version: str = "0.33.0") -> None:
+    def __init__(self, vllm_version: str = versions.DEFAULT) -> None:
         self.vllm_version = vllm_version
         self._done: dict[str, Engine | InputError] = {}
 

@@ -23,6 +23,7 @@ from kvconfig.errors import InputError
 from kvconfig.fleet._load import PARALLEL_OPTIONS
 from kvconfig.fleet.model import EngineSpec
 from kvconfig.fleet.rules.routers import RouterSpec
+from kvconfig.mirror import versions
 
 FLEET_KEY = "kvconfig_fleet"
 
@@ -53,7 +54,7 @@ class FleetInput:
     source: str
     engines: tuple[EngineSpec, ...]
     router: RouterSpec = field(default_factory=RouterSpec)
-    vllm_version: str = "0.33.0"
+    vllm_version: str = versions.DEFAULT
     name: str = ""
 
 
@@ -154,31 +155,6 @@ def _offload_entry(tier: Any) -> dict[str, Any]:
         "kv_connector": "OffloadingConnector",
         "kv_role": "kv_both",
         "kv_connector_extra_config": extra,
-    }
-
-
-def with_offload(
-    kv: Mapping[str, Any] | None, added: Sequence[Mapping[str, Any]]
-) -> dict[str, Any] | None:
-    """A ``--kv-transfer-config`` with offloading connectors added: the only connector, or
-    beside the existing ones in a MultiConnector."""
-    if not added:
-        return dict(kv) if kv is not None else None
-    entries = [dict(a) for a in added]
-    if kv is None:
-        return entries[0] if len(entries) == 1 else _multi(entries)
-    if kv.get("kv_connector") == "MultiConnector":
-        extra = dict(kv.get("kv_connector_extra_config") or {})
-        extra["connectors"] = [*(extra.get("connectors") or []), *entries]
-        return {**kv, "kv_connector_extra_config": extra}
-    return _multi([dict(kv), *entries], role=kv.get("kv_role"))
-
-
-def _multi(children: list[dict[str, Any]], role: Any = "kv_both") -> dict[str, Any]:
-    return {
-        "kv_connector": "MultiConnector",
-        "kv_role": role or "kv_both",
-        "kv_connector_extra_config": {"connectors": children},
     }
 
 

@@ -1,6 +1,6 @@
 """A ``vllm serve`` argument list read the way vLLM's own parser reads it.
 
-vLLM 0.33.0 (``vllm/utils/argparse_utils.py``: ``FlexibleArgumentParser.parse_args``)
+vLLM (``vllm/utils/argparse_utils.py``: ``FlexibleArgumentParser.parse_args``)
 rewrites the arguments before argparse sees them, and argparse then applies its own
 rules. The steps mirrored here, in vLLM's order:
 
@@ -36,6 +36,7 @@ from kvconfig.errors import InputError
 from kvconfig.load.argv_config import ConfigReader, _default_reader, config_tokens
 from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
 from kvconfig.load.argv_table import human_readable_int, options, third_is_not_append
+from kvconfig.mirror import versions
 
 #: ``options`` is also read from here (``kvconfig.load.serve``).
 __all__ = ["options", "parse_serve_args"]
@@ -80,7 +81,7 @@ def _merge(original: dict[str, Any], update: Mapping[str, Any]) -> None:
 def parse_serve_args(
     argv: Sequence[str],
     *,
-    version: str = "0.33.0",
+    version: str = versions.DEFAULT,
     entry: str = "serve",
     read_config: ConfigReader | None = None,
     base: Path | None = None,
@@ -160,7 +161,7 @@ def parse_serve_args(
             notes.append(
                 ArgNote(
                     "config-equals-ignored",
-                    f"vLLM 0.33.0 ignores {w}: it reads a config file only from "
+                    f"vLLM ignores {w}: it reads a config file only from "
                     "'--config FILE' (two words), so the file's options never arrive "
                     "(vLLM issue #43252)",
                     "--config",
@@ -314,7 +315,7 @@ def parse_serve_args(
                 ArgNote(
                     "dotted-replaces",
                     f"the dotted --{key}.* options replace the whole --{key} given "
-                    "before them: vLLM 0.33.0 appends them as a new value and the last "
+                    "before them: vLLM appends them as a new value and the last "
                     "value wins",
                     f"--{key}",
                 )

@@ -49,7 +49,7 @@ def third_is_not_append(table: Mapping[str, OptionSpec], name: str) -> bool:
     return spec is None or spec[2] != "append"
 
 
-def argv_from_kwargs(kwargs: Mapping[str, Any], version: str = "0.33.0") -> list[str]:
+def argv_from_kwargs(kwargs: Mapping[str, Any], version: str = versions.DEFAULT) -> list[str]:
     """Engine keyword arguments (``engine_kwargs``) as the serve words that set them.
 
     True and False become the flag that stores them, None is left out (the default),

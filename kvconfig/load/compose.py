@@ -23,7 +23,7 @@ from typing import Any
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import check_words, image_version, is_vllm_image
-from kvconfig.load.engines import Engine, Note, server_start
+from kvconfig.load.operator_engine import Engine, Note, server_start
 
 MAX_ENV_FILE_BYTES = 256 * 1024
 """Largest ``.env`` or ``env_file`` kvconfig reads."""
@@ -248,9 +248,9 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
                     )
                 )
         if entry == "dynamo.vllm":
-            from kvconfig.load import dynamo
+            from kvconfig.load import dynamo_args
 
-            split = dynamo.split_args(argv, line)
+            split = dynamo_args.split_args(argv, line)
             argv, defaults = split.argv, split.defaults
             notes += split.notes
         else:

@@ -1,25 +1,42 @@
-"""Reading a deployment: a ``vllm serve`` YAML file, a pasted command, or a native file.
+"""Reading a deployment: a ``vllm serve`` YAML file, a pasted command, a native file, or
+one engine of an operator file.
 
-``load`` is the one way in, for the CLI and the API alike. A YAML file whose top level
-has a ``kvconfig`` key is a native file, validated by ``kvconfig.load.validate``; any
-other YAML file is a ``vllm serve --config`` file, and a list of words a pasted
-``vllm serve`` command (``kvconfig.load.serve``, ``kvconfig.load.serve_deployment``).
-All three end as the same ``schemas.deployment.Deployment``.
+``load`` is the one way in, for the CLI and the API alike (``load_noted`` also returns
+what vLLM does that the text hides, as notices; ``load_engine`` reads an operator
+file's engine, ``kvconfig.load.engines``). A YAML file whose top level has a
+``kvconfig`` key is a native file, validated by ``kvconfig.load.validate``; any other
+YAML file is a ``vllm serve --config`` file, and a list of words a pasted ``vllm serve``
+command (``kvconfig.load.serve``, ``kvconfig.load.command``,
+``kvconfig.load.serve_deployment``). All end as the same
+``schemas.deployment.Deployment``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kvconfig.load import checks, validate
 from kvconfig.load import serve as _serve
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.command import options_from_command
 from kvconfig.load.platforms import parse_platform
+from kvconfig.load.serve import Notice
 from kvconfig.load.serve_deployment import to_deployment
 from kvconfig.mirror import versions
 from schemas.deployment import Deployment
+
+if TYPE_CHECKING:
+    from kvconfig.load.hub import ModelPaths
+    from kvconfig.load.operator_engine import Engine
+
+
+class Loaded(NamedTuple):
+    """A deployment, and what vLLM does with its text that the text does not show."""
+
+    deployment: Deployment
+    notices: tuple[Notice, ...] = ()
 
 
 def is_native(doc: _yaml.Document) -> bool:
@@ -36,6 +53,8 @@ def load(
     hooks: str | None = None,
     trtllm_cubins: bool | None = None,
     cwd: Path | None = None,
+    model_paths: ModelPaths | None = None,
+    download: bool | None = None,
 ) -> Deployment:
     """The deployment of a file path or of a command (a list of words).
 
@@ -44,11 +63,26 @@ def load(
     runner), ``vllm_version``, ``hooks``, and ``trtllm_cubins=False``
     (``--no-trtllm-cubins``: FlashInfer's TRTLLM cubins cannot be fetched where the engine
     runs, which vLLM checks at start-up and which decides FlashInfer's large pages on
-    SM10x). Raises InputError for bad input and UnsupportedArchitecture for a model
-    kvconfig cannot derive.
+    SM10x); ``model_paths`` (``--model-path``) and ``download`` (``--download``) say
+    where models are read from. Raises InputError for bad input and
+    UnsupportedArchitecture for a model kvconfig cannot derive.
     """
-    version = versions.check(vllm_version) if vllm_version else versions.DEFAULT
-    extra_env = dict(env or {})
+    return load_noted(
+        target,
+        platform=platform,
+        env=env,
+        vllm_version=vllm_version,
+        hooks=hooks,
+        trtllm_cubins=trtllm_cubins,
+        cwd=cwd,
+        model_paths=model_paths,
+        download=download,
+    ).deployment
+
+
+def _overrides(
+    platform: str | None, hooks: str | None, trtllm_cubins: bool | None
+) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     if platform is not None:
         overrides["platform"] = parse_platform(platform).name
@@ -56,14 +90,65 @@ def load(
         overrides["hooks"] = hooks
     if trtllm_cubins is not None:
         overrides["trtllm_cubins"] = trtllm_cubins
+    return overrides
+
+
+def load_noted(
+    target: str | Sequence[str],
+    *,
+    platform: str | None = None,
+    env: Mapping[str, str] | None = None,
+    vllm_version: str | None = None,
+    hooks: str | None = None,
+    trtllm_cubins: bool | None = None,
+    cwd: Path | None = None,
+    model_paths: ModelPaths | None = None,
+    download: bool | None = None,
+    doc: _yaml.Document | None = None,
+) -> Loaded:
+    """``load``, with the notices; ``doc`` is the file's document when already parsed."""
+    version = versions.check(vllm_version) if vllm_version else versions.DEFAULT
+    extra_env = dict(env or {})
+    overrides = _overrides(platform, hooks, trtllm_cubins)
     if isinstance(target, str):
-        doc = _yaml.load(Path(target), target)
+        if doc is None:
+            doc = _yaml.load(Path(target), target)
         if is_native(doc):
-            return _native(doc, target, vllm_version, extra_env, overrides)
+            return Loaded(_native(doc, target, vllm_version, extra_env, overrides))
         opts = _serve.options_from_yaml(doc, version)
     else:
-        opts = _serve.options_from_command(target, version, cwd or Path.cwd())
-    return to_deployment(opts, version, extra_env, overrides)
+        opts = options_from_command(target, version, cwd or Path.cwd())
+    opts.model_paths = model_paths
+    opts.download = download
+    return Loaded(to_deployment(opts, version, extra_env, overrides), tuple(opts.notices))
+
+
+def load_engine(
+    engine: Engine,
+    *,
+    platform: str | None = None,
+    env: Mapping[str, str] | None = None,
+    vllm_version: str | None = None,
+    hooks: str | None = None,
+    trtllm_cubins: bool | None = None,
+    model_paths: ModelPaths | None = None,
+    download: bool | None = None,
+) -> Loaded:
+    """The deployment of one engine of an operator file (``kvconfig.load.engines``).
+
+    The vLLM release is ``vllm_version``, else the one the engine's image names, else
+    the registry's default (one kvconfig has no data for is an error without
+    ``vllm_version``). The engine's words are read by vLLM's argument rules with its
+    entry point's parser, relative to its file's folder; ``env`` (``--env``) goes over
+    its environment. Raises InputError (naming the engine) and UnsupportedArchitecture.
+    """
+    from kvconfig.load.engine_options import engine_options, engine_version, located
+
+    version = engine_version(engine, vllm_version)
+    opts = engine_options(engine, version=version, model_paths=model_paths, download=download)
+    overrides = _overrides(platform, hooks, trtllm_cubins)
+    dep = located(engine, lambda: to_deployment(opts, version, dict(env or {}), overrides))
+    return Loaded(dep, tuple(opts.notices))
 
 
 def serve_options(
@@ -83,7 +168,7 @@ def serve_options(
         if doc is None:
             doc = _yaml.load(path, target)
         return _serve.options_from_yaml(doc, version, base=path.resolve().parent)
-    return _serve.options_from_command(target, version, base)
+    return options_from_command(target, version, base)
 
 
 def from_options(
@@ -116,4 +201,12 @@ def _native(
     return validate.deployment(data, doc)
 
 
-__all__ = ["from_options", "is_native", "load", "serve_options"]
+__all__ = [
+    "Loaded",
+    "from_options",
+    "is_native",
+    "load",
+    "load_engine",
+    "load_noted",
+    "serve_options",
+]

@@ -104,7 +104,7 @@ def _method_and_layers(
     if method == "mtp":
         if model is None:
             return method, derive_mtp(target, dtype, context)
-        own = model_at(opts, "speculative-config.model", model)
+        own = model_at(opts, "speculative-config.model", model, spec.get("revision"))
         return method, derive_mtp(own, dtype, context)
     if model is None:
         raise opts.err(
@@ -126,7 +126,7 @@ def _method_and_layers(
             else "draft_model"
         )
     key = "speculative-config.model"
-    draft = model_at(opts, key, model)
+    draft = model_at(opts, key, model, spec.get("revision"))
     if method in ("eagle", "eagle3"):
         layers = derive(
             draft, dtype, first_index=first_index, draft=True, known=known, context=context

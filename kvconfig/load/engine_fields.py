@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvconfig.load.documents import template_error, unrendered
-from kvconfig.load.engines import Note
+from kvconfig.load.operator_engine import Note
 
 _VLLM_IMAGES = re.compile(r"(^|/)vllm(-project)?/vllm-openai(-rocm|-cpu|-tpu)?$|(^|/)vllm-openai$")
 _VERSION_TAG = re.compile(r"^v?(\d+\.\d+\.\d+)((?:\.post\d+|rc\d+|\.dev\d+)?)(?:[-_+].*)?$")

@@ -14,10 +14,8 @@ docs/inputs.md says which fields each reader reads.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from kvconfig.load.documents import (
     read_file,
     read_stream,
 )
+from kvconfig.load.operator_engine import Engine, Note, server_start, starts_something_else
 
 #: ``MAX_MANIFEST_BYTES`` and ``read_stream`` are also read from here
 #: (``kvconfig.load.sources``).
@@ -45,99 +44,6 @@ __all__ = [
     "server_start",
     "starts_something_else",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Note:
-    """Something a reader could not know, or that vLLM does differently from what the
-    file suggests. The loader turns notes into findings or errors."""
-
-    kind: str
-    """``unknown-value`` (a word vLLM receives is not known until run time),
-    ``unknown-vllm-version``, ``vllm-version-unsaid``, ``unknown-gpu``,
-    ``several-gpus``, ``preferred-gpu``, ``launcher-default``, ``unset-variable``,
-    ``not-read``."""
-    message: str
-    """One sentence for the report."""
-    line: int | None = None
-    """Line in the file, when known."""
-    key: str = ""
-    """The option or field concerned."""
-
-
-@dataclass(frozen=True, slots=True)
-class Engine:
-    """One vLLM engine a file starts: what its ``vllm serve`` parser receives."""
-
-    name: str
-    """The resource and container, e.g. ``Deployment/qwen3-decode/vllm``."""
-    source: str
-    """The file as named (``<stdin>`` for standard input)."""
-    line: int | None
-    """Line of the container, service or entry that starts it."""
-    argv: tuple[str, ...]
-    """vLLM's arguments after ``vllm serve`` (model positional or ``--model``), in order."""
-    entry: str = "vllm serve"
-    """How vLLM is started: ``vllm serve``, ``api_server``
-    (``python -m vllm.entrypoints.openai.api_server``), ``image entry point``
-    (only ``args``: the ``vllm/vllm-openai`` image runs ``vllm serve``), ``dynamo.vllm``,
-    ``ray serve``, or a chart (``production-stack``, ``llm-d``, ``kserve``)."""
-    parser: str = "serve"
-    """How ``kvconfig.load.argv.parse_serve_args`` reads ``argv``: ``serve`` (positional
-    model) or ``api_server`` (``--model`` option, no ``serve`` rewriting)."""
-    env: Mapping[str, str] = field(default_factory=dict)
-    """Environment variables with literal values."""
-    env_unknown: tuple[str, ...] = ()
-    """Variables set from Secrets, ConfigMaps or the pod (``valueFrom``): value unknown."""
-    env_from: tuple[str, ...] = ()
-    """Whole sources of variables (``envFrom``, ``env_file`` not found): any variable may
-    be set there, with values kvconfig cannot know."""
-    gpu: tuple[str, ...] = ()
-    """GPU names as the file writes them (a GPU feature discovery label value, a
-    SkyPilot or Ray accelerator); several when the resource accepts any of them."""
-    platforms: tuple[str, ...] = ()
-    """The kvconfig platform names of ``gpu`` (``kvconfig.load.gpu_labels``)."""
-    vllm_version: str | None = None
-    """The vLLM release the image tag (or a pinned install) names, e.g. ``0.33.0``."""
-    image: str | None = None
-    """The container image, as written."""
-    role: str | None = None
-    """``prefill`` or ``decode`` when the resource says so."""
-    parallelism: Mapping[str, int] = field(default_factory=dict)
-    """What the resource says about the engine's size: ``gpus`` (requested per pod),
-    ``tensor``, ``data``, ``data_local``, ``pipeline``, ``nodes``, ``replicas``."""
-    model_uri: str | None = None
-    """Where the platform fetches the model from, when it is not in ``argv``
-    (``hf://org/name``, ``pvc://...``, ``s3://...``)."""
-    mounts: tuple[tuple[str, str], ...] = ()
-    """(path in the container, folder on this machine) of bind mounts (docker-compose)."""
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-    """Options the launcher sets when the arguments leave them unset (``dynamo.vllm``:
-    ``block-size`` 16), by destination with dashes."""
-    base: str = "."
-    """Folder that relative paths in ``argv`` are relative to (the file's folder)."""
-    notes: tuple[Note, ...] = ()
-    """What the reader could not know, or what vLLM will do that the text hides."""
-
-    def to_json(self) -> dict[str, Any]:
-        """A plain mapping (golden files, ``--format json``); empty fields left out."""
-        out: dict[str, Any] = {}
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if name == "notes":
-                value = [
-                    {k: v for k, v in (("kind", n.kind), ("message", n.message),
-                                       ("line", n.line), ("key", n.key)) if v not in ("", None)}
-                    for n in value
-                ]  # fmt: skip
-            elif isinstance(value, tuple):
-                value = [list(v) if isinstance(v, tuple) else v for v in value]
-            elif isinstance(value, Mapping):
-                value = dict(value)
-            if value in ((), [], {}, None) and name not in ("argv", "line"):
-                continue
-            out[name] = value
-        return out
 
 
 FORMATS = (
@@ -296,50 +202,3 @@ def _kinds(kinds: Sequence[str]) -> str:
     for k in kinds:
         counts[k] = counts.get(k, 0) + 1
     return ", ".join(f"{n} {k}" if n > 1 else k for k, n in counts.items())
-
-
-_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
-#: python's own options that take a value (before ``-m``).
-_PYTHON_VALUED = frozenset({"-W", "-X", "-Q", "-c"})
-
-
-def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
-    """(entry, parser, argv) when ``words`` start a vLLM server, else None.
-
-    Recognised: ``vllm serve`` (any path to the ``vllm`` script),
-    ``python -m vllm.entrypoints.openai.api_server``, ``python -m vllm.entrypoints.cli.main
-    serve``, ``python -m dynamo.vllm`` (the arguments Dynamo passes on are split out by
-    ``kvconfig.load.dynamo``), each optionally under ``uv run``.
-    """
-    w = list(words)
-    if len(w) >= 2 and os.path.basename(w[0]) == "uv" and w[1] == "run":
-        w = w[2:]
-        while w and w[0].startswith("-"):
-            option = w.pop(0)
-            if option in ("--with", "--python", "--project", "--directory", "-p") and w:
-                w.pop(0)
-    if not w:
-        return None
-    head = os.path.basename(w[0])
-    if head == "vllm":
-        if len(w) >= 2 and w[1] == "serve":
-            return "vllm serve", "serve", w[2:]
-        return None
-    if _PYTHON.match(head):
-        i = 1
-        while i < len(w) and w[i].startswith("-") and w[i] != "-m":
-            i += 2 if w[i] in _PYTHON_VALUED else 1
-        if i + 1 < len(w) and w[i] == "-m":
-            module, rest = w[i + 1], w[i + 2 :]
-            if module == "vllm.entrypoints.openai.api_server":
-                return "api_server", "api_server", rest
-            if module == "vllm.entrypoints.cli.main" and rest[:1] == ["serve"]:
-                return "vllm serve", "serve", rest[1:]
-            if module == "dynamo.vllm":
-                return "dynamo.vllm", "api_server", rest
-    return None
-
-
-def starts_something_else(words: Sequence[str]) -> bool:
-    """Whether ``words`` run vLLM for something other than serving (``vllm bench``)."""
-    return bool(words) and os.path.basename(words[0]) == "vllm"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvconfig.load.engine_fields import listing, mapping
-from kvconfig.load.engines import Engine
+from kvconfig.load.operator_engine import Engine
 
 if TYPE_CHECKING:
     from kvconfig.load.kubernetes.resources import Found, Resource
@@ -174,7 +174,7 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
         unknown = tuple(n for n in engine.env_unknown if n != "VLLM_ADDITIONAL_ARGS")
         notes = engine.notes
         if "VLLM_ADDITIONAL_ARGS" in engine.env_unknown:
-            from kvconfig.load.engines import Note
+            from kvconfig.load.operator_engine import Note
 
             notes = (
                 *notes,

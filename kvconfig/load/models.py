@@ -1,14 +1,18 @@
-"""Reading a model's ``config.json``: from a local folder, or from the Hugging Face cache.
+"""Reading a model's ``config.json``: from a local folder, or for a Hugging Face id from
+the local cache (or the Hub, with ``--download``).
 
-kvconfig never downloads. A folder is read as vLLM's ``--model`` would be; a hub id is
-looked up in the local cache only. The file is read safely (a regular file, at most
-``MAX_CONFIG_BYTES``, UTF-8, one JSON object) and becomes a ``kvconfig.derive.Model``.
+A folder is read as vLLM's ``--model`` would be; ``--model-path PATTERN=DIR`` (and an
+operator file's bind mounts) map the paths a manifest uses to folders here; a Hub id is
+resolved by ``kvconfig.load.hub`` (the cache by default). The file is read safely (a
+regular file, at most ``MAX_CONFIG_BYTES``, UTF-8, one JSON object) and becomes a
+``kvconfig.derive.Model``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,30 +60,18 @@ def read_model(path: Path, source: str, key: str) -> Model:
     return Model(str(cfg_path), data)
 
 
-def hub_cache_folder(repo_id: str) -> Path | None:
-    """The newest snapshot of ``repo_id`` in the local Hugging Face cache, if any (no network)."""
-    if repo_id.count("/") != 1 or repo_id.startswith(("/", ".")):
-        return None
-    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub"
-    )
-    snapshots = Path(hub) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-    if not snapshots.is_dir():
-        return None
-    found = sorted(
-        (p for p in snapshots.iterdir() if (p / "config.json").is_file()),
-        key=lambda p: p.stat().st_mtime,
-    )
-    return found[-1] if found else None
+def model_at(opts: Options, key: str, value: Any, revision: Any = None) -> Model:
+    """The model a serve option names, its errors located at that option; ``revision``
+    is the Hub revision of an id (``--revision``, ``speculative-config.revision``)."""
+    return read_model_at(opts, model_folder(opts, key, value, revision), key)
 
 
-def model_at(opts: Options, key: str, value: Any) -> Model:
-    """The model a serve option names, its errors located at that option."""
-    return read_model_at(opts, model_folder(opts, key, value), key)
+_MODEL_URI = re.compile(r"^hf://([^/?#]+/[^/?#]+)")
 
 
-def model_folder(opts: Options, key: str, value: Any) -> Path:
-    """The folder a model option names: a local path, or a hub id found in the cache."""
+def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> Path:
+    """The folder a model option names: a local path, a path ``--model-path`` maps, or a
+    Hugging Face id (the local cache; the Hub with ``--download``)."""
     if not isinstance(value, str) or not value.strip():
         raise opts.err(
             key, f"expected the model's folder, got {describe(value)}", "e.g. model: ./qwen3-8b"
@@ -95,13 +87,34 @@ def model_folder(opts: Options, key: str, value: Any) -> Path:
         )
     if path.exists():
         return _short(path)
-    cached = hub_cache_folder(value)
-    if cached is not None:
-        return cached
+    mapped = opts.model_paths.map(value) if opts.model_paths is not None else None
+    if mapped is not None:
+        if mapped.exists():
+            return _short(mapped)
+        raise opts.err(
+            key,
+            f"{value!r} maps to {mapped} (--model-path), which does not exist",
+            "check the DIR of --model-path PATTERN=DIR",
+        )
+    uri = _MODEL_URI.match(opts.model_uri or "")
+    if uri is not None and (value == "/mnt/models" or value.startswith("/mnt/models/")):
+        value = uri.group(1)  # KServe downloads hf://ID into /mnt/models
+    from kvconfig.load import hub
+
+    if hub.is_hub_id(value):
+        return hub.resolve(
+            value,
+            revision=revision if isinstance(revision, str) and revision else None,
+            download=opts.download,
+            source=opts.source,
+            line=opts.lines.get(key.split(".", maxsplit=1)[0]),
+            key=key,
+        )
     raise opts.err(
         key,
-        f"{value!r} is neither a local folder nor in the Hugging Face cache",
-        "kvconfig never downloads: point it at a folder with the model's config.json",
+        f"{value!r} is neither a local folder nor a Hugging Face model id",
+        "point it at a folder with the model's config.json, or map the path to one with "
+        "--model-path PATTERN=DIR",
     )
 
 

@@ -21,7 +21,8 @@ from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import gpu_fields, mapping
-from kvconfig.load.engines import Engine
+from kvconfig.load.operator_engine import Engine
+from kvconfig.mirror import versions
 
 MAX_CONFIGS = 64
 """Most ``llm_configs`` one file may list."""
@@ -142,7 +143,7 @@ def _engine(  # noqa: PLR0917 (one call site)
             key=_key(path, "engine_kwargs"),
             hint="write engine_kwargs: {block_size: 64}",
         )
-    table = options("0.33.0")
+    table = options(versions.DEFAULT)
     for key in kwargs:
         option = "--" + str(key).replace("_", "-")
         if option not in table:

@@ -1,7 +1,8 @@
-"""``vllm serve`` options, from a ``--config`` YAML file or a pasted command.
+"""``vllm serve`` options, from a ``--config`` YAML file (or, through
+``kvconfig.load.command``, a pasted command or an operator file's engine).
 
-A ``vllm serve --config FILE`` YAML holds the command's options as keys. Both forms
-become one ``Options``: each option checked against the options vLLM's ``serve`` parser
+A ``vllm serve --config FILE`` YAML holds the command's options as keys. Every form
+becomes one ``Options``: each option checked against the options vLLM's ``serve`` parser
 knows (the release's ``facts.json``), normalised as vLLM's parser normalises it, with the
 line it was set on. ``kvconfig.load.serve_deployment`` turns them into a ``Deployment``.
 """
@@ -9,14 +10,13 @@ line it was set on. ``kvconfig.load.serve_deployment`` turns them into a ``Deplo
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kvconfig._suggest import did_you_mean
+from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError, describe
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.checks import check_backend
@@ -33,6 +33,18 @@ JSON_OPTIONS = frozenset(
 )
 
 
+if TYPE_CHECKING:
+    from kvconfig.load.hub import ModelPaths
+
+
+class Notice(NamedTuple):
+    """Something vLLM does with the deployment that its text does not show: the CLI
+    reports it as a finding of the plan (docs/findings.md, KV8xx)."""
+
+    code: FindingCode
+    message: str
+
+
 @dataclass
 class Options:
     """Normalised ``vllm serve`` options: name (dashes) -> value, and where each was set."""
@@ -42,6 +54,16 @@ class Options:
     values: dict[str, Any] = field(default_factory=dict)
     lines: dict[str, int | None] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    notices: list[Notice] = field(default_factory=list)
+    """What vLLM's parsing of these options does that their text hides."""
+    model_paths: ModelPaths | None = None
+    """``--model-path PATTERN=DIR`` rules (and an operator file's bind mounts)."""
+    download: bool | None = None
+    """Fetch a Hugging Face id's ``config.json`` from the Hub when it is not cached
+    (``--download``; None: ``KVCONFIG_DOWNLOAD``)."""
+    model_uri: str | None = None
+    """Where the platform fetches the model from (``hf://ORG/NAME`` for KServe's
+    ``/mnt/models``)."""
 
     def err(self, key: str, message: str, hint: str = "") -> InputError:
         """An InputError located at ``key``."""
@@ -133,110 +155,29 @@ def options_from_yaml(doc: _yaml.Document, version: str, base: Path | None = Non
         )
     opts = Options(doc.source, base or Path(doc.source).resolve().parent)
     for key, value in doc.data.items():
+        if value is False and "_" in str(key).partition(".")[0] and _dropped(str(key), version):
+            # vLLM's load_config_file writes 'key: false' as --no-KEY, with the key's
+            # underscores; argparse knows only --no-KEY-WITH-DASHES and drops it
+            dashed = str(key).replace("_", "-")
+            opts.notices.append(
+                Notice(
+                    FindingCode.CONFIG_VALUE_DROPPED,
+                    f"{doc.source}:{doc.line(key)}: vLLM drops '{key}: false': it looks for "
+                    f"the option --no-{key}, which does not exist, so {dashed} keeps its "
+                    f"default (write '{dashed}: false')",
+                )
+            )
+            continue
         _option(opts, str(key), value, doc.line(key), version)
     return opts
 
 
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+def _dropped(key: str, version: str) -> bool:
+    """Whether vLLM's config-file reader drops ``key: false`` (``load_config_file``)."""
+    from kvconfig.load.argv import options
 
-
-def options_from_command(argv: Sequence[str], version: str, cwd: Path) -> Options:
-    """Options from a pasted ``[VAR=value ...] vllm serve MODEL --opt value ...`` command."""
-    tokens = list(argv)
-    if len(tokens) == 1 and " " in tokens[0]:
-        try:
-            tokens = shlex.split(tokens[0])
-        except ValueError as err:
-            raise InputError(
-                f"cannot split the command: {err}",
-                source="<command>",
-                hint="check the quotes in the pasted command",
-            ) from None
-    opts = Options("<command>", cwd)
-    while tokens and _ENV_ASSIGN.match(tokens[0]):
-        name, _, value = tokens.pop(0).partition("=")
-        opts.env[name] = value
-    if tokens[:1] == ["env"]:
-        tokens.pop(0)
-        while tokens and _ENV_ASSIGN.match(tokens[0]):
-            name, _, value = tokens.pop(0).partition("=")
-            opts.env[name] = value
-    if tokens[:2] == ["vllm", "serve"]:
-        tokens = tokens[2:]
-    elif (
-        len(tokens) >= 3
-        and tokens[1] == "-m"
-        and tokens[2]
-        in (
-            "vllm.entrypoints.openai.api_server",
-            "vllm.entrypoints.cli.main",
-        )
-    ):
-        tokens = tokens[3:] if tokens[2].endswith("api_server") else tokens[4:]
-    else:
-        raise InputError(
-            "expected a 'vllm serve ...' command",
-            source="<command>",
-            hint="paste it after '--': kvconfig lint --platform h200 -- vllm serve MODEL ...",
-        )
-    known = versions.facts(version).serve_options
-    i = 0
-    position = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if not tok.startswith("-") or tok == "-":
-            if position == 0:
-                opts.values["model"] = tok
-                opts.lines["model"] = None
-                position += 1
-                i += 1
-                continue
-            raise InputError(
-                f"unexpected argument {tok!r} after the model",
-                source="<command>",
-                hint="vllm serve takes one model; options start with --",
-            )
-        name, eq, inline = tok.partition("=")
-        if name == "--config":
-            value = inline if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
-            i += 1 if eq else 2
-            if not value or value.startswith("--"):
-                raise InputError(
-                    "needs a file",
-                    source="<command>",
-                    key="--config",
-                    hint="e.g. --config serve.yaml",
-                )
-            doc = _yaml.load((cwd / value), value)
-            nested = options_from_yaml(doc, version)
-            for k, v in nested.values.items():
-                opts.values.setdefault(k, v)
-                opts.lines.setdefault(k, None)
-            opts.base = nested.base
-            continue
-        head = (
-            _canonical(name.removeprefix("--")).partition(".")[0] if name.startswith("--") else name
-        )
-        spec = known.get(f"--{head}") if name.startswith("--") else known.get(name)
-        takes_value = bool(spec["value"]) if spec is not None else True
-        if "." in name or (spec is not None and takes_value) or spec is None:
-            if eq:
-                value_str: Any = inline
-                i += 1
-            elif spec is not None and not takes_value:
-                value_str, i = True, i + 1
-            elif i + 1 < len(tokens):
-                value_str = tokens[i + 1]
-                i += 2
-            else:
-                raise InputError(
-                    "needs a value", source="<command>", key=name, hint=f"e.g. {name} VALUE"
-                )
-        else:
-            value_str, i = True, i + 1
-        key = name if name.startswith("--") else (spec["dest"] if spec else name)
-        _option(opts, key, value_str, None, version)
-    return opts
+    table = options(version)
+    return f"--no-{key}" not in table and f"--no-{key.replace('_', '-')}" in table
 
 
 def json_option(opts: Options, name: str) -> dict[str, Any] | None:

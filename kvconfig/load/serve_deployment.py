@@ -103,7 +103,7 @@ def to_deployment(
 
     hf_overrides = json_option(opts, "hf-overrides") or {}
     model_key = "hf-config-path" if opts.values.get("hf-config-path") else "model"
-    target = model_at(opts, model_key, opts.values[model_key])
+    target = model_at(opts, model_key, opts.values[model_key], opts.values.get("revision"))
     if hf_overrides:
         target = Model(target.path, {**target.config, **hf_overrides})
     dtype = model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)

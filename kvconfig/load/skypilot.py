@@ -19,7 +19,7 @@ from typing import Any
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, known_versions
-from kvconfig.load.engines import Engine, Note, server_start
+from kvconfig.load.operator_engine import Engine, Note, server_start
 
 _PIN = re.compile(r"\bvllm(?:\[[^\]]*\])?==(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)")
 

@@ -3,14 +3,14 @@
 A layer's backend is chosen by vLLM's selector (``kvconfig.mirror.selection``); the layer
 then builds the backend's impl (``Attention.__init__`` calls ``get_impl_cls()(...)``), and
 some impls refuse what the selector let through. vLLM does not fall back to another
-backend then: start-up fails. Mirrors vLLM 0.33.0:
+backend then: start-up fails. Mirrors:
 
-* ``v1/attention/backends/triton_attn.py:TritonAttentionImpl.__init__`` (TRITON_ATTN and
+* ``vllm/v1/attention/backends/triton_attn.py:TritonAttentionImpl.__init__`` (TRITON_ATTN and
   the backends built on it): on CUDA, an ``fp8*`` KV cache needs compute capability 8.9
   or newer, a ``bfloat16`` one 8.0 or newer;
-* ``v1/attention/backends/mla/triton_mla.py:TritonMLAImpl.__init__``: on CUDA, an
+* ``vllm/v1/attention/backends/mla/triton_mla.py:TritonMLAImpl.__init__``: on CUDA, an
   ``fp8*`` KV cache needs 8.9 or newer;
-* ``v1/attention/backends/flex_attention.py:FlexAttentionImpl.__init__``: no logits soft
+* ``vllm/v1/attention/backends/flex_attention.py:FlexAttentionImpl.__init__``: no logits soft
   capping (``attn_logit_softcapping`` in the model's config).
 """
 

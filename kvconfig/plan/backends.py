@@ -109,7 +109,15 @@ def _declared(
         return sel, path, None, (), kv_dtype, (), ()
     if sel.backend in ctx.custom:
         own = ctx.custom[sel.backend]
-        return sel, path, None, own, kv_dtype, (path, *_spec(layer, kv_dtype, ctx.deployment.tensor_parallel_size), q), own
+        return (
+            sel,
+            path,
+            None,
+            own,
+            kv_dtype,
+            (path, *_spec(layer, kv_dtype, ctx.deployment.tensor_parallel_size), q),
+            own,
+        )
     entry = ctx.catalog.by_class.get(path)
     name = entry.name if entry is not None else sel.backend
     refusal = impl_refusal(name, kv_dtype, ctx.platform, ctx.deployment.model_facts)

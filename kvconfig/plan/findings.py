@@ -196,7 +196,9 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, p: PlatformId) -
 def architecture(arch: str, source: str, snippet: str = "") -> Found:
     """KV401: a model kvconfig cannot derive, with a native-file sketch from its config."""
     fixes = [
-        "describe the layers in a native kvconfig file (docs/native-format.md), then lint that"
+        "plan it with vLLM's own start-up, exact for every model the installed vLLM builds: "
+        "--engine vllm (pip install 'kvconfig[vllm]')",
+        "or describe the layers in a native kvconfig file (docs/native-format.md), then lint that",
     ]
     if snippet:
         fixes.append(

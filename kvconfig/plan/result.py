@@ -159,7 +159,7 @@ class EngineRun(NamedTuple):
     """How vLLM's own start-up made a plan (``--engine vllm``; absent for offline plans)."""
 
     description: str
-    """``vllm 0.33.0 start-up, emulated H100``."""
+    """``vllm VERSION start-up, emulated H100``."""
     refused: bool
     """vLLM raised part-way: the groups are what it had built by then."""
     stood_in: tuple[str, ...]

@@ -34,16 +34,20 @@ def atomic_write(path: Path, text: str) -> None:
 SCHEMA_IDS = {
     "deployment.schema.json": "urn:kvconfig:schema:deployment:1",
     "plan.schema.json": "urn:kvconfig:schema:plan:1",
+    "fleet.schema.json": "urn:kvconfig:schema:fleet:1",
+    "fleet-plan.schema.json": "urn:kvconfig:schema:fleet-plan:1",
 }
 
 
 def schemas() -> dict[str, str]:
-    """File name -> JSON Schema text of the native deployment file and the plan.
+    """File name -> JSON Schema text of the native deployment file, the plan, the native
+    fleet file and the fleet plan (docs/fleets.md).
 
     The deployment schema describes the file as written: ``kvconfig: 1`` is required
     there, because it is how kvconfig tells a native file from a vllm serve config.
     """
     from kvconfig.load.validate import json_schema
+    from schemas.fleet import FleetFile, FleetPlan
     from schemas.plan import Plan
 
     deployment = json_schema()
@@ -52,6 +56,8 @@ def schemas() -> dict[str, str]:
     for name, body in (
         ("deployment.schema.json", deployment),
         ("plan.schema.json", Plan.model_json_schema(by_alias=True)),
+        ("fleet.schema.json", FleetFile.model_json_schema(by_alias=True)),
+        ("fleet-plan.schema.json", FleetPlan.model_json_schema(by_alias=True)),
     ):
         doc = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -59,11 +65,6 @@ def schemas() -> dict[str, str]:
             **body,
         }
         out[name] = json.dumps(doc, indent=2, sort_keys=False) + "\n"
-    # ---- fleet files and fleet plans (schemas/fleet.py, docs/fleets.md)
-    from kvconfig.fleet.schema import fleet_schemas
-
-    out.update(fleet_schemas())
-    # ----
     return out
 
 

@@ -20,6 +20,23 @@ class Outcome(NamedTuple):
     line_of: dict[str, int] | None = None
     problem: InputError | None = None
     """The input error behind ``error``, for its file, line and key."""
+    engine: str | None = None
+    """An operator file's engine (``Deployment/qwen3-decode/vllm``); None otherwise."""
+    engine_line: int | None = None
+    """The line of that engine's container, service or entry in ``source``."""
+
+    def label(self) -> str:
+        """The deployment as reports name it: the file, or ``FILE:LINE ENGINE``."""
+        if self.engine is None:
+            return self.source
+        at = f"{self.source}:{self.engine_line}" if self.engine_line else self.source
+        return f"{at} {self.engine}"
+
+    def engine_json(self) -> dict[str, object] | None:
+        """The ``operator_engine`` record of the JSON reports (None: not an engine)."""
+        if self.engine is None:
+            return None
+        return {"name": self.engine, "line": self.engine_line}
 
     @property
     def verdict(self) -> str:
@@ -42,7 +59,7 @@ class Outcome(NamedTuple):
 
     def line_of_finding(self, f: Found) -> int:
         """The line of the serve-config key a finding points at (1 when it has none)."""
-        return (self.line_of or {}).get(FINDING_KEY.get(f.code, ""), 1)
+        return (self.line_of or {}).get(FINDING_KEY.get(f.code, ""), self.engine_line or 1)
 
 
 #: Which key a finding points at in a serve config, for editor and CI annotations.

@@ -18,13 +18,14 @@ def _layers(names: Sequence[str]) -> str:
     return f"{names[0]} .. {names[-1]} ({len(names)})"
 
 
-def _header(plan: PlanResult) -> str:
+def _header(plan: PlanResult, title: str | None = None) -> str:
     spec = plan.speculative_method.upper() if plan.speculative_method else "no speculator"
     runner = "Model Runner V2" if plan.runner == "v2" else "Model Runner V1"
-    hooks = ", kvconfig hooks: enforce" if plan.hooks == "enforce" else ""
+    hooks = f", kvconfig hooks: {plan.hooks}" if plan.hooks != "none" else ""
+    how = f" ({plan.engine.description})" if plan.engine is not None else ""
     return (
-        f"{plan.source} on {plan.platform.label()}: vLLM {plan.vllm_version}, {runner}, "
-        f"{spec}{hooks}"
+        f"{title or plan.source} on {plan.platform.label()}{how}: vLLM {plan.vllm_version}, "
+        f"{runner}, {spec}{hooks}"
     )
 
 
@@ -69,9 +70,9 @@ def finding_lines(findings: Sequence[Found], indent: str = "") -> list[str]:
     return out
 
 
-def render_plan(plan: PlanResult) -> str:
-    """``kvconfig plan`` text output."""
-    lines = [_header(plan), ""]
+def render_plan(plan: PlanResult, title: str | None = None) -> str:
+    """``kvconfig plan`` text output; ``title`` names the deployment (default: its source)."""
+    lines = [_header(plan, title), ""]
     if plan.groups:
         lines += group_rows(plan.groups)
         lines.append("")
@@ -91,13 +92,15 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
             at = f"{file}:{line}" if line is not None else file
             if file != o.source:
                 text = f"{at}: {text}"
-                at = o.source
+                at = o.label()
+            elif o.engine is not None:
+                at = o.label()
             lines.append(f"error   {at} [{o.platform}]: {text}")
             continue
         p = o.plan
         errors = [f for f in p.findings if f.severity is Severity.ERROR]
         summary = ", ".join(dict.fromkeys(f"{f.code} {f.name}" for f in errors)) or "safe"
-        lines.append(f"{p.verdict:<7} {o.source} [{o.platform}]: {summary}")
+        lines.append(f"{p.verdict:<7} {o.label()} [{o.platform}]: {summary}")
         lines += finding_lines(p.findings, indent="  ")
     ok = sum(o.verdict == "ok" for o in outcomes)
     lines.append(f"{ok} of {len(outcomes)} safe")

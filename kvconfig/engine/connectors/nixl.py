@@ -14,6 +14,7 @@ from typing import Any
 
 from kvconfig.engine.connectors.common import _error
 from kvconfig.engine.connectors.stand_in import _InertAgent
+from kvconfig.errors import HandshakeChecked
 
 PEERS_ENV = "KVCONFIG_FLEET_PEERS"
 """A JSON file: local NIXL engine id -> the peers (``name``, ``engine_id``, ``tp``,
@@ -147,10 +148,6 @@ def _register_stand_in(worker: Any, vllm_config: Any) -> tuple[bytes, list[dict[
     return msgspec.msgpack.encode(payload), factors
 
 
-class _Validated(Exception):
-    """vLLM's handshake checks passed; the stand-in stops before the descriptor lists."""
-
-
 @contextlib.contextmanager
 def _serving(payload: bytes) -> Iterator[int]:
     """A local socket that answers NIXL's metadata query with ``payload``."""
@@ -188,7 +185,7 @@ def _handshake(worker: Any, peer: dict[str, Any]) -> dict[str, Any]:
 
     def validate(*args: Any, **kwargs: Any) -> None:
         checked(*args, **kwargs)
-        raise _Validated
+        raise HandshakeChecked
 
     worker._validate_remote_agent_handshake = validate
     from kvconfig.engine.cuda import meta_device
@@ -203,7 +200,7 @@ def _handshake(worker: Any, peer: dict[str, Any]) -> dict[str, Any]:
                 remote_dcp_size=int(peer.get("dcp", 1)),
             )
         return {"peer": peer.get("name"), "status": "ok", "validated": False}
-    except _Validated:
+    except HandshakeChecked:
         return {"peer": peer.get("name"), "status": "ok", "validated": True}
     except Exception as err:
         return {"peer": peer.get("name"), "status": "refused", **_error(err)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.errors import ConnectorRefusal, NoCommonKernelBlockSize
 from kvconfig.fleet.components.facts import MooncakeFacts, NixlFacts
 from kvconfig.fleet.components.groups import (
     DEFAULT_LAYOUT,
@@ -24,7 +24,6 @@ from kvconfig.fleet.model import Engine
 from kvconfig.mirror.connectors.nixl import compatibility_factors, compatibility_hash
 from kvconfig.mirror.connectors.registry import (
     NIXL_CONNECTORS,
-    Refusal,
     multi_connector_layout,
     required_kv_cache_layout,
 )
@@ -32,12 +31,12 @@ from kvconfig.mirror.connectors.sync import connector_error, sync_block_size, tr
 from kvconfig.mirror.vote import Declared
 
 
-def _layout(engine: Engine, kv: Mapping[str, Any] | None) -> tuple[str, Refusal | None]:
+def _layout(engine: Engine, kv: Mapping[str, Any] | None) -> tuple[str, ConnectorRefusal | None]:
     """The KV-cache layout the engine runs with, and the MultiConnector refusal if any."""
     env = engine.env.get("VLLM_KV_CACHE_LAYOUT")
     use_mla = any(g.kind in MLA_KINDS for g in groups_of(engine.plan))
     required: str | None = None
-    refusal: Refusal | None = None
+    refusal: ConnectorRefusal | None = None
     if kv is not None:
         children = entries(kv)
         layouts = [
@@ -47,7 +46,7 @@ def _layout(engine: Engine, kv: Mapping[str, Any] | None) -> tuple[str, Refusal 
         if kv.get("kv_connector") == "MultiConnector":
             try:
                 required = multi_connector_layout(layouts)
-            except Refusal as err:
+            except ConnectorRefusal as err:
                 refusal = err
         else:
             required = layouts[0] if layouts else None
@@ -94,7 +93,7 @@ def _speculative_factors(engine: Engine) -> dict[str, Any] | None:
     }
 
 
-def _vote(block: int, voters: Sequence[Declared]) -> tuple[int | None, Refusal | None]:
+def _vote(block: int, voters: Sequence[Declared]) -> tuple[int | None, ConnectorRefusal | None]:
     try:
         return sync_block_size(block, voters).kernel, None
     except NoCommonKernelBlockSize as err:
@@ -125,33 +124,33 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
     )
     heads, head_size, dtype, n_layers = _model_facts(engine)
     role = entry.get("kv_role")
-    refusal: Refusal | None = None
+    refusal: ConnectorRefusal | None = None
     if engine.pcp > 1 and role in ("kv_consumer", "kv_both"):
-        refusal = Refusal(
+        refusal = ConnectorRefusal(
             "NotImplementedError",
             "NixlConnector PCP currently supports kv_producer only. Consumers and kv_both "
             "require prefill_context_parallel_size=1.",
         )
     elif has_mamba and engine.env.get("VLLM_SSM_CONV_STATE_LAYOUT") != "DS":
-        refusal = Refusal(
+        refusal = ConnectorRefusal(
             "AssertionError",
             "3-read Mamba conv transfer requires DS conv state layout. Set "
             "VLLM_SSM_CONV_STATE_LAYOUT=DS",
         )
     elif engine.pp > 1 and hma and mode == "pull":
-        refusal = Refusal(
+        refusal = ConnectorRefusal(
             "NotImplementedError",
             "NixlConnector (pull) does not support pipeline_parallel_size > 1 with hybrid KV "
             "cache layouts (HMA); use NixlPushConnector for PP + HMA.",
         )
     elif engine.pp > 1 and has_mamba:
-        refusal = Refusal(
+        refusal = ConnectorRefusal(
             "NotImplementedError",
             "NixlPushConnector does not support pipeline_parallel_size > 1 with Mamba/SSM "
             "hybrid KV cache layouts yet.",
         )
     elif engine.pp > 1 and role == "kv_consumer":
-        refusal = Refusal(
+        refusal = ConnectorRefusal(
             "NotImplementedError",
             "NixlPushConnector consumer (decode) does not support pipeline_parallel_size > 1.",
         )

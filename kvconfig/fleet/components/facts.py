@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvconfig.errors import ConnectorRefusal
 from kvconfig.fleet.components.groups import Group
 from kvconfig.fleet.model import Engine
 from kvconfig.mirror.connectors.nixl import NixlSide
-from kvconfig.mirror.connectors.registry import (
-    Refusal,
-)
 
 
 @dataclass
@@ -38,7 +36,7 @@ class NixlFacts:
     factors: dict[str, Any]
     compat_hash: str
     enforce_hash: bool
-    refusal: Refusal | None = None
+    refusal: ConnectorRefusal | None = None
     handshakes: dict[str, Any] = field(default_factory=dict)
     """Engine mode: vLLM's own handshake with each peer, by the peer's engine id."""
     engine_id: str = ""
@@ -82,7 +80,7 @@ class MooncakeFacts:
     kv_block_len: int
     """Bytes of one kernel page of one K (or V) region on one rank."""
     total_kv_heads: int | None
-    refusal: Refusal | None = None
+    refusal: ConnectorRefusal | None = None
 
 
 @dataclass
@@ -105,7 +103,7 @@ class OffloadFacts:
     chunk_tokens: int | None
     tokens_per_hash: int | None
     tiers: list[TierFacts]
-    refusal: Refusal | None = None
+    refusal: ConnectorRefusal | None = None
 
 
 @dataclass
@@ -119,7 +117,7 @@ class RoutingFacts:
     algo: str
     seed: str | None
     prefix_caching: bool
-    refusal: Refusal | None = None
+    refusal: ConnectorRefusal | None = None
 
 
 @dataclass
@@ -132,7 +130,7 @@ class Components:
     offload: list[OffloadFacts]
     others: list[dict[str, Any]]
     layout: str
-    layout_refusal: Refusal | None
+    layout_refusal: ConnectorRefusal | None
     routing: RoutingFacts
     stages: list[tuple[int, tuple[int, int], list[int | None]]]
     """(stage, (first, last layer), k per group) per pipeline stage."""

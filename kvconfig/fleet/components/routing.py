@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.errors import ConnectorRefusal, NoCommonKernelBlockSize
 from kvconfig.fleet.components.facts import OffloadFacts, RoutingFacts, TierFacts
 from kvconfig.fleet.components.groups import (
     FULL_ATTENTION_KINDS,
@@ -19,9 +19,6 @@ from kvconfig.mirror.connectors.offloading import (
     file_mapper_base_path,
     file_mapper_fields,
     offload_blocks_per_chunk,
-)
-from kvconfig.mirror.connectors.registry import (
-    Refusal,
 )
 from kvconfig.mirror.connectors.scheduler import (
     CacheGroup,
@@ -66,7 +63,7 @@ def _routing(engine: Engine, groups: list[Group], connector: bool) -> RoutingFac
             prefix_caching=bool(dep.prefix_caching),
             connector=connector,
         )
-    except Refusal as err:
+    except ConnectorRefusal as err:
         scheduler = hash_block = None
         refusal = err
     return RoutingFacts(
@@ -102,12 +99,12 @@ def _offload(
 ) -> OffloadFacts:
     extra = dict(entry.get("kv_connector_extra_config") or {})
     tokens = [manager_block_size(g, engine.dcp) for g in _cache_groups(engine, groups)]
-    refusal: Refusal | None = routing.refusal
+    refusal: ConnectorRefusal | None = routing.refusal
     per_chunk: int | None = None
     if refusal is None and routing.hash_block is not None:
         for t in tokens:
             if t % routing.hash_block:
-                refusal = Refusal(
+                refusal = ConnectorRefusal(
                     "AssertionError",
                     f"tokens_per_block={t} not divisible by tokens_per_hash="
                     f"{routing.hash_block}. Hybrid models (e.g. Mamba+Attention) need "
@@ -117,7 +114,7 @@ def _offload(
     if refusal is None:
         try:
             per_chunk = offload_blocks_per_chunk(extra, tokens)
-        except Refusal as err:
+        except ConnectorRefusal as err:
             refusal = err
     tiers = [TierFacts("cpu")]
     dep = engine.deployment

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvconfig.codes import FindingCode
+from kvconfig.errors import ConnectorRefusal
 from kvconfig.fleet.components import components
 from kvconfig.fleet.components.groups import Group
 from kvconfig.fleet.model import Engine
-from kvconfig.mirror.connectors.registry import Refusal
 
 Replan = Callable[[Engine, Mapping[str, Any]], Engine | None]
 """The engine planned again with these ``vllm serve`` options set (None: it cannot be)."""
@@ -67,7 +67,7 @@ def sort(issues: Iterable[Issue]) -> list[Issue]:
     return sorted(issues, key=lambda i: (_ORDER[i.severity], i.code))
 
 
-def _refused(refusal: Refusal, at: str = "") -> str:
+def _refused(refusal: ConnectorRefusal, at: str = "") -> str:
     where = f" ({at})" if at else ""
     return f"raises {refusal}{where}"
 

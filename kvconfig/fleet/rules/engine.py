@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvconfig.errors import ConnectorRefusal
 from kvconfig.fleet.components import components
 from kvconfig.fleet.components.facts import Components, MooncakeFacts, NixlFacts
 from kvconfig.fleet.model import Engine
 from kvconfig.fleet.rules.common import Issue, _refused
-from kvconfig.mirror.connectors.registry import Refusal
 
 
 def engine_issues(engine: Engine) -> list[Issue]:
@@ -172,7 +172,7 @@ def _connector_vote(engine: Engine, c: Components, conn: NixlFacts | MooncakeFac
     return out
 
 
-def _refusal_fixes(refusal: Refusal) -> list[str]:
+def _refusal_fixes(refusal: ConnectorRefusal) -> list[str]:
     text = refusal.message
     if "VLLM_SSM_CONV_STATE_LAYOUT" in text:
         return ["set VLLM_SSM_CONV_STATE_LAYOUT=DS in the engine's environment"]
@@ -187,7 +187,7 @@ def _refusal_fixes(refusal: Refusal) -> list[str]:
     return []
 
 
-def _offload_refusal(engine: Engine, c: Components, refusal: Refusal) -> Issue:
+def _offload_refusal(engine: Engine, c: Components, refusal: ConnectorRefusal) -> Issue:
     tokens = c.offload[0].group_tokens if c.offload else []
     fixes = []
     if "multiple of the GPU KV cache block size" in refusal.message and tokens:

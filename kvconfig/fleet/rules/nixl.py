@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kvconfig.errors import ConnectorRefusal
 from kvconfig.fleet.components import components
 from kvconfig.fleet.components.facts import NixlFacts
 from kvconfig.fleet.model import Engine
@@ -17,7 +18,6 @@ from kvconfig.fleet.rules.common import (
     _refused,
 )
 from kvconfig.mirror.connectors.nixl import Handshake, nixl_handshake
-from kvconfig.mirror.connectors.registry import Refusal
 
 NIXL_CODES = {
     "compat-hash": "KV708",
@@ -87,7 +87,7 @@ def nixl_outcome(pair: Pair) -> Handshake | None:
         message = str(real.get("message", ""))
         return Handshake(
             _classify(message),
-            Refusal(str(real.get("error")), message),
+            ConnectorRefusal(str(real.get("error")), message),
             at=str(real.get("where") or ""),
         )
     if mirrored.check == "region-mapped":

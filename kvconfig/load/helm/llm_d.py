@@ -9,8 +9,8 @@ from typing import Any
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
-from kvconfig.load.engines import Engine
 from kvconfig.load.helm.values import _go, _Values, _ValuesShim
+from kvconfig.load.operator_engine import Engine
 
 
 def _model_arg(values: _Values, data: Mapping[str, Any]) -> tuple[str, str, dict[str, str]]:

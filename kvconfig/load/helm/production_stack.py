@@ -8,8 +8,8 @@ from typing import Any
 
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import check_words
-from kvconfig.load.engines import Engine
 from kvconfig.load.helm.values import _go, _truthy, _Values, _ValuesShim
+from kvconfig.load.operator_engine import Engine
 
 
 def production_stack(doc: _yaml.Document, base: Path) -> list[Engine]:

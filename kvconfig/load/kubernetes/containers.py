@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, is_vllm_image
-from kvconfig.load.engines import Engine, Note, server_start
 from kvconfig.load.gpu_labels import GPU_LABELS
 from kvconfig.load.kubernetes.env import container_env, expand_k8s
 from kvconfig.load.kubernetes.resources import Found, Pod, strings
+from kvconfig.load.operator_engine import Engine, Note, server_start
 
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
 
@@ -196,9 +196,9 @@ def read_container(
     role = pod.role
     defaults: dict[str, Any] = {}
     if entry == "dynamo.vllm":
-        from kvconfig.load import dynamo
+        from kvconfig.load import dynamo_args
 
-        split = dynamo.split_args(argv, at)
+        split = dynamo_args.split_args(argv, at)
         argv, notes, defaults = split.argv, [*notes, *split.notes], split.defaults
         role = split.role or role
     version, vnotes = image_version(image, res.line(*cpath, "image") or line)

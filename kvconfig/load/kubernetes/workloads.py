@@ -9,9 +9,9 @@ from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engines import Engine
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.resources import Found, Pod, Resource
+from kvconfig.load.operator_engine import Engine
 
 
 def _pod_specs(res: Resource) -> list[tuple[tuple[str | int, ...], str]]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kvconfig.mirror.connectors.registry import Refusal
+from kvconfig.errors import ConnectorRefusal
 from kvconfig.mirror.connectors.topology import block_size_ratio, tp_ratio
 
 NIXL_CONNECTOR_VERSION = 15
@@ -60,7 +60,7 @@ class Handshake:
     check: str
     """The check that decides it: ``ok``, or a short name (``compat-hash``, ``block-size``,
     ``host-buffer``, ``tp-split``, ``region-mapped``, ``mamba-pages``, ``layout``, ``tp``)."""
-    refusal: Refusal | None = None
+    refusal: ConnectorRefusal | None = None
     """What vLLM raises; None when it accepts the pair."""
     ratio: int = 1
     """The block-size ratio the transfer runs at when accepted."""
@@ -74,7 +74,7 @@ contiguous; the token-major layouts (``LBNHC``/``NHD``) are not."""
 
 
 def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
-    """What vLLM 0.33.0 does when ``local`` handshakes with ``remote``, in vLLM's order.
+    """What vLLM does when ``local`` handshakes with ``remote``, in vLLM's order.
 
     Mirrors, in ``nixl/base_worker.py``: the compatibility-hash check of
     ``_nixl_handshake``; ``add_remote_agent`` (``TransferTopology.block_size_ratio``) and
@@ -86,7 +86,7 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     if local.enforce_compat_hash and local.compat_hash != remote.compat_hash:
         return Handshake(
             "compat-hash",
-            Refusal(
+            ConnectorRefusal(
                 "RuntimeError",
                 f"NIXL compatibility hash mismatch. Local: {local.compat_hash}, Remote: "
                 f"{remote.compat_hash}. Prefill and decode instances have incompatible "
@@ -101,7 +101,7 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     if layer_routed and not local.has_mamba and local.block_size != remote.block_size:
         return Handshake(
             "block-size",
-            Refusal(
+            ConnectorRefusal(
                 "NotImplementedError", "Attention-HMA push requires identical P/D block sizes."
             ),
             at=base + "base_worker.py:add_remote_agent",
@@ -109,14 +109,14 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     try:
         ratio_tp = tp_ratio(local.tp, remote.tp)
         ratio = block_size_ratio(local.block_size, remote.block_size)
-    except Refusal as refusal:
+    except ConnectorRefusal as refusal:
         check = "tp" if "tensor parallel" in refusal.message else "block-size"
         return Handshake(check, refusal, at=base + "base_worker.py:add_remote_agent")
     validate = base + "base_worker.py:_validate_remote_agent_handshake"
     if local.dcp % remote.dcp and remote.dcp % local.dcp:
         return Handshake(
             "dcp",
-            Refusal(
+            ConnectorRefusal(
                 "AssertionError",
                 f"DCP sizes must divide one another: local={local.dcp}, remote={remote.dcp} "
                 f"(engine {remote.engine}).",
@@ -129,11 +129,11 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
         and ratio_tp < 0
         and remote.tp > local.total_kv_heads
     ):
-        return Handshake("tp", Refusal("AssertionError", ""), at=validate)
+        return Handshake("tp", ConnectorRefusal("AssertionError", ""), at=validate)
     if local.has_mamba and remote.pages_per_block != local.pages_per_block and local.prefix_caching:
         return Handshake(
             "mamba-pages",
-            Refusal(
+            ConnectorRefusal(
                 "RuntimeError",
                 "Prefix caching with heterogeneous physical_blocks_per_logical is not "
                 "supported for Mamba hybrid models. Local: "
@@ -145,7 +145,7 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     if ratio != 1 and local.use_host_buffer:
         return Handshake(
             "host-buffer",
-            Refusal(
+            ConnectorRefusal(
                 "AssertionError", "Heterogeneous block sizes are not supported with host buffer"
             ),
             at=validate,
@@ -158,7 +158,7 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     if not local.use_mla and remote.kv_cache_layout != local.kv_cache_layout and not permuted:
         return Handshake(
             "layout",
-            Refusal(
+            ConnectorRefusal(
                 "RuntimeError",
                 f"Heterogeneous TP expects same kv_cache_layout (local "
                 f"{local.kv_cache_layout}, remote {remote.kv_cache_layout}). Or enable "
@@ -177,7 +177,7 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     ):
         return Handshake(
             "layout",
-            Refusal(
+            ConnectorRefusal(
                 "RuntimeError",
                 "Heterogeneous TP head-dimension splitting requires contiguous heads. "
                 "Use a block-contiguous layout (e.g. LBHNC) on the prefill side.",
@@ -187,7 +187,7 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     if ratio != 1 and ratio_tp < 0 and not local.has_mamba and not local.use_mla and not replicated:
         return Handshake(
             "tp-split",
-            Refusal(
+            ConnectorRefusal(
                 "AssertionError",
                 "Different local/remote block sizes are not supported when P TP > D TP.",
             ),
@@ -200,7 +200,7 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     ):
         return Handshake(
             "region-mapped",
-            Refusal(
+            ConnectorRefusal(
                 "NotImplementedError",
                 "Region-mapped NIXL transfers require matching physical block sizes",
             ),

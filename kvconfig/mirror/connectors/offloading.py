@@ -12,32 +12,32 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvconfig.mirror.connectors.registry import Refusal
+from kvconfig.errors import ConnectorRefusal
 
 
 def offload_blocks_per_chunk(
     extra_config: Mapping[str, Any], group_tokens_per_block: Sequence[int]
 ) -> int:
     """``blocks_per_chunk`` of ``build_offloading_config``
-    (``kv_connector/v1/offloading/config.py``), or the Refusal vLLM raises."""
+    (``kv_connector/v1/offloading/config.py``), or the ConnectorRefusal vLLM raises."""
     if not group_tokens_per_block:
-        raise Refusal("ValueError", "KV offloading found no eligible cache groups.")
+        raise ConnectorRefusal("ValueError", "KV offloading found no eligible cache groups.")
     per_chunk = extra_config.get("blocks_per_chunk")
     tokens = extra_config.get("block_size")
     if per_chunk is not None and tokens is not None:
-        raise Refusal(
+        raise ConnectorRefusal(
             "ValueError",
             "Specify only one of 'block_size' or 'blocks_per_chunk' in kv_connector_extra_config.",
         )
     if per_chunk is not None:
         if int(per_chunk) <= 0:
-            raise Refusal("ValueError", "'blocks_per_chunk' must be greater than 0.")
+            raise ConnectorRefusal("ValueError", "'blocks_per_chunk' must be greater than 0.")
         return int(per_chunk)
     if tokens is None:
         return 1
     unique = set(group_tokens_per_block)
     if len(unique) != 1:
-        raise Refusal(
+        raise ConnectorRefusal(
             "AssertionError",
             "If 'block_size' is specified in kv_connector_extra_config, there must be at "
             "least one KV cache group, and all groups must have the same block size.",
@@ -46,7 +46,7 @@ def offload_blocks_per_chunk(
     value = int(tokens)
     if value % block:
         rounded = math.ceil(value / block) * block
-        raise Refusal(
+        raise ConnectorRefusal(
             "ValueError",
             f"'block_size'={value} in kv_connector_extra_config must be a multiple of the "
             f"GPU KV cache block size ({block} tokens). Use {rounded} instead, or set "

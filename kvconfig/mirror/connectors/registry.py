@@ -1,4 +1,4 @@
-"""The KV connectors vLLM registers, the layouts they ask for, and ``Refusal`` (vLLM's error).
+"""The KV connectors vLLM registers and the layouts they ask for.
 
 Mirrors ``vllm/distributed/kv_transfer/kv_connector/factory.py`` (the names),
 ``kv_connector/v1/base.py`` (``SupportsHMA``) and each connector's
@@ -8,6 +8,8 @@ Mirrors ``vllm/distributed/kv_transfer/kv_connector/factory.py`` (the names),
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from kvconfig.errors import ConnectorRefusal
 
 NIXL_CONNECTORS = {
     "NixlConnector": "pull",
@@ -55,19 +57,6 @@ KNOWN_CONNECTORS = frozenset(
 """The connector names ``KVConnectorFactory`` registers (``kv_connector/factory.py``)."""
 
 
-class Refusal(Exception):
-    """vLLM raises ``error`` (the exception type: ``AssertionError``, ``RuntimeError``,
-    ...) with ``message`` (vLLM's own text) at this point."""
-
-    def __init__(self, error: str, message: str) -> None:
-        super().__init__(error, message)
-        self.error = error
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.error}: {self.message}" if self.message else self.error
-
-
 def required_kv_cache_layout(connector: str, *, use_mla: bool, hisparse: bool) -> str | None:
     """A connector class's ``get_required_kvcache_layout`` (each connector's module)."""
     if connector in NIXL_CONNECTORS or connector in MOONCAKE_CONNECTORS:
@@ -85,7 +74,7 @@ def multi_connector_layout(layouts: Sequence[str | None]) -> str | None:
     """``MultiConnector.get_required_kvcache_layout`` (``multi_connector.py``)."""
     found = sorted({x for x in layouts if x is not None})
     if len(found) > 1:
-        raise Refusal(
+        raise ConnectorRefusal(
             "ValueError",
             f"KV cache layout mismatch: found {len(found)} different layouts "
             f"({', '.join(found)}).All connectors must use the same layout.",

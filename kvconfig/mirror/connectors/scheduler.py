@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvconfig.mirror.connectors.registry import Refusal
+from kvconfig.errors import ConnectorRefusal
 
 DEFAULT_NONE_HASH_SEED = "vllm-none-hash"
 """``DEFAULT_NONE_HASH_SEED`` (``v1/core/kv_cache_utils.py``)."""
@@ -59,7 +59,7 @@ def kv_cache_block_sizes(
     prefix_caching: bool,
     connector: bool,
 ) -> tuple[int, int]:
-    """(scheduler block size, hash block size), or the Refusal vLLM raises.
+    """(scheduler block size, hash block size), or the ConnectorRefusal vLLM raises.
 
     Mirrors ``resolve_kv_cache_block_sizes`` (``v1/core/kv_cache_utils.py``) without the
     compressed-state alignment check.
@@ -72,7 +72,7 @@ def kv_cache_block_sizes(
             and len(groups) == 1
             and (prefix_caching or connector)
         ):
-            raise Refusal(
+            raise ConnectorRefusal(
                 "ValueError",
                 f"Invalid prefix_match_unit={prefix_match_unit}; with a single KV cache "
                 f"group, prefix-cache hits land on the block size ({bs}). Unset it or set "
@@ -88,7 +88,7 @@ def kv_cache_block_sizes(
     hashing = [s for g, s in zip(groups, sizes, strict=True) if g.prefix_cacheable] or sizes
     unit = prefix_match_unit if prefix_match_unit is not None else math.gcd(*hashing)
     if any(s % unit for s in hashing):
-        raise Refusal(
+        raise ConnectorRefusal(
             "ValueError",
             f"Invalid prefix_match_unit={unit}; prefix-cacheable KV cache group block sizes "
             f"must be divisible by prefix_match_unit. Got group block sizes={sizes}, "

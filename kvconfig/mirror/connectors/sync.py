@@ -11,8 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvconfig.errors import NoCommonKernelBlockSize
-from kvconfig.mirror.connectors.registry import Refusal
+from kvconfig.errors import ConnectorRefusal, NoCommonKernelBlockSize
 from kvconfig.mirror.vote import Declared, select_common
 
 
@@ -71,6 +70,6 @@ def logical_to_kernel_block_ids(
     ]
 
 
-def connector_error(err: NoCommonKernelBlockSize) -> Refusal:
+def connector_error(err: NoCommonKernelBlockSize) -> ConnectorRefusal:
     """vLLM's error when a connector's own vote finds no size."""
-    return Refusal("ValueError", str(err))
+    return ConnectorRefusal("ValueError", str(err))

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from kvconfig.mirror.connectors.registry import Refusal
+from kvconfig.errors import ConnectorRefusal
 
 
 def tp_ratio(local_tp: int, remote_tp: int) -> int:
@@ -11,14 +11,14 @@ def tp_ratio(local_tp: int, remote_tp: int) -> int:
     side has the larger TP, negative when the remote has."""
     if local_tp >= remote_tp:
         if local_tp % remote_tp:
-            raise Refusal(
+            raise ConnectorRefusal(
                 "AssertionError",
                 f"Local tensor parallel size {local_tp} is not divisible "
                 f"by remote tensor parallel size {remote_tp}.",
             )
         return local_tp // remote_tp
     if remote_tp % local_tp:
-        raise Refusal(
+        raise ConnectorRefusal(
             "AssertionError",
             f"Remote tensor parallel size {remote_tp} is not divisible "
             f"by local tensor parallel size {local_tp}.",
@@ -29,7 +29,7 @@ def tp_ratio(local_tp: int, remote_tp: int) -> int:
 def block_size_ratio(local: int, remote: int) -> int:
     """``TransferTopology.block_size_ratio`` (``kv_connector/utils.py``)."""
     if local % remote:
-        raise Refusal(
+        raise ConnectorRefusal(
             "AssertionError",
             f"Local block size {local} is not divisible by remote block size {remote} "
             "or vice versa.",

@@ -1,0 +1,93 @@
+"""What the command line names: files, folders of YAML files, ``-`` (standard input) and
+one pasted command, each read once (``kvconfig.load.sources``) into the deployments it
+holds: a serve config or native file is one, an operator file one per vLLM engine."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from kvconfig.errors import InputError
+
+if TYPE_CHECKING:
+    from kvconfig.load.operator_engine import Engine
+    from kvconfig.load.yamlfile import Document
+
+STDIN = "-"
+
+
+class Item(NamedTuple):
+    """One deployment the command line names."""
+
+    source: str
+    """The file as named, ``<command>`` or ``<stdin>``."""
+    target: str | list[str]
+    """The path, or the command's words."""
+    doc: Document | None = None
+    """A serve config's or native file's document."""
+    engine: Engine | None = None
+    """An operator file's engine."""
+
+
+def named(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[str | list[str]]:
+    """The files (folders expanded), ``-`` and the command, in the order given."""
+    items: list[str] = list(getattr(args, "deployments", None) or [])
+    single = getattr(args, "deployment", None)
+    if single:
+        items.append(single)
+    targets: list[str | list[str]] = []
+    for item in items:
+        path = Path(item)
+        if item != STDIN and path.is_dir():
+            found = sorted(
+                str(p) for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+            )
+            if not found:
+                raise InputError(
+                    "the folder holds no .yaml or .yml files",
+                    source=item,
+                    hint="pass the deployment files, or a folder that holds them",
+                )
+            targets.extend(found)
+        else:
+            targets.append(item)
+    if targets.count(STDIN) > 1:
+        raise InputError(
+            "standard input ('-') is named twice", hint="pass '-' once: it is read once"
+        )
+    if command:
+        targets.append(command)
+    if not targets:
+        raise InputError("no deployment given", hint="pass a file, or '-- vllm serve ...'")
+    if not many and len(targets) > 1:
+        raise InputError(
+            f"{args.command} takes one deployment, got {len(targets)}",
+            hint="use 'kvconfig lint' for several",
+        )
+    return targets
+
+
+def source_of(target: str | list[str]) -> str:
+    """How reports name a target before it is read."""
+    if isinstance(target, list):
+        return "<command>"
+    return "<stdin>" if target == STDIN else target
+
+
+def read(target: str | list[str]) -> list[Item]:
+    """The deployments of one target (InputError when it cannot be read)."""
+    if isinstance(target, list):
+        return [Item("<command>", target)]
+    from kvconfig.load import sources
+
+    if target == STDIN:
+        found = sources.read_stdin(sys.stdin.buffer)
+        source = "<stdin>"
+    else:
+        found = sources.read_file(Path(target), target)
+        source = target
+    if isinstance(found, list):
+        return [Item(e.source, target, engine=e) for e in found]
+    return [Item(source, target, doc=found)]

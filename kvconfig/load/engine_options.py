@@ -1,0 +1,198 @@
+"""An operator file's engine (``kvconfig.load.engines.Engine``) as ``vllm serve`` options.
+
+The engine's words go through vLLM's argument rules (``kvconfig.load.command``) with its
+entry point's parser, relative to its file's folder; the launcher's defaults fill the
+options left unset. What the file leaves to run time is decided here:
+
+* a word only known at run time (``unknown-value``: a Secret's ``$(VAR)``, a command
+  substitution) in an option that changes the plan is an error naming it; elsewhere
+  it does not matter;
+* arguments only known at run time (KServe's ``VLLM_ADDITIONAL_ARGS`` from a Secret)
+  are finding KV805; a variable that changes the plan set from a Secret, or a whole
+  ``envFrom`` source, finding KV804;
+* a vLLM release kvconfig has no data for is an error unless ``--vllm-version`` says
+  which release to plan for.
+
+Errors about the engine's own file name the engine: ``FILE:LINE: ENGINE: KEY: ...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kvconfig.codes import FindingCode
+from kvconfig.errors import InputError
+from kvconfig.load.checks import PLAN_ENV
+from kvconfig.load.serve import Notice, Options
+
+if TYPE_CHECKING:
+    from kvconfig.load.hub import ModelPaths
+    from kvconfig.load.operator_engine import Engine
+
+#: Options whose value changes the plan: a value only known at run time stops it.
+PLAN_OPTIONS = (
+    "model",
+    "hf-config-path",
+    "block-size",
+    "attention-backend",
+    "attention-config",
+    "speculative-config",
+    "kv-cache-dtype",
+    "tensor-parallel-size",
+    "hf-overrides",
+    "max-model-len",
+    "mamba-cache-dtype",
+    "mamba-ssm-cache-dtype",
+)
+
+T = TypeVar("T")
+
+
+def engine_version(engine: Engine, asked: str | None) -> str:
+    """The vLLM release to plan an engine for: ``--vllm-version``, else the one its image
+    (or pinned install) names, else the registry's default."""
+    from kvconfig.mirror import versions
+
+    if asked:
+        return versions.check(asked)
+    for note in engine.notes:
+        if note.kind == "unknown-vllm-version":
+            raise InputError(
+                note.message,
+                source=engine.source,
+                line=note.line if note.line is not None else engine.line,
+                key=_key(engine, note.key),
+                hint=f"pass --vllm-version {versions.DEFAULT} to plan it as a release kvconfig "
+                "knows",
+            )
+    if engine.vllm_version in versions.KNOWN:
+        return str(engine.vllm_version)
+    return versions.DEFAULT
+
+
+def engine_options(
+    engine: Engine,
+    *,
+    version: str,
+    model_paths: ModelPaths | None = None,
+    download: bool | None = None,
+) -> Options:
+    """The options vLLM's parser takes from the engine's words, with its notices."""
+    base = Path(engine.base)
+    opts = located(
+        engine,
+        lambda: _parsed(engine, version, base),
+    )
+    opts.model_uri = engine.model_uri
+    opts.model_paths = with_mounts(model_paths, engine)
+    opts.download = download
+    _unknown_values(engine, opts)
+    opts.notices.extend(_environment(engine))
+    return opts
+
+
+def _parsed(engine: Engine, version: str, base: Path) -> Options:
+    from kvconfig.load.command import options_from_argv
+
+    return options_from_argv(
+        engine.argv,
+        version=version,
+        parser=engine.parser,
+        base=base,
+        source=engine.source,
+        line=engine.line,
+        env=engine.env,
+        defaults=engine.defaults,
+    )
+
+
+def located(engine: Engine, run: Callable[[], T]) -> T:
+    """``run()``, its input errors about the engine's file naming the engine."""
+    try:
+        return run()
+    except InputError as err:
+        if err.source not in ("", engine.source) or err.key.startswith(engine.name):
+            raise
+        raise InputError(
+            err.message,
+            source=engine.source,
+            line=err.line if err.line is not None else engine.line,
+            key=_key(engine, err.key),
+            hint=err.hint,
+        ) from None
+
+
+def _key(engine: Engine, key: str) -> str:
+    return f"{engine.name}: {key}" if key else engine.name
+
+
+def with_mounts(paths: ModelPaths | None, engine: Engine) -> ModelPaths | None:
+    """``--model-path`` rules and the engine's bind mounts (the longest pattern wins)."""
+    if not engine.mounts:
+        return paths
+    from kvconfig.load.hub import ModelPaths
+
+    rules = [*(paths.rules if paths is not None else ()), *(
+        (inside.rstrip("/") or "/", Path(outside)) for inside, outside in engine.mounts
+    )]  # fmt: skip
+    rules.sort(key=lambda r: len(r[0]), reverse=True)
+    return ModelPaths(tuple(rules))
+
+
+def _words(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        yield from (str(v) for v in value)
+
+
+def _unknown_values(engine: Engine, opts: Options) -> None:
+    """Refuse a plan-relevant option whose value is only known at run time; note
+    arguments that are only known at run time."""
+    for note in engine.notes:
+        if note.kind != "unknown-value":
+            continue
+        what = note.message.split(" in argument ", 1)[0] if " in argument " in note.message else ""
+        if not what:
+            opts.notices.append(
+                Notice(FindingCode.RUNTIME_ARGUMENTS, f"{engine.name}: {note.message}")
+            )
+            continue
+        for option in PLAN_OPTIONS:
+            if any(what in word for word in _words(opts.values.get(option))):
+                shown = option if option == "model" else f"--{option}"
+                raise InputError(
+                    f"{what} is only known at run time, and {shown} changes the plan",
+                    source=engine.source,
+                    line=note.line if note.line is not None else engine.line,
+                    key=_key(engine, shown),
+                    hint="write the value in the file, or lint the manifest with the values "
+                    "filled in",
+                )
+
+
+def _environment(engine: Engine) -> list[Notice]:
+    """KV804 for plan-changing variables set from a Secret, ConfigMap or envFrom."""
+    out = []
+    hidden = [n for n in engine.env_unknown if n in PLAN_ENV]
+    if hidden:
+        out.append(
+            Notice(
+                FindingCode.RUNTIME_ENVIRONMENT,
+                f"{engine.name}: {', '.join(hidden)} is set from a Secret, ConfigMap or the "
+                "pod, so its value is only known at run time; this plan assumes it unset "
+                "(the model runner and the plan may differ)",
+            )
+        )
+    if engine.env_from:
+        out.append(
+            Notice(
+                FindingCode.RUNTIME_ENVIRONMENT,
+                f"{engine.name}: variables also come from {', '.join(engine.env_from)}, whose "
+                f"values are only known at run time; if they set {', '.join(PLAN_ENV)}, the "
+                "model runner and the plan differ from this one",
+            )
+        )
+    return out

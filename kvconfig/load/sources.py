@@ -1,0 +1,78 @@
+"""What a file given to kvconfig is, read once: a ``vllm serve --config`` file or a native
+kvconfig file (one YAML document), or an operator file with its vLLM engines.
+
+A file of one YAML document whose top level is not an operator format
+(``kvconfig.load.engines.is_operator_file``) is a serve config or native file, read with
+their rules and caps (``kvconfig.load.yamlfile``: 1 MiB, one document, no merge keys).
+Anything else that reads as an operator file (several documents, ``helm template``
+output, compose merge keys, up to ``MAX_MANIFEST_BYTES``) goes to the operator readers.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import BinaryIO
+
+from kvconfig.errors import InputError
+from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.engines import (
+    MAX_MANIFEST_BYTES,
+    engines_in,
+    engines_of,
+    is_operator_file,
+    read_stream,
+)
+from kvconfig.load.operator_engine import Engine
+
+Source = _yaml.Document | list[Engine]
+"""A serve config or native file's document, or an operator file's engines."""
+
+#: Top-level keys only operator files have (Kubernetes, chart values, compose, SkyPilot,
+#: Ray Serve): a file that fails the serve-config rules but has one is an operator file.
+_OPERATOR_KEY = re.compile(
+    r"^(apiVersion|kind|services|servingEngineSpec|modelArtifacts|applications|llm_configs|"
+    r"model_loading_config|prefill_config|decode_config|run|setup|resources|envs|num_nodes)"
+    r"\s*:",
+    re.M,
+)
+
+
+def read_file(path: Path, source: str) -> Source:
+    """What the file at ``path`` (named ``source``) holds."""
+    raw = _yaml.read_bytes(path, source, MAX_MANIFEST_BYTES, what="file")
+    if len(raw) > _yaml.MAX_BYTES and not _OPERATOR_KEY.search(
+        raw[:65536].decode("utf-8", "replace")
+    ):
+        raise InputError(
+            f"is {len(raw)} bytes; kvconfig reads at most {_yaml.MAX_BYTES} bytes",
+            source=source,
+            hint="a file like this is a few KiB: check that this is the right path",
+        )
+    text = _yaml.decode(raw, source)
+    return read_text(text, source, path.resolve().parent, small=len(raw) <= _yaml.MAX_BYTES)
+
+
+def read_stdin(stream: BinaryIO, source: str = "<stdin>") -> Source:
+    """What standard input holds (``kvconfig lint -``): relative paths are relative to
+    the working folder."""
+    text = read_stream(stream, source)
+    return read_text(text, source, Path.cwd(), small=len(text) <= _yaml.MAX_BYTES)
+
+
+def read_text(text: str, source: str, folder: Path, *, small: bool = True) -> Source:
+    """What ``text`` holds; ``folder`` is where its relative paths start."""
+    if small:
+        try:
+            doc = _yaml.parse(text, source)
+        except InputError:
+            if _OPERATOR_KEY.search(text):
+                return engines_in(text, source, base=folder)
+            raise
+        if not is_operator_file(doc.data):
+            return doc
+        return engines_of([doc], source, folder, text=text)
+    return engines_in(text, source, base=folder)
+
+
+__all__ = ["Source", "read_file", "read_stdin", "read_text"]

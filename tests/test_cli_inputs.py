@@ -1,0 +1,133 @@
+"""The command line on every kind of input: operator files (one outcome per engine, the
+platform from the GPU label), standard input, what vLLM's parsing hides as findings,
+fleets, and ``kvconfig diff``."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvconfig.cli import main
+from schemas.plan import Plan
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+MOUNTS = f"/mnt/models={EXAMPLES / 'models'}"
+MANIFEST = str(EXAMPLES / "operators" / "qwen3-8b-eagle3-gh200-deployment.yaml")
+PD = str(EXAMPLES / "operators" / "pd-decode-prefill-manifest.yaml")
+
+
+def run(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(list(args), stdout=out), out.getvalue()
+
+
+def test_an_operator_files_engine_is_a_deployment_on_its_labelled_gpu() -> None:
+    code, out = run("lint", "--model-path", MOUNTS, MANIFEST)
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith(f"reject  {MANIFEST}:24 Deployment/qwen3-8b-eagle3/vllm")
+    assert "[GH200 (sm90)]: KV101 component-mismatch" in first
+    code, out = run("plan", "--format", "json", "--model-path", MOUNTS, MANIFEST)
+    plan = json.loads(out)
+    assert plan["operator_engine"] == {"name": "Deployment/qwen3-8b-eagle3/vllm", "line": 24}
+    assert plan["groups"][0]["components"] == {"runner": 64, "speculator": 128}
+    Plan.model_validate(plan)  # the documented schema holds the operator_engine record
+
+
+def test_every_engine_of_a_manifest_is_reported(tmp_path: Path) -> None:
+    qwen = EXAMPLES / "models" / "qwen3-8b"
+    code, out = run(
+        "lint", "--platform", "h100", "--format", "json", "--model-path", f"Qwen/Qwen3-8B={qwen}",
+        PD,
+    )  # fmt: skip
+    plans = json.loads(out)
+    assert code == 0
+    assert [p["operator_engine"]["name"] for p in plans] == [
+        "Deployment/qwen3-decode/vllm",
+        "Deployment/qwen3-prefill/vllm",
+    ]
+
+
+def test_a_mapped_path_that_is_not_there_names_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run("lint", "--model-path", "/mnt/models=/nowhere", MANIFEST)
+    err = capsys.readouterr().err
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert f"{MANIFEST}:" in err and "Deployment/qwen3-8b-eagle3/vllm" in err
+    assert "--model-path" in err
+
+
+def test_an_engine_without_a_platform_is_an_input_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    compose = str(EXAMPLES / "operators" / "qwen3-8b-eagle3-gh200-compose.yaml")
+    code, _ = run("lint", compose)
+    err = capsys.readouterr().err
+    assert code == 2 and "no platform given" in err and err.count("\n") == 1
+
+
+def test_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(EXAMPLES)
+    text = (EXAMPLES / "qwen3-8b-eagle3-gh200-triton-128.yaml").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text)))
+    code, out = run("lint", "--platform", "gh200", "--format", "json", "-")
+    plan = json.loads(out)
+    assert code == 1 and plan["source"] == "<stdin>"
+    assert [f["code"] for f in plan["findings"]] == ["KV101"]
+
+
+def test_what_vllms_parsing_hides_is_a_finding(tmp_path: Path) -> None:
+    # vLLM reads --config FILE, never --config=FILE: the block size in the file is lost
+    config = tmp_path / "serve.yaml"
+    config.write_text("block-size: 64\n", encoding="utf-8")
+    model = str(EXAMPLES / "models" / "qwen3-8b")
+    command = ["vllm", "serve", model, f"--config={config}"]
+    code, out = run("plan", "--platform", "h100", "--format", "json", "--", *command)
+    plan = json.loads(out)
+    assert code == 0
+    assert "KV801" in {f["code"] for f in plan["findings"]}
+    assert plan["groups"][0]["block_size"] == 16  # vLLM's default, not the file's 64
+
+
+def test_a_fleet_from_the_command_line() -> None:
+    fleet = str(EXAMPLES / "fleets" / "nixl-28661-block-128.yaml")
+    code, out = run("lint", "--fleet", fleet)
+    assert code == 1 and "KV703" in out
+    code, out = run("lint", "--fleet", "--format", "json", fleet)
+    doc = json.loads(out)
+    assert code == 1 and doc["kvconfig_fleet"] == 1 and doc["verdict"] == "reject"
+    code, out = run("lint", "--fleet", str(EXAMPLES / "fleets" / "correct-pd.yaml"))
+    assert code == 0
+
+
+def test_a_fleet_reports_as_text_or_json_only(capsys: pytest.CaptureFixture[str]) -> None:
+    fleet = str(EXAMPLES / "fleets" / "correct-pd.yaml")
+    assert run("lint", "--fleet", "--format", "sarif", fleet) == (2, "")
+    assert "--fleet reports as text or json" in capsys.readouterr().err
+
+
+def test_diff_of_two_plans(tmp_path: Path) -> None:
+    paths = []
+    for name in ("triton-64", "triton-128", "triton-64"):
+        src = EXAMPLES / f"qwen3-8b-eagle3-gh200-{name}.yaml"
+        code, out = run("plan", "--platform", "gh200", "--format", "json", str(src))
+        path = tmp_path / f"{len(paths)}-{name}.json"
+        path.write_text(out, encoding="utf-8")
+        paths.append(str(path))
+    code, out = run("diff", paths[0], paths[1])
+    assert code == 1 and "digest" in out
+    code, out = run("diff", paths[0], paths[2])
+    assert code == 0 and "same plan" in out
+
+
+def test_diff_of_a_file_that_is_no_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text("[1]", encoding="utf-8")
+    assert run("diff", str(bad), str(bad)) == (2, "")
+    err = capsys.readouterr().err
+    assert "not a kvconfig plan" in err and err.count("\n") == 1
