@@ -32,8 +32,10 @@ def load_deployment(
 
     The keywords are the CLI's options (``--platform``, ``--env``, ``--vllm-version``,
     ``--hooks``, ``--no-trtllm-cubins``, ``--model-path PATTERN=DIR`` as a list of those
-    strings, ``--download``), and the CLI reads deployments through the same loader. Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a
-    model kvconfig cannot derive (describe it in a native file instead).
+    strings, ``--download``), and the CLI reads deployments through the same loader.
+    Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a model
+    kvconfig cannot derive (plan it with ``kvconfig plan --engine vllm``, or describe it
+    in a native file).
     """
     from kvconfig.load.deployment import load
     from kvconfig.load.hub import ModelPaths

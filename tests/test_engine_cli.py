@@ -121,7 +121,7 @@ def test_an_architecture_kvconfig_cannot_derive_plans_with_vllm(
     # start-up builds it (transformers' Glm4MoeConfig fills what the file leaves out)
     folder = tmp_path / "glm"
     folder.mkdir()
-    config = {
+    config: dict[str, Any] = {
         "architectures": ["Glm4MoeForCausalLM"],
         "model_type": "glm4_moe",
         "num_hidden_layers": 4,
@@ -133,9 +133,13 @@ def test_an_architecture_kvconfig_cannot_derive_plans_with_vllm(
     code, offline, _ = _run(["plan", "--platform", "h100", "--format", "json", str(serve)], capsys)
     assert code == 1 and [f["code"] for f in offline["findings"]] == ["KV401"]
     assert any("--engine vllm" in fix for fix in offline["findings"][0]["fixes"])
-    code, plan, err = _run(
-        ["plan", "--engine", "vllm", "--platform", "h100", "--format", "json", str(serve)], capsys
-    )
+    engine = ["plan", "--engine", "vllm", "--platform", "h100", "--format", "json", str(serve)]
+    code, out, err = _run(engine, capsys)  # Glm4MoeConfig has no head_dim default
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert "vLLM cannot build the model from its config.json" in err and "head_dim" in err
+    config.update(head_dim=128, num_attention_heads=96, num_key_value_heads=8, hidden_size=5120)
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code, plan, err = _run(engine, capsys)
     assert (code, err) == (0, "")
     assert plan["verdict"] == "ok" and plan["engine"]["refused"] is False
     (group,) = plan["groups"]

@@ -94,7 +94,7 @@ def plans(
             f"--engine vllm needs vLLM: {why}", key="--engine", hint="or use --engine offline"
         )
     from kvconfig.engine import emulate
-    from kvconfig.engine.plan import plan_result
+    from kvconfig.engine.plan import incomplete_config, plan_result
     from kvconfig.engine.pool import Pool, Request
 
     requests = [
@@ -113,7 +113,18 @@ def plans(
         answers = pool.ask_all(requests)
     out: list[PlanResult | InputError] = []
     for t, answer in zip(targets, answers, strict=True):
-        if answer.status in ("ok", "refused"):
+        missing = incomplete_config(answer)
+        if missing is not None:
+            out.append(
+                InputError(
+                    missing,
+                    source=t.source,
+                    key="model",
+                    hint="the file lacks a field vLLM's model code reads: use the model's "
+                    "complete config.json (as its Hugging Face repository has it)",
+                )
+            )
+        elif answer.status in ("ok", "refused"):
             out.append(
                 plan_result(
                     answer,

@@ -161,6 +161,21 @@ def _findings(facts: Mapping[str, Any], groups: Sequence[GroupResult]) -> list[F
     return found
 
 
+def incomplete_config(answer: Answer) -> str | None:
+    """What vLLM's model code missed when it read a field the model's ``config.json`` does
+    not have (None: any other refusal). That is bad input, not vLLM refusing a deployment."""
+    data = answer.data
+    error, where = str(data.get("error", "")), str(data.get("where") or "")
+    message = str(data.get("message", ""))
+    in_model_code = where.startswith(("vllm/model_executor/models/", "vllm/transformers_utils/"))
+    missing = (error == "AttributeError" and "Config' object has no attribute" in message) or (
+        error == "KeyError" and in_model_code
+    )
+    if answer.status != "refused" or not in_model_code or not missing:
+        return None
+    return f"vLLM cannot build the model from its config.json: {error}: {message} ({where})"
+
+
 def _refusal(answer: Answer) -> Found:
     data = answer.data
     message = str(data.get("message", ""))
