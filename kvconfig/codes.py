@@ -145,6 +145,12 @@ class FindingCode(str, Enum):
         Severity.WARNING,
         "the offline plan differs from vLLM's own start-up (--engine both): an offline bug",
     )
+    KV_CACHE_MEMORY = (
+        "KV603",
+        "kv-cache-memory",
+        Severity.ERROR,
+        "vLLM's start-up finds too little GPU memory for the KV cache of one longest request",
+    )
     # fleets: connectors, routers and offload tiers across engines (kvconfig.fleet)
     CONNECTOR_KERNEL_SIZE_DIFFERS = (
         "KV701",

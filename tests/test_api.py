@@ -64,6 +64,15 @@ def test_every_exception_lives_in_errors_and_derives_from_the_base() -> None:
     assert not rogue, rogue
 
 
+MISMATCH = {
+    "group": 0,
+    "layers": ["l0"],
+    "backends": ["A [64]"],
+    "block_size": 128,
+    "expected": 64,
+    "found": 128,
+}
+
 SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "KVConfigError": (("boom",), {}),
     "InputError": (("bad",), {"source": "f.yaml", "line": 3, "key": "k", "hint": "h"}),
@@ -85,28 +94,8 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
             "check": "page sizes",
         },
     ),
-    "ConnectorBlockSizeMismatch": (
-        (),
-        {
-            "group": 0,
-            "layers": ["l0"],
-            "backends": ["A [64]"],
-            "block_size": 128,
-            "expected": 64,
-            "found": 128,
-        },
-    ),
-    "KernelBlockSizeMismatch": (
-        (),
-        {
-            "group": 0,
-            "layers": ["l0"],
-            "backends": ["A [64]"],
-            "block_size": 128,
-            "expected": 64,
-            "found": 128,
-        },
-    ),
+    "ConnectorBlockSizeMismatch": ((), MISMATCH),
+    "KernelBlockSizeMismatch": ((), MISMATCH),
 }
 
 

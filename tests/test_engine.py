@@ -38,6 +38,10 @@ VLLM_TEXTS = {
     "KV201": "No common block size for 256 (FA4: [128]; FLASHINFER: [16, 32, 64]).",
     "KV203": "The attention backends share no supported KV cache block size (...)",
     "KV204": "Aligned KV cache block size 528 is not supported by attention backend(s): X",
+    "KV603": "To serve at least one request with the model's max seq len (1048576), (138.25 GiB "
+    "KV cache is needed, which is larger than the available KV cache memory (73.58 GiB).",
+    "KV603 (none)": "No available memory for the cache blocks. Try increasing "
+    "`gpu_memory_utilization` when initializing the engine",
 }
 
 
@@ -105,6 +109,12 @@ def test_a_refused_start_up_compares_by_verdict_only() -> None:
     refused = _plan(groups=[], engine={"refused": True})
     assert differences(_plan(), refused) == []
     assert differences(_plan(verdict="ok"), refused)[0].startswith("verdict")
+
+
+def test_running_out_of_memory_is_no_difference_in_the_plan() -> None:
+    memory = {"code": "KV603", "severity": "error"}
+    refused = _plan(groups=[], engine={"refused": True}, findings=[memory])
+    assert differences(_plan(verdict="ok"), refused) == []
 
 
 def test_the_stub_driver_exports_every_entry_point_and_reports_no_device(tmp_path: Path) -> None:

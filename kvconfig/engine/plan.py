@@ -43,6 +43,11 @@ REFUSALS: tuple[tuple[tuple[str, ...], FindingCode], ...] = (
         FindingCode.NO_COMMON_BLOCK_SIZE,
     ),
     (("Aligned KV cache block size",), FindingCode.ALIGNED_BLOCK_SIZE_UNSUPPORTED),
+    (
+        ("KV cache is needed, which is larger than the available KV cache memory",),
+        FindingCode.KV_CACHE_MEMORY,
+    ),
+    (("No available memory for the cache blocks",), FindingCode.KV_CACHE_MEMORY),
 )
 
 #: vLLM's spec kinds (``KVCacheSpecKind``) that kvconfig names differently.
