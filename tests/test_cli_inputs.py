@@ -131,3 +131,32 @@ def test_diff_of_a_file_that_is_no_plan(tmp_path: Path, capsys: pytest.CaptureFi
     assert run("diff", str(bad), str(bad)) == (2, "")
     err = capsys.readouterr().err
     assert "not a kvconfig plan" in err and err.count("\n") == 1
+
+
+OPERATOR_FILES = sorted((EXAMPLES / "operators").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", OPERATOR_FILES, ids=[p.name for p in OPERATOR_FILES])
+def test_every_operator_example_lints(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # every engine of the file is planned (none is an input error) once its model paths
+    # and Hub ids are mapped to the bundled configs
+    from kvconfig.load.engines import engines_in
+
+    models = EXAMPLES / "models"
+    rules = {
+        "Qwen/Qwen3-8B": "qwen3-8b",
+        "google/gemma-3-27b-it": "gemma-3-27b-it",
+        "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+        "/mnt/models/qwen3-8b-eagle3-angelslim": "qwen3-8b-eagle3-angelslim",
+        "/mnt/models/qwen3-8b": "qwen3-8b",
+        "/mnt/models": "qwen3-8b",
+    }
+    args = ["lint", "--platform", "h100", "--vllm-version", "0.33.0", "--format", "json"]
+    for pattern, folder in rules.items():
+        args += ["--model-path", f"{pattern}={models / folder}"]
+    code, out = run(*args, str(path))
+    assert code in (0, 1), capsys.readouterr().err
+    plans = json.loads(out)
+    plans = plans if isinstance(plans, list) else [plans]
+    names = [e.name for e in engines_in(path, str(path))]
+    assert [p["operator_engine"]["name"] for p in plans] == names

@@ -87,3 +87,31 @@ def test_same_verdict_as_the_serve_config(name: str, tmp_path: Path) -> None:
     assert (code, plan["verdict"]) == (seed_code, seed["verdict"]) == (1, "reject")
     assert plan["groups"] == seed["groups"]
     assert [f["code"] for f in plan["findings"]] == [f["code"] for f in seed["findings"]]
+
+
+@pytest.mark.parametrize("name", FILES, ids=FILES.keys())
+def test_the_file_itself_lints_as_the_serve_config(name: str) -> None:
+    # the operator file straight to the command line: its engine, its GPU label (compose
+    # names none: --platform), its bind mounts or --model-path for /mnt/models
+    path = ROOT / "examples" / "operators" / FILES[name]
+    args = [
+        "plan",
+        "--format",
+        "json",
+        "--model-path",
+        f"/mnt/models={ROOT / 'examples' / 'models'}",
+    ]
+    if name == "compose":
+        args += ["--platform", "gh200"]
+    out = io.StringIO()
+    code = main([*args, str(path)], stdout=out)
+    plan = json.loads(out.getvalue())
+    seed_code, seed = _plan(SEED, "gh200")
+    assert (code, plan["verdict"], plan["platform"]) == (
+        seed_code,
+        seed["verdict"],
+        seed["platform"],
+    )
+    assert plan["groups"] == seed["groups"]
+    assert plan["findings"] == seed["findings"]
+    assert plan["operator_engine"]["name"].endswith("vllm")

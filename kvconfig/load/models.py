@@ -87,18 +87,22 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
         )
     if path.exists():
         return _short(path)
-    mapped = opts.model_paths.map(value) if opts.model_paths is not None else None
-    if mapped is not None:
+    uri = _MODEL_URI.match(opts.model_uri or "")
+    names = [value]
+    if uri is not None and (value == "/mnt/models" or value.startswith("/mnt/models/")):
+        names.append(uri.group(1))  # KServe downloads hf://ID into /mnt/models
+    for name in names:
+        mapped = opts.model_paths.map(name) if opts.model_paths is not None else None
+        if mapped is None:
+            continue
         if mapped.exists():
             return _short(mapped)
         raise opts.err(
             key,
-            f"{value!r} maps to {mapped} (--model-path), which does not exist",
+            f"{name!r} maps to {mapped} (--model-path), which does not exist",
             "check the DIR of --model-path PATTERN=DIR",
         )
-    uri = _MODEL_URI.match(opts.model_uri or "")
-    if uri is not None and (value == "/mnt/models" or value.startswith("/mnt/models/")):
-        value = uri.group(1)  # KServe downloads hf://ID into /mnt/models
+    value = names[-1]
     from kvconfig.load import hub
 
     if hub.is_hub_id(value):
