@@ -163,15 +163,10 @@ def start(argv: list[str]) -> dict[str, Any]:
                 raise
         runner = core.model_executor.driver_worker.worker.model_runner
         timings["engine"] = time.perf_counter() - t0
-        facts = readout.read(runner, cfg)
-        facts["runner_version"] = "v2" if cfg.use_v2_model_runner else "v1"
-        facts["speculative_method"] = (
-            cfg.speculative_config.method if cfg.speculative_config is not None else None
-        )
+        facts = {**readout.read(runner, cfg), **_config_facts(cfg)}
         facts["block_size"] = int(cfg.cache_config.block_size)
         facts["block_size_requested"] = getattr(args, "block_size", None)
         facts["aligned"] = [list(a) for a in ALIGNED if a[0] != a[1]]
-        facts["hooks"] = _hooks_mode()
         # ---- KV connectors: what vLLM's connector code computes on this engine
         facts["connectors"] = connectors.read(runner, cfg, facts["block_size_requested"])
         # ----
@@ -179,10 +174,13 @@ def start(argv: list[str]) -> dict[str, Any]:
         return {"status": "ok", "facts": facts}
     except Exception as err:
         traceback.print_exception(err, file=sys.stderr)
-        partial = None
-        if runner is not None and cfg is not None:
-            with contextlib.suppress(Exception):
-                partial = readout.read(runner, cfg)
+        partial: dict[str, Any] | None = None
+        if cfg is not None:
+            partial = {"groups": []}
+            if runner is not None:
+                with contextlib.suppress(Exception):
+                    partial = readout.read(runner, cfg)
+            partial.update(_config_facts(cfg))
         return {
             "status": "refused",
             "step": step,
@@ -193,6 +191,16 @@ def start(argv: list[str]) -> dict[str, Any]:
         }
     finally:
         _teardown(core)
+
+
+def _config_facts(cfg: Any) -> dict[str, Any]:
+    """What the engine config says, known once ``create_engine_config`` returned."""
+    spec = cfg.speculative_config
+    return {
+        "runner_version": "v2" if cfg.use_v2_model_runner else "v1",
+        "speculative_method": spec.method if spec is not None else None,
+        "hooks": _hooks_mode(),
+    }
 
 
 def _hooks_mode() -> str:
