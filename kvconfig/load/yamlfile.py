@@ -167,10 +167,14 @@ def _syntax_error(err: Any, text: str, source: str) -> InputError:
         elif (
             err.problem
             and err.context_mark is not None
-            and str(err.context).startswith("while parsing a flow")
+            and str(err.context).startswith(
+                ("while parsing a flow sequence", "while parsing a flow mapping")
+            )
         ):
             opened = "[" if "sequence" in str(err.context) else "{"
             hint = f"check the '{opened}' opened on line {err.context_mark.line + 1}"
+        elif str(err.context).startswith("while parsing a flow node"):
+            hint = "a value is missing, or a '[' or '{' is never closed"
         return InputError(
             f"invalid YAML: {problem}",
             source=source,
