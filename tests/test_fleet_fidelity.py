@@ -10,6 +10,7 @@ hybrid alignment over TP) is in ``tests/test_fleet_engine.py``.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -73,56 +74,47 @@ def _kv_config(specs: list[Any]) -> Any:
 # ---------------------------------------------------------------- the handshake's arithmetic
 
 
+def _topology(tp_size: int, block_size: int) -> Any:
+    """vLLM's ``TransferTopology`` of a local engine of ``tp_size`` ranks and ``block_size``."""
+    from vllm.distributed.kv_transfer.kv_connector.utils import TransferTopology
+
+    return TransferTopology(
+        tp_rank=0,
+        tp_size=tp_size,
+        block_size=block_size,
+        engine_id="local",
+        is_mla=False,
+        is_mamba=False,
+        total_num_kv_heads=8,
+        attn_backends=[],
+    )
+
+
+def _same_outcome(theirs: Callable[[], Any], mine: Callable[[], Any]) -> None:
+    """vLLM's value or assertion text, and kvconfig's value or refusal text, are equal."""
+    try:
+        expected = theirs()
+    except AssertionError as err:
+        expected = str(err)
+    try:
+        got = mine()
+    except ConnectorRefusal as err:
+        got = err.message
+    assert got == expected
+
+
 @pytest.mark.parametrize(
     ("local", "remote"), [(128, 64), (64, 128), (576, 320), (320, 576), (64, 64), (96, 32)]
 )
 def test_block_size_ratio(local: int, remote: int) -> None:
-    from vllm.distributed.kv_transfer.kv_connector.utils import TransferTopology
-
-    topo = TransferTopology(
-        tp_rank=0,
-        tp_size=1,
-        block_size=local,
-        engine_id="local",
-        is_mla=False,
-        is_mamba=False,
-        total_num_kv_heads=8,
-        attn_backends=[],
-    )
-    try:
-        theirs: Any = topo.block_size_ratio(remote)
-    except AssertionError as err:
-        theirs = str(err)
-    try:
-        mine: Any = block_size_ratio(local, remote)
-    except ConnectorRefusal as err:
-        mine = err.message
-    assert mine == theirs
+    topo = _topology(1, local)
+    _same_outcome(lambda: topo.block_size_ratio(remote), lambda: block_size_ratio(local, remote))
 
 
 @pytest.mark.parametrize(("local", "remote"), [(1, 2), (2, 1), (4, 8), (8, 4), (3, 2), (2, 3)])
 def test_tp_ratio(local: int, remote: int) -> None:
-    from vllm.distributed.kv_transfer.kv_connector.utils import TransferTopology
-
-    topo = TransferTopology(
-        tp_rank=0,
-        tp_size=local,
-        block_size=16,
-        engine_id="local",
-        is_mla=False,
-        is_mamba=False,
-        total_num_kv_heads=8,
-        attn_backends=[],
-    )
-    try:
-        theirs: Any = topo.tp_ratio(remote)
-    except AssertionError as err:
-        theirs = str(err)
-    try:
-        mine: Any = tp_ratio(local, remote)
-    except ConnectorRefusal as err:
-        mine = err.message
-    assert mine == theirs
+    topo = _topology(local, 16)
+    _same_outcome(lambda: topo.tp_ratio(remote), lambda: tp_ratio(local, remote))
 
 
 @pytest.mark.parametrize("ratio", [1, 2, 9])
