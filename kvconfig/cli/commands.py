@@ -85,6 +85,10 @@ def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
     runs = outcomes(args, command, many=False)
     if args.format == "json":
         text = render_json(runs)
+    elif args.format == "html":
+        from kvconfig.report.html import render_outcomes
+
+        text = render_outcomes(runs, command="plan")
     else:
         text = "\n".join(
             render_plan(o.plan, o.label() if o.engine else None) for o in runs if o.plan is not None
@@ -112,9 +116,9 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
     from kvconfig.cli.outcomes import env_pairs
     from kvconfig.fleet import lint_fleet
 
-    if args.format not in ("text", "json"):
+    if args.format not in ("text", "json", "html"):
         raise InputError(
-            f"--fleet reports as text or json, not {args.format}",
+            f"--fleet reports as text, json or html, not {args.format}",
             key="--format",
             hint="kvconfig lint --fleet --format json FILE",
         )
@@ -146,6 +150,7 @@ _LINT_REPORTERS = {
     "json": ("kvconfig.report.json", "render_json"),
     "github": ("kvconfig.report.github", "render_github"),
     "sarif": ("kvconfig.report.sarif", "render_sarif"),
+    "html": ("kvconfig.report.html", "render_lint"),
 }
 
 
@@ -154,8 +159,16 @@ def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[s
 
     code = (args.deployment or "").upper()
     if code.startswith("KV") and not Path(args.deployment).exists():
+        if args.format == "html":
+            from kvconfig.report.html import render_words
+
+            return render_words(f"kvconfig explain {code}", explain_code(code)), 0
         return explain_code(code), 0
     runs = outcomes(args, command, many=False)
+    if args.format == "html":
+        from kvconfig.report.html import render_outcomes
+
+        return render_outcomes(runs, command="explain"), 0
     return "\n".join(explain_plan(o.plan) for o in runs if o.plan is not None), 0
 
 

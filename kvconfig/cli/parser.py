@@ -9,7 +9,7 @@ from typing import NoReturn
 
 from kvconfig.errors import InputError
 
-FORMATS = ("text", "json", "github", "sarif")
+FORMATS = ("text", "json", "github", "sarif", "html")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="deployment",
         help="vllm serve YAML, native or operator file, or - for standard input",
     )
-    common(p_plan, ("text", "json"))
+    common(p_plan, ("text", "json", "html"))
 
     p_lint = sub.add_parser("lint", help="check deployments; exit 1 if any is rejected")
     p_lint.add_argument(
@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_explain = sub.add_parser("explain", help="explain a plan step by step, or a finding code")
     p_explain.add_argument("deployment", nargs="?", help="deployment file, or a code like KV101")
-    common(p_explain, ("text",))
+    common(p_explain, ("text", "html"))
 
     p_export = sub.add_parser("export", help="write a plan (or the JSON Schemas) to files")
     p_export.add_argument("deployments", nargs="*", metavar="deployment")

@@ -68,13 +68,19 @@ def plan_fleet(paths: Sequence[str], **kwargs: Any) -> FleetPlan:
 def lint_fleet(paths: Sequence[str], *, format: str = "text", **kwargs: Any) -> tuple[str, int]:
     """``kvconfig lint --fleet``: the report and the exit code (0 ok, 1 rejected).
 
-    ``format`` is ``text`` or ``json``; the other arguments are ``fleet_document``'s. Bad
-    input raises ``kvconfig.InputError`` (the CLI prints it and exits 2).
+    ``format`` is ``text``, ``json`` or ``html`` (docs/html.md); the other arguments are
+    ``fleet_document``'s. Bad input raises ``kvconfig.InputError`` (the CLI prints it and
+    exits 2).
     """
     from kvconfig.fleet import report
 
     doc = fleet_document(paths, **kwargs)
-    text = report.render_json(doc) if format == "json" else report.render_text(doc)
+    if format == "html":
+        from kvconfig.report.html import render_fleet
+
+        text = render_fleet(doc)
+    else:
+        text = report.render_json(doc) if format == "json" else report.render_text(doc)
     return text, 1 if doc["verdict"] == "reject" else 0
 
 
