@@ -92,7 +92,7 @@ def test_seed_page_marks_the_speculator_reading_the_unsplit_block() -> None:
     assert by == {"runner": "false", "speculator": "true"}
     text = " ".join(t.text)
     assert "each split into 2 kernel pages of 64 tokens" in text
-    assert "reads each 128-token block unsplit, as one page; the cache holds 64-token pages" in text
+    assert "reads 128-token pages: each block unsplit; the cache holds 64-token pages" in text
     # two blocks of two 64-token pages, the runner's four bars and the speculator's two
     pages = [a for tag, a in t.elements if tag == "rect" and a.get("class") == "page"]
     assert len(pages) == 4

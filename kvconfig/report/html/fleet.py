@@ -76,7 +76,7 @@ def edges(doc: Mapping[str, Any]) -> tuple[list[Edge], dict[str, list[str]]]:
     if router["kind"] != "none":
         for name in router["engines"] or names:
             key = frozenset((ROUTER, name))
-            labels.setdefault(key, []).append(f"{router['kind']} router")
+            labels.setdefault(key, []).append("routes")
             order[key] = (ROUTER, name)
     codes: dict[frozenset[str], list[str]] = {}
     nodes: dict[str, list[str]] = {}
@@ -87,7 +87,7 @@ def edges(doc: Mapping[str, Any]) -> tuple[list[Edge], dict[str, list[str]]]:
         if len(who) == 1 and f["code"] in ROUTER_CODES and router["kind"] != "none":
             key = frozenset((ROUTER, who[0]))
             order.setdefault(key, (ROUTER, who[0]))
-            labels.setdefault(key, [f"{router['kind']} router"])
+            labels.setdefault(key, ["routes"])
             codes.setdefault(key, []).append(f["code"])
             continue
         if len(who) == 1:
@@ -102,19 +102,30 @@ def edges(doc: Mapping[str, Any]) -> tuple[list[Edge], dict[str, list[str]]]:
 
 
 def _positions(doc: Mapping[str, Any]) -> tuple[dict[str, tuple[float, float]], int]:
-    """Node key -> top-left corner; and the graph's height."""
+    """Node key -> top-left corner; and the graph's height.
+
+    Engines stand in columns by role (prefill, the others, decode). The router stands
+    above them, or to their left when they form one column (its links then fan out
+    instead of running through the boxes)."""
     columns: dict[int, list[str]] = {}
     for e in doc["engines"]:
         columns.setdefault(_COLUMN.get(e["role"], 1), []).append(e["name"])
     used = sorted(columns)
-    top = 100 if doc["router"]["kind"] != "none" else 16
-    pos: dict[str, tuple[float, float]] = {ROUTER: ((GRAPH_W - NODE_W) / 2, 14)}
+    rows = max(len(v) for v in columns.values()) if columns else 0
+    router = doc["router"]["kind"] != "none"
+    left = router and len(used) == 1
+    top = 150 if router and not left else 16
+    pos: dict[str, tuple[float, float]] = {}
     for i, col in enumerate(used):
-        cx = GRAPH_W * (i + 0.5) / len(used)
+        cx = GRAPH_W * (0.75 if left else (i + 0.5) / len(used))
         for j, name in enumerate(columns[col]):
             pos[name] = (cx - NODE_W / 2, top + j * ROW)
-    rows = max(len(v) for v in columns.values()) if columns else 0
-    return pos, top + rows * ROW
+    height = top + max(rows, 1) * ROW
+    if left:
+        pos[ROUTER] = (20, top + (height - top - ROW) / 2)
+    else:
+        pos[ROUTER] = ((GRAPH_W - NODE_W) / 2, 14)
+    return pos, height
 
 
 def _edge_svg(e: Edge, pos: Mapping[str, tuple[float, float]], n: int) -> str:
@@ -146,9 +157,17 @@ def _edge_svg(e: Edge, pos: Mapping[str, tuple[float, float]], n: int) -> str:
     )
 
 
+def _fit(text: str, chars: int) -> str:
+    """``text`` cut to ``chars`` characters (an ellipsis marks the cut)."""
+    return text if len(text) <= chars else text[: chars - 1] + "\u2026"
+
+
 def _node_svg(key: str, x: float, y: float, lines: Sequence[str], codes: Sequence[str]) -> str:
+    full = " / ".join(lines) + (f" ({', '.join(codes)})" if codes else "")
     wrong = bool(codes)
-    first = lines[0] + (f"  {WRONG} " + " ".join(codes) if wrong else "")
+    mark = f"  {WRONG} " + " ".join(codes) if wrong else ""
+    first = _fit(lines[0], 30 - len(mark)) + mark
+    lines = [lines[0], *(_fit(t, 36) for t in lines[1:])]
     texts = [
         f'<text x="{x + 10:.1f}" y="{y + 20 + 16 * i:.1f}" class="{c}">{esc(t)}</text>'
         for i, (t, c) in enumerate(
@@ -160,7 +179,7 @@ def _node_svg(key: str, x: float, y: float, lines: Sequence[str], codes: Sequenc
     name = "router" if key == ROUTER else key
     return (
         f'<g data-kv="{kind}" data-name="{esc(name)}" data-wrong="{str(wrong).lower()}">'
-        f"<title>{esc(' / '.join(lines))}</title>"
+        f"<title>{esc(full)}</title>"
         f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{NODE_H}" rx="6" '
         f'class="{"node-wrong" if wrong else "node"}"/>{"".join(texts)}</g>'
     )
@@ -169,15 +188,15 @@ def _node_svg(key: str, x: float, y: float, lines: Sequence[str], codes: Sequenc
 def _engine_lines(e: Mapping[str, Any]) -> list[str]:
     reps = f" x{e['replicas']}" if e["replicas"] > 1 else ""
     p = e["parallelism"]
-    sizes = ", ".join(
-        f"g{g['group']} B={g['block_size']} k={g['runner'] if g['runner'] is not None else '-'}"
-        for g in e["components"][:3]
-    )
-    more = " ..." if len(e["components"]) > 3 else ""
+    counts: dict[str, int] = {}
+    for g in e["components"]:
+        pair = f"{g['block_size']}/{'-' if g['runner'] is None else g['runner']}"
+        counts[pair] = counts.get(pair, 0) + 1
+    sizes = ", ".join(f"{pair} ({n} groups)" if n > 1 else pair for pair, n in counts.items())
     return [
         str(e["name"]),
         f"{e['role']}{reps}, {e['platform']}, TP {p['tensor']}",
-        (sizes + more) or "no groups",
+        f"B/k {sizes}" if sizes else "no groups",
     ]
 
 

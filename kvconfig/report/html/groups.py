@@ -57,8 +57,8 @@ class GroupView(NamedTuple):
         n = self.split
         return f"{head}, each split into {n} kernel page{'s' if n != 1 else ''} of {self.k} tokens"
 
-    def status(self, r: Reader) -> str:
-        """What ``r`` reads, in words, with the mark."""
+    def status(self, r: Reader, short: bool = False) -> str:
+        """What ``r`` reads, in words, with the mark (``short``: to fit the picture)."""
         if r.k is None:
             return "does not read this group"
         if self.k is None:
@@ -66,7 +66,9 @@ class GroupView(NamedTuple):
         if self.wrong(r):
             how = f"reads {r.k}-token pages"
             if r.k == self.block_size:
-                how = f"reads each {r.k}-token block unsplit, as one page"
+                how = "reads each block unsplit" if short else f"{how}: each block unsplit"
+            if short:
+                return f"{WRONG} {how}, the cache holds {self.k}-token pages: wrong KV"
             return f"{WRONG} {how}; the cache holds {self.k}-token pages: reads the wrong KV"
         return f"{RIGHT} reads the {self.k}-token pages the cache holds"
 
@@ -152,7 +154,8 @@ def group_svg(g: GroupView) -> str:
             cls = "read-wrong" if wrong else "read-ok"
             for x in blocks_x:
                 parts.append(_bars(x, y, 22, block=g.block_size, size=r.k, cls=cls, label=False))
-        parts.append(_text(LABEL_W, y + 37, status, "label-wrong" if wrong else "small"))
+        short = g.status(r, short=True)
+        parts.append(_text(LABEL_W, y + 37, short, "label-wrong" if wrong else "small"))
         parts.append("</g>")
         y += ROW_H
     parts.append("</svg>")
