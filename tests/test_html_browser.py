@@ -15,6 +15,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -248,3 +250,19 @@ def test_hostile_names_stay_text(browser: Browser, artifacts: Path, tmp_path: Pa
     (fleet,) = facts["fleet"]
     assert sorted(n["name"] for n in fleet["engines"]) == sorted(names)
     assert path.name in facts["title"]
+
+
+def test_ci_fails_without_chromium(tmp_path: Path) -> None:
+    # where ``chromium`` is not on PATH, CI=true fails the browser test instead of skipping it
+    env = {**os.environ, "CI": "true", "PATH": str(tmp_path)}
+    pytest_args = ["-q", "-p", "no:cacheprovider", "--noconftest", "-k", "hostile", __file__]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *pytest_args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "chromium is not installed" in run.stdout
