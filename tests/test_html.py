@@ -251,3 +251,22 @@ def test_html_imports_neither_torch_nor_vllm() -> None:
         "assert 'kvconfig.report.html' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True)
+
+
+def test_a_group_without_a_page_size_and_a_packed_group() -> None:
+    from kvconfig.report.html.groups import GroupView, Reader, group_figure
+
+    none = GroupView("x", 3, "full_attention", 256, None, False, (Reader("runner", None),))
+    t = parse(group_figure(none))
+    assert any("no kernel page size suits every backend" in x for x in t.text)
+    assert [a["data-wrong"] for _, a in t.elements if a.get("data-kv") == "group-figure"] == [
+        "true"
+    ]
+    packed = GroupView("y", 0, "mamba", 1040, 1040, True, (Reader("runner", 1040),))
+    t = parse(group_figure(packed))
+    assert any("packed state, never split (one page per block)" in x for x in t.text)
+    assert len([a for tag, a in t.elements if a.get("class") == "page"]) == 2
+    # more pages than are drawn one by one: one shaded bar per block, with the count
+    many = GroupView("z", 0, "full_attention", 2048, 16, False, (Reader("runner", 16),))
+    t = parse(group_figure(many))
+    assert any("128 x 16 tokens" in x for x in t.text)
