@@ -8,9 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from kvconfig.codes import FindingCode
-from kvconfig.report.html.groups import GroupView, Reader, group_figure
+from kvconfig.report.html.groups import GroupView, Reader, group_figure, readers_of
 from kvconfig.report.html.page import (
-    HATCH,
     WRONG,
     document,
     esc,
@@ -225,7 +224,6 @@ def fleet_svg(doc: Mapping[str, Any]) -> str:
         f'height="{height}" role="img" aria-labelledby="fleet-t fleet-d" data-kv="fleet">',
         '<title id="fleet-t">The fleet: engines, router and connectors</title>',
         f'<desc id="fleet-d">{esc(desc)}</desc>',
-        HATCH,
         *(_edge_svg(e, pos, i) for i, e in enumerate(found)),
     ]
     r = doc["router"]
@@ -250,9 +248,8 @@ def _engine_section(e: Mapping[str, Any], n: int) -> str:
     ]
     for c in e["components"]:
         g = by_id.get(c["group"], {})
-        readers = [Reader("runner", c["runner"])]
-        if c["speculator"] is not None or (g.get("layers") or {}).get("draft"):
-            readers.append(Reader("speculator", c["speculator"]))
+        draft = bool((g.get("layers") or {}).get("draft"))
+        readers = readers_of(c["runner"], c["speculator"], draft)
         readers += [Reader(str(name), k) for name, k in c["connectors"].items()]
         k = g.get("kernel_block_size", c["runner"])
         v = GroupView(

@@ -3,10 +3,9 @@ tokens the runner splits them into, and one bar per component with the pages it 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import NamedTuple
 
-from kvconfig.report.html.page import HATCH, RIGHT, WRONG, esc
+from kvconfig.report.html.page import RIGHT, WRONG, esc
 
 LABEL_W = 200
 BLOCK_W = 290
@@ -104,7 +103,7 @@ def _bars(x0: float, y: float, h: float, *, block: int, size: int, cls: str, lab
         if label and w >= 46:
             out.append(_text(x + w / 2, y + h / 2 + 4, f"{size} tok", "small", "middle"))
         elif cls == "read-wrong" and w >= 14:
-            out.append(_text(x + w / 2, y + h / 2 + 4, WRONG, "label-wrong", "middle"))
+            out.append(_text(x + w / 2, y + h / 2 + 5, WRONG, "label-wrong mark", "middle"))
     return "".join(out)
 
 
@@ -119,7 +118,6 @@ def group_svg(g: GroupView) -> str:
         f'data-kv="group" data-group="{g.id}">',
         f'<title id="t-{g.key}">{esc(g.caption())}</title>',
         f'<desc id="d-{g.key}">{esc(g.describe())}</desc>',
-        HATCH,
         _text(0, 40, f"cache: {g.block_size}-token blocks", "strong"),
         _text(
             0,
@@ -192,8 +190,3 @@ def readers_of(runner: int | None, speculator: int | None, has_draft: bool) -> l
     if has_draft or speculator is not None:
         out.append(Reader("speculator", speculator))
     return out
-
-
-def any_wrong(groups: Sequence[GroupView]) -> bool:
-    """Whether any group has a component reading wrong pages."""
-    return any(g.k is None or any(g.wrong(r) for r in g.readers) for g in groups)

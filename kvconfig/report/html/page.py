@@ -36,6 +36,7 @@ svg .read-ok { fill: #d5f0dc; stroke: var(--ok); stroke-width: 1.5; }
 svg .read-wrong { fill: url(#hatch); stroke: var(--bad); stroke-width: 2.5;
   stroke-dasharray: 6 3; }
 svg .label-wrong { fill: var(--bad); font-weight: 600; }
+svg .mark { font-size: 14px; paint-order: stroke; stroke: #fff; stroke-width: 4px; }
 svg .node { fill: #fff; stroke: var(--ink); stroke-width: 1.5; }
 svg .node-wrong { fill: #fff; stroke: var(--bad); stroke-width: 3; stroke-dasharray: 7 3; }
 svg .edge { stroke: var(--line); stroke-width: 2; fill: none; }
@@ -54,11 +55,12 @@ pre { background: var(--block); padding: 8px 10px; overflow-x: auto; font-size: 
   white-space: pre-wrap; }
 """
 
-#: The hatching of what is read wrong (readable without colour).
+#: The hatching of what is read wrong (readable without colour), defined once per page.
 HATCH = (
+    '<svg width="0" height="0" aria-hidden="true" focusable="false" style="position:absolute">'
     '<defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse" '
     'patternTransform="rotate(45)"><rect width="8" height="8" fill="#fbe3e1"/>'
-    '<line x1="0" y1="0" x2="0" y2="8" stroke="#b3261e" stroke-width="3"/></pattern></defs>'
+    '<line x1="0" y1="0" x2="0" y2="8" stroke="#b3261e" stroke-width="3"/></pattern></defs></svg>'
 )
 
 
@@ -92,7 +94,7 @@ def document(title: str, body: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="kvconfig">'
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n"
-        f"<body>\n{body}\n</body></html>\n"
+        f"<body>{HATCH}\n{body}\n</body></html>\n"
     )
 
 
