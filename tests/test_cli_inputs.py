@@ -105,10 +105,10 @@ def test_a_fleet_from_the_command_line() -> None:
     assert code == 0
 
 
-def test_a_fleet_reports_as_text_or_json_only(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_fleet_reports_as_text_json_or_html_only(capsys: pytest.CaptureFixture[str]) -> None:
     fleet = str(EXAMPLES / "fleets" / "correct-pd.yaml")
     assert run("lint", "--fleet", "--format", "sarif", fleet) == (2, "")
-    assert "--fleet reports as text or json" in capsys.readouterr().err
+    assert "--fleet reports as text, json or html" in capsys.readouterr().err
 
 
 def test_diff_of_two_plans(tmp_path: Path) -> None:

@@ -164,8 +164,9 @@ def _fit(text: str, chars: int) -> str:
 def _node_svg(key: str, x: float, y: float, lines: Sequence[str], codes: Sequence[str]) -> str:
     full = " / ".join(lines) + (f" ({', '.join(codes)})" if codes else "")
     wrong = bool(codes)
-    mark = f"  {WRONG} " + " ".join(codes) if wrong else ""
-    first = _fit(lines[0], 30 - len(mark)) + mark
+    more = f" +{len(codes) - 2}" if len(codes) > 2 else ""
+    mark = f"  {WRONG} " + " ".join(codes[:2]) + more if wrong else ""
+    first = _fit(lines[0], max(8, 30 - len(mark))) + mark
     lines = [lines[0], *(_fit(t, 36) for t in lines[1:])]
     texts = [
         f'<text x="{x + 10:.1f}" y="{y + 20 + 16 * i:.1f}" class="{c}">{esc(t)}</text>'
