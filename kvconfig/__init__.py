@@ -1,10 +1,11 @@
 """kvconfig: one authoritative KV-cache kernel block-size plan for vLLM.
 
-Public API (names load on first use, so ``kvconfig lint`` starts fast)::
+Public API (names load on first use, so ``kvconfig lint`` starts fast; docs/api.md)::
 
-    from kvconfig import load_deployment, resolve
-    plan = resolve(load_deployment("serve.yaml", platform="h200"))
-    [f.code for f in plan.findings]          # FindingCode values, e.g. "KV101"
+    import kvconfig
+    runs = kvconfig.lint(["examples/qwen3-8b-eagle3-gh200-triton-128.yaml"])
+    [f.code for f in runs[0].plan.findings]      # FindingCode values, e.g. "KV102"
+    kvconfig.exit_code(runs)                     # 1: rejected, as the CLI exits
 """
 
 from __future__ import annotations
@@ -15,7 +16,23 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from kvconfig.api import load_deployment, resolve
+    from kvconfig.api import (
+        Input,
+        catalog,
+        diff,
+        exit_code,
+        explain,
+        export,
+        json_schemas,
+        lint,
+        load_deployment,
+        load_engines,
+        plan_deployments,
+        plan_fleet,
+        render,
+        resolve,
+        typed,
+    )
     from kvconfig.codes import FindingCode, Severity
     from kvconfig.errors import (
         InputError,
@@ -25,32 +42,67 @@ if TYPE_CHECKING:
         UnsupportedArchitecture,
     )
     from kvconfig.mirror.block_table import expand_block_table
+    from kvconfig.report.outcome import Outcome
 
-_WHERE = {
-    "load_deployment": "kvconfig.api",
-    "resolve": "kvconfig.api",
-    "FindingCode": "kvconfig.codes",
-    "Severity": "kvconfig.codes",
-    "expand_block_table": "kvconfig.mirror.block_table",
-    "InputError": "kvconfig.errors",
-    "KernelBlockSizeMismatch": "kvconfig.errors",
-    "KVConfigError": "kvconfig.errors",
-    "NoCommonKernelBlockSize": "kvconfig.errors",
-    "UnsupportedArchitecture": "kvconfig.errors",
-}
-
-__all__ = [
-    "FindingCode",
+_API = (
+    "Input",
+    "catalog",
+    "diff",
+    "exit_code",
+    "explain",
+    "export",
+    "lint",
+    "load_engines",
+    "load_deployment",
+    "plan_deployments",
+    "plan_fleet",
+    "render",
+    "resolve",
+    "json_schemas",
+    "typed",
+)
+_ERRORS = (
     "InputError",
     "KVConfigError",
     "KernelBlockSizeMismatch",
     "NoCommonKernelBlockSize",
+    "UnsupportedArchitecture",
+)
+_WHERE = {
+    **dict.fromkeys(_API, "kvconfig.api"),
+    **dict.fromkeys(_ERRORS, "kvconfig.errors"),
+    "FindingCode": "kvconfig.codes",
+    "Severity": "kvconfig.codes",
+    "Outcome": "kvconfig.report.outcome",
+    "expand_block_table": "kvconfig.mirror.block_table",
+}
+
+__all__ = [
+    "FindingCode",
+    "Input",
+    "InputError",
+    "KVConfigError",
+    "KernelBlockSizeMismatch",
+    "NoCommonKernelBlockSize",
+    "Outcome",
     "Severity",
     "UnsupportedArchitecture",
     "__version__",
+    "catalog",
+    "diff",
+    "exit_code",
     "expand_block_table",
+    "explain",
+    "export",
+    "json_schemas",
+    "lint",
     "load_deployment",
+    "load_engines",
+    "plan_deployments",
+    "plan_fleet",
+    "render",
     "resolve",
+    "typed",
 ]
 
 

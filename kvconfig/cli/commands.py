@@ -13,7 +13,6 @@ gave.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from typing import TextIO
 from kvconfig.cli.outcomes import say
 from kvconfig.cli.parser import build_parser
 from kvconfig.errors import InputError, KVConfigError
+from kvconfig.report import lint_reporter
 from kvconfig.report.outcome import Outcome
 
 
@@ -100,8 +100,7 @@ def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
     if args.fleet:
         return _lint_fleet(args, command)
     runs = outcomes(args, command, many=True)
-    module, name = _LINT_REPORTERS[args.format]
-    render: Callable[[Sequence[Outcome]], str] = getattr(importlib.import_module(module), name)
+    render = lint_reporter(args.format)
     verdicts = {o.verdict for o in runs}
     if "error" in verdicts:
         # Bad input: each bad deployment has had its line on stderr. A report or a JSON
@@ -142,16 +141,6 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
         jobs=args.jobs,
         timeout=args.engine_timeout,
     )
-
-
-#: ``lint --format``: the reporter of each format, imported when it is asked for.
-_LINT_REPORTERS = {
-    "text": ("kvconfig.report.text", "render_lint"),
-    "json": ("kvconfig.report.json", "render_json"),
-    "github": ("kvconfig.report.github", "render_github"),
-    "sarif": ("kvconfig.report.sarif", "render_sarif"),
-    "html": ("kvconfig.report.html", "render_lint"),
-}
 
 
 def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
