@@ -45,7 +45,21 @@ def _model_arg(values: _Values, data: Mapping[str, Any]) -> tuple[str, str, dict
             "modelArtifacts.uri",
             "use hf://, pvc:// or pvc+hf://",
         )
-    return model, uri, hf
+    return _rendered_word(model), uri, hf
+
+
+def _rendered_word(text: str) -> str:
+    """The argument a rendered list item ``- TEXT`` holds: ``argsByProtocol`` writes the
+    model into the pod's YAML as it is, so YAML quoting in the values
+    (``hf://"{{ .Values.modelArtifacts.name }}"``) is taken off when the manifest is read."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(f"- {text}")
+    except yaml.YAMLError:
+        return text
+    item = data[0] if isinstance(data, list) and len(data) == 1 else None
+    return text if item is None or isinstance(item, (dict, list)) else str(item)
 
 
 def _par(parallelism: Any) -> dict[str, int]:

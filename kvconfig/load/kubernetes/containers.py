@@ -198,7 +198,7 @@ def read_container(
     if entry == "dynamo.vllm":
         from kvconfig.load import dynamo_args
 
-        split = dynamo_args.split_args(argv, at)
+        split = dynamo_args.split_args(argv, at, res.source)
         argv, notes, defaults = split.argv, [*notes, *split.notes], split.defaults
         role = split.role or role
     version, vnotes = image_version(image, res.line(*cpath, "image") or line)
