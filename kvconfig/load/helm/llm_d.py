@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,10 @@ from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
 from kvconfig.load.helm.values import _go, _Values, _ValuesShim
 from kvconfig.load.operator_engine import Engine
+
+_SIMULATOR = re.compile(r"(^|/)llm-d-inference-sim(:|@|$)")
+"""llm-d's vLLM simulator image (llm-d/llm-d-inference-sim): its entry point answers the
+OpenAI API without a model or a KV cache; the chart's ``imageDefault`` runs it as is."""
 
 
 def _model_arg(values: _Values, data: Mapping[str, Any]) -> tuple[str, str, dict[str, str]]:
@@ -88,6 +93,7 @@ def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
     proxy = mapping(routing.get("proxy"))
     artifacts = mapping(data.get("modelArtifacts"))
     out: list[Engine] = []
+    skipped: list[str] = []
     found: list[Found] = []
     for role in ("decode", "prefill"):
         section = data.get(role)
@@ -186,12 +192,23 @@ def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
                 parallelism["replicas"] = section["replicas"]
             shim = _ValuesShim(doc, path, pod_spec)
             pod = Pod(shim, (), role, role=role, parallelism=parallelism)  # type: ignore[arg-type]
+            simulated = mode == "imageDefault" and _SIMULATOR.search(str(container.get("image")))
+            if simulated:
+                skipped.append(f"{label} runs {container.get('image')}, llm-d's simulator")
+                continue
             for engine in read_container(
                 pod, 0, base, found, implicit_entry=mode == "imageDefault", entry_label="llm-d"
             ):
                 from dataclasses import replace
 
                 out.append(replace(engine, name=label, model_uri=uri or None))
+    if not out and skipped:
+        raise InputError(
+            f"no vLLM container found: {'; '.join(skipped)}, not vLLM",
+            source=doc.source,
+            line=1,
+            hint="kvconfig plans vLLM engines; the simulator has no KV cache to check",
+        )
     if not out:
         raise InputError(
             "no vLLM container found in the decode or prefill sections",
