@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -257,7 +257,14 @@ def read_deployments(
         if found is not None:
             for spec in found:
                 names.add(spec.name)
-            engines.extend(found)
+                engines.append(
+                    replace(
+                        spec,
+                        platform=spec.platform or platform,
+                        env={**spec.env, **(env or {})},
+                        hooks=spec.hooks or hooks,
+                    )
+                )
             continue
         if not path.exists():
             raise InputError("no such file", source=item, hint="check the path")

@@ -1,0 +1,77 @@
+"""Fleets from operator files read with the loader `kvconfig lint` uses, and one model of
+an engine for every command."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from kvconfig.cli.commands import main
+
+CORPUS = Path(__file__).parent / "realworld" / "files"
+QWEN3_8B = Path(__file__).parent.parent / "examples" / "models" / "qwen3-8b"
+GPT_OSS = Path(__file__).parent.parent / "examples" / "models" / "gpt-oss-120b"
+
+
+def _run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), stdout=out)
+    return code, out.getvalue()
+
+
+def test_fleet_of_an_operator_file_takes_model_path_and_platform() -> None:
+    # AIBrix StormService: 4 prefill and 3 decode pods with the same command (kv_both)
+    path = CORPUS / "vllm-project/aibrix/samples/disaggregation/vllm/pool.yaml"
+    code, text = _run(
+        "lint", "--fleet", "--format", "json", "--platform", "H100",
+        "--model-path", f"/models/Qwen3-8B={QWEN3_8B}", str(path),
+    )  # fmt: skip
+    assert code == 0, text
+    doc = json.loads(text)
+    got = sorted((e["name"], e["role"], e["replicas"], e["platform"]) for e in doc["engines"])
+    assert got == [
+        ("StormService/vllm-pool-xpyd/roles.0/prefill", "prefill", 4, "H100"),
+        ("StormService/vllm-pool-xpyd/roles.1/decode", "decode", 3, "H100"),
+    ]
+    # the engine keeps its file and line, not a pasted <command>
+    assert all(str(path) in e["source"] for e in doc["engines"])
+
+
+def test_same_words_do_not_collapse() -> None:
+    # a Dynamo prefill and decode worker whose vLLM words are the same (kv_both)
+    path = (
+        CORPUS / "vllm-project/aibrix/brixbench/benchmark/testdata/deployments/dynamo/"
+        "qwen3-8b-round-robin-1p1d-tp2-vke.yaml"
+    )
+    code, text = _run(
+        "lint", "--fleet", "--format", "json", "--platform", "H100",
+        "--model-path", f"/models/Qwen3-8B={QWEN3_8B}", str(path),
+    )  # fmt: skip
+    assert code == 0, text
+    roles = sorted(e["role"] for e in json.loads(text)["engines"])
+    assert roles == ["decode", "prefill"]
+
+
+def _groups(doc: dict[str, object]) -> int:
+    plan = doc.get("plan", doc)
+    assert isinstance(plan, dict)
+    groups = plan["groups"]
+    assert isinstance(groups, list)
+    return len(groups)
+
+
+def test_connector_without_hma_gives_one_plan_everywhere(tmp_path: Path) -> None:
+    """vLLM turns the hybrid KV-cache manager off for a connector that does not support
+    HMA (LMCacheConnectorV1): `plan` and `lint --fleet` give gpt-oss the same groups."""
+    kv = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+    words = ["vllm", "serve", str(GPT_OSS), "--kv-transfer-config", kv]
+    code, text = _run("plan", "--platform", "H200", "--format", "json", "--", *words)
+    assert code == 0, text
+    single = _groups(json.loads(text))
+    code, text = _run("lint", "--fleet", "--format", "json", "--platform", "H200", "--", *words)
+    assert code in (0, 1), text
+    (engine,) = json.loads(text)["engines"]
+    assert single == _groups(engine) == 1
+    code, text = _run("plan", "--platform", "H200", "--format", "json", "--", *words[:3])
+    assert _groups(json.loads(text)) == 2  # with HMA: sliding window and full attention
