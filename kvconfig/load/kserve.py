@@ -125,8 +125,8 @@ def _resolved_spec(
                 source=res.source,
                 line=res.line("spec", "baseRefs", i),
                 key="spec.baseRefs",
-                hint="pass the config too: kvconfig lint service.yaml config.yaml "
-                "(or both in one file)",
+                hint="give the config in the same input: "
+                "cat config.yaml service.yaml | kvconfig lint -",
             )
         merged = merge(merged, configs[ref_name])
     return merge(merged, spec) if refs else spec
