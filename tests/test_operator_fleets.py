@@ -75,3 +75,26 @@ def test_connector_without_hma_gives_one_plan_everywhere(tmp_path: Path) -> None
     assert single == _groups(engine) == 1
     code, text = _run("plan", "--platform", "H200", "--format", "json", "--", *words[:3])
     assert _groups(json.loads(text)) == 2  # with HMA: sliding window and full attention
+
+
+def test_lint_shows_what_was_read() -> None:
+    path = (
+        CORPUS / "vllm-project/aibrix/brixbench/benchmark/testdata/deployments/llmd/models/"
+        "qwen3-8b-pd-4p4d-singlenode.yaml"
+    )
+    args = ["--platform", "H100", "--model-path", f"/models/Qwen3-8B={QWEN3_8B}", str(path)]
+    code, text = _run("lint", *args)
+    assert code == 0, text
+    read = [line.strip() for line in text.splitlines() if line.startswith("  read: ")]
+    assert read == [
+        "read: /models/Qwen3-8B tp=1 block=128 NixlConnector (kv_both) prefill x4; "
+        "planned for vLLM 0.33.0",
+        "read: /models/Qwen3-8B tp=1 block=128 NixlConnector (kv_both) decode x4; "
+        "planned for vLLM 0.33.0",
+    ]
+    code, text = _run("lint", "--format", "json", *args)
+    readings = [d["operator_engine"]["reading"] for d in json.loads(text)]
+    assert [(r["role"], r["block_size"], r["connector"], r["replicas"]) for r in readings] == [
+        ("prefill", 128, "NixlConnector", 4),
+        ("decode", 128, "NixlConnector", 4),
+    ]
