@@ -98,3 +98,42 @@ def test_lint_shows_what_was_read() -> None:
         ("prefill", 128, "NixlConnector", 4),
         ("decode", 128, "NixlConnector", 4),
     ]
+
+
+LWS = """apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: wide-ep}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          command: [vllm, serve]
+          args: [Qwen/Qwen3-8B, --data-parallel-size, "$(LWS_GROUP_SIZE)",
+                 --data-parallel-address, $(LWS_LEADER_ADDRESS)]
+    workerTemplate:
+      spec:
+        containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          command: [sh, -c]
+          args: ["vllm serve Qwen/Qwen3-8B --headless --data-parallel-address
+                  $(LWS_LEADER_ADDRESS) --data-parallel-start-rank $LWS_WORKER_INDEX"]
+"""
+
+
+def test_leaderworkerset_variables_are_set_at_run_time() -> None:
+    """LeaderWorkerSet adds LWS_GROUP_SIZE (the size), LWS_WORKER_INDEX and
+    LWS_LEADER_ADDRESS to every container: known or known at run time, never undefined."""
+    from kvconfig.load.engines import engines_in
+
+    leader, worker = engines_in(LWS, "<lws>")
+    assert leader.argv[2] == "2"
+    assert leader.env_unknown == ("LWS_LEADER_ADDRESS",)
+    assert set(worker.env_unknown) == {"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"}
+    assert all(
+        n.kind == "unknown-value" for n in (*leader.notes, *worker.notes) if "LWS" in n.message
+    )

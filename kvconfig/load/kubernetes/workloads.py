@@ -115,10 +115,13 @@ def resource_engines(
             role=role if role in ("prefill", "decode") else None,
             block_lines=block_lines,
         )
+        env_base: dict[str, str] = {}
+        env_unknown: list[str] = []
         if data.get("kind") == "LeaderWorkerSet":
             size = data["spec"]["leaderWorkerTemplate"].get("size")
             if isinstance(size, int):
                 pod.parallelism["nodes"] = size
+            env_base, env_unknown = _lws_env(size, part)
         if isinstance(replicas, int):
             pod.parallelism["replicas"] = replicas
         if isinstance(storm.get("replicas"), int):
@@ -127,8 +130,24 @@ def resource_engines(
         if not isinstance(containers, list):
             continue
         for i in range(len(containers)):
-            out.extend(read_container(pod, i, base, found))
+            out.extend(
+                read_container(pod, i, base, found, env_base=env_base, env_unknown=env_unknown)
+            )
     return out
+
+
+def _lws_env(size: Any, part: str) -> tuple[dict[str, str], list[str]]:
+    """The variables LeaderWorkerSet adds to every container of its pods
+    (``api/leaderworkerset/v1/leaderworkerset_types.go``): ``LWS_GROUP_SIZE`` (the group's
+    ``size``), ``LWS_WORKER_INDEX`` (0 on the leader, the worker's index otherwise) and
+    ``LWS_LEADER_ADDRESS`` (the leader pod's address, known at run time)."""
+    known = {"LWS_GROUP_SIZE": str(size)} if isinstance(size, int) else {}
+    unknown = ["LWS_LEADER_ADDRESS"] + ([] if known else ["LWS_GROUP_SIZE"])
+    if part == "leader":
+        known["LWS_WORKER_INDEX"] = "0"
+    else:
+        unknown.append("LWS_WORKER_INDEX")
+    return known, unknown
 
 
 def block_scalar_lines(text: str) -> frozenset[int]:
