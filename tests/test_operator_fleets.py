@@ -137,3 +137,16 @@ def test_leaderworkerset_variables_are_set_at_run_time() -> None:
     assert all(
         n.kind == "unknown-value" for n in (*leader.notes, *worker.notes) if "LWS" in n.message
     )
+
+
+def test_skypilot_accelerator_set_without_spaces() -> None:
+    """SkyPilot's examples write {H100:8, H200:8}: YAML keys without values."""
+    from kvconfig.load.engines import engines_in
+
+    task = (
+        "resources:\n  accelerators: {H100:8, H200:8}\nrun: |\n"
+        "  vllm serve Qwen/Qwen3-8B --tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE\n"
+    )
+    (engine,) = engines_in(task, "<sky>")
+    assert engine.argv[-1] == "8"
+    assert engine.platforms == ("H100", "H200")
