@@ -150,3 +150,43 @@ def test_skypilot_accelerator_set_without_spaces() -> None:
     (engine,) = engines_in(task, "<sky>")
     assert engine.argv[-1] == "8"
     assert engine.platforms == ("H100", "H200")
+
+
+DGD = """apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: kv}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag
+          command: [python3, -m, dynamo.frontend]
+          args: [--router-mode, kv, --kv-cache-block-size, "ROUTER"]
+    VllmWorker:
+      componentType: worker
+      replicas: 2
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-8B, --block-size, "64"]
+"""
+
+
+def test_dynamo_frontend_beside_its_workers(tmp_path: Path) -> None:
+    """A Dynamo frontend routing on KV blocks of 16 tokens in front of 64-token workers is
+    a fleet finding (KV711); at 64 it agrees."""
+    codes = {}
+    for size in ("16", "64"):
+        path = tmp_path / f"dgd-{size}.yaml"
+        path.write_text(DGD.replace("ROUTER", size))
+        code, text = _run(
+            "lint", "--fleet", "--format", "json", "--platform", "H100",
+            "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", str(path),
+        )  # fmt: skip
+        doc = json.loads(text)
+        codes[size] = (code, sorted({f["code"] for f in doc["findings"]}))
+    assert codes["16"][0] == 1 and "KV711" in codes["16"][1]
+    assert codes["64"] == (0, [])

@@ -109,3 +109,28 @@ def test_base_refs(service: str, config: str, want: list[tuple[str | None, ...]]
     readings = [reading_of(e) for e in engines_in(text, "<both>")]
     got = sorted((r.role, r.connector, r.kv_role) for r in readings)
     assert got == sorted(want, key=str)
+
+
+def _kv_routers(entry: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The manifest's KV-aware routers as (kind, block size): Dynamo's frontend in kv mode
+    (block size None: it takes the workers'), llm-d's endpoint picker."""
+    out = []
+    for r in entry.get("routers", []):
+        if r["kind"] == "dynamo-frontend" and r.get("mode") == "kv":
+            out.append(("dynamo", r["block_size"] if r["block_size"] != "workers" else None))
+        elif r["kind"] == "llm-d-epp":
+            out.append(("llm-d", r["block_size"]))
+    return out
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e["file"]) for e in ENTRIES])
+def test_routers(entry: dict[str, Any]) -> None:
+    """The KV-aware routers each file deploys beside its engines, with their block size."""
+    from kvconfig.load.routers import routers_of
+
+    try:
+        docs = list(yaml.safe_load_all((ROOT / "files" / entry["file"]).read_text()))
+    except yaml.YAMLError:
+        docs = []  # not YAML (a broken file, a chart template): no router either
+    got = [(r.kind, r.block_size) for r in routers_of(docs)]
+    assert got == _kv_routers(entry)
