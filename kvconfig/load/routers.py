@@ -11,8 +11,8 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
 * llm-d's endpoint picker (``EndpointPickerConfig``, inline in a KServe
   ``spec.router.scheduler.config.inline`` or as YAML text in chart values): the
   ``precise-prefix-cache-scorer`` / ``precise-prefix-cache-producer`` plugin's
-  ``tokenProcessorConfig.blockSize`` (or ``blockSize``) and ``hashSeed`` (llm-d-kv-cache's token-processor configuration; unset, the fleet
-  rules take llm-d's default of 16).
+  ``tokenProcessorConfig.blockSize`` (or ``blockSize``) and ``hashSeed`` (llm-d-kv-cache's
+  token-processor configuration; unset, the fleet rules take llm-d's default of 16).
 """
 
 from __future__ import annotations
