@@ -134,3 +134,41 @@ def test_routers(entry: dict[str, Any]) -> None:
         docs = []  # not YAML (a broken file, a chart template): no router either
     got = [(r.kind, r.block_size) for r in routers_of(docs)]
     assert got == _kv_routers(entry)
+
+
+QWEN3_8B = Path(__file__).parent.parent / "examples" / "models" / "qwen3-8b"
+#: Model ids and mounts of the corpus whose config.json is bundled (examples/models): the
+#: fleets of these files are linted here, offline.
+BUNDLED = {"Qwen/Qwen3-8B": QWEN3_8B, "/models/Qwen3-8B": QWEN3_8B}
+
+
+def _fleets() -> list[Any]:
+    out = []
+    for e in ENTRIES:
+        engines = e.get("engines") or []
+        if len(engines) > 1 and all(x.get("model") in BUNDLED for x in engines):
+            out.append(pytest.param(e, id=e["file"]))
+    return out
+
+
+@pytest.mark.parametrize("entry", _fleets())
+def test_fleet_lints(entry: dict[str, Any]) -> None:
+    """Every multi-engine file whose model is bundled lints as one fleet, with its P/D
+    pairs: each engine keeps its role (planned for vLLM 0.33.0, the release kvconfig has
+    data for, whatever the image)."""
+    import io
+    import json
+
+    from kvconfig.cli.commands import main
+
+    maps = [a for m, d in BUNDLED.items() for a in ("--model-path", f"{m}={d}")]
+    argv = [
+        "lint", "--fleet", "--format", "json", "--platform", "H100",
+        "--vllm-version", "0.33.0", *maps, str(ROOT / "files" / entry["file"]),
+    ]  # fmt: skip
+    out = io.StringIO()
+    code = main(argv, stdout=out)
+    assert code in (0, 1), out.getvalue()
+    doc = json.loads(out.getvalue())
+    want_roles = sorted(str(x["role"]) for x in entry["engines"])
+    assert sorted(str(e["role"]) for e in doc["engines"]) == want_roles
