@@ -118,6 +118,41 @@ class EngineRun(Strict):
     """What the emulation stands in for (docs/engine.md)."""
 
 
+class Reading(Strict):
+    """What was read of an operator file's engine (``kvconfig.load.reading``)."""
+
+    name: str
+    """The engine's name in the file."""
+    role: str | None
+    """``prefill``, ``decode``, or None (aggregated, or the file does not say)."""
+    replicas: int | None
+    """How many copies the resource runs, when it says."""
+    model: str | None
+    """The model as vLLM's parser stores it (an id or a path)."""
+    model_uri: str | None
+    """Where the platform fetches the model from, when the argument is a local mount."""
+    tensor: int
+    """Tensor-parallel size."""
+    pipeline: int
+    """Pipeline-parallel size."""
+    data: int
+    """Data-parallel size."""
+    expert: bool
+    """Expert parallelism on."""
+    block_size: int | None
+    """``--block-size`` or the launcher's default; None: vLLM picks it."""
+    speculative: str | None
+    """The speculative method, ``draft`` for a draft model without one."""
+    connector: str | None
+    """The KV connector (``MultiConnector(A,B)`` lists the chained ones)."""
+    kv_role: str | None
+    """The connector's ``kv_role``."""
+    vllm_version: str | None
+    """The vLLM release the image or a pinned install names."""
+    unreadable: str | None
+    """Why the arguments could not be read, or None."""
+
+
 class OperatorEngine(Strict):
     """The engine of an operator file a plan is for (``kvconfig lint MANIFEST``)."""
 
@@ -125,6 +160,8 @@ class OperatorEngine(Strict):
     """The resource and container, e.g. ``Deployment/qwen3-decode/vllm``."""
     line: int | None
     """The line of its container, service or entry in the file."""
+    reading: Reading | None = None
+    """What was read of the engine (docs/inputs.md, "What was read")."""
 
 
 class Plan(Strict):

@@ -34,7 +34,9 @@ def test_an_operator_files_engine_is_a_deployment_on_its_labelled_gpu() -> None:
     assert "[GH200 (sm90)]: KV101 component-mismatch" in first
     code, out = run("plan", "--format", "json", "--model-path", MOUNTS, MANIFEST)
     plan = json.loads(out)
-    assert plan["operator_engine"] == {"name": "Deployment/qwen3-8b-eagle3/vllm", "line": 24}
+    engine = plan["operator_engine"]
+    assert (engine["name"], engine["line"]) == ("Deployment/qwen3-8b-eagle3/vllm", 24)
+    assert engine["reading"]["speculative"] == "eagle3"
     assert plan["groups"][0]["components"] == {"runner": 64, "speculator": 128}
     Plan.model_validate(plan)  # the documented schema holds the operator_engine record
 

@@ -400,24 +400,12 @@ def test_the_benchmark_fleet(tmp_path: Path) -> None:
 
 def test_operator_files_become_engines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The operator-file readers' engines (their documented fields) join the fleet."""
-    import dataclasses
     import sys
     import types
 
     model = str(FLEETS.parent / "models" / "qwen3-8b")
 
-    @dataclasses.dataclass(frozen=True)
-    class OperatorEngine:
-        name: str
-        source: str
-        line: int | None
-        argv: tuple[str, ...]
-        env: dict[str, str] = dataclasses.field(default_factory=dict)
-        platforms: tuple[str, ...] = ()
-        role: str | None = None
-        parallelism: dict[str, int] = dataclasses.field(default_factory=dict)
-        defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
-        base: str = "."
+    from kvconfig.load.operator_engine import Engine as OperatorEngine
 
     manifest = tmp_path / "pd.yaml"
     manifest.write_text("apiVersion: apps/v1\nkind: Deployment\n")

@@ -121,13 +121,11 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
             key="--format",
             hint="kvconfig lint --fleet --format json FILE",
         )
-    for option in ("model_path", "download"):
-        if getattr(args, option):
-            raise InputError(
-                f"--{option.replace('_', '-')} is not read with --fleet yet",
-                key="--fleet",
-                hint="lint the fleet's engines one by one to use it",
-            )
+    model_paths = None
+    if args.model_path:
+        from kvconfig.load.hub import ModelPaths
+
+        model_paths = ModelPaths.parse(args.model_path)
     if not args.deployments and not command:
         raise InputError("no fleet given", key="--fleet", hint="kvconfig lint --fleet FLEET.yaml")
     return lint_fleet(
@@ -140,6 +138,8 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
         engine="vllm" if args.engine != "offline" else "offline",
         jobs=args.jobs,
         timeout=args.engine_timeout,
+        model_paths=model_paths,
+        download=args.download or None,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kvconfig.cli import targets as T
 from kvconfig.errors import InputError
@@ -163,6 +163,7 @@ def error_slot(item: T.Item, where: str, err: InputError) -> Slot:
         problem=err,
         engine=e.name if e is not None else None,
         engine_line=e.line if e is not None else None,
+        reading=_reading(e),
     )
     return Slot(item, None, None, failed)
 
@@ -283,7 +284,17 @@ def outcome(item: T.Item, platform: PlatformId, plan: PlanResult) -> Outcome:
         line_of=_key_lines(item),
         engine=e.name if e is not None else None,
         engine_line=e.line if e is not None else None,
+        reading=_reading(e),
     )
+
+
+def _reading(engine: Any) -> Any:
+    """What was read of an operator file's engine (None for other deployments)."""
+    if engine is None:
+        return None
+    from kvconfig.load.reading import reading_of
+
+    return reading_of(engine)
 
 
 def _key_lines(item: T.Item) -> dict[str, int]:

@@ -36,19 +36,23 @@ def fleet_document(
     engine: str = "offline",
     jobs: int = 1,
     timeout: float = 300.0,
+    model_paths: Any = None,
+    download: bool | None = None,
 ) -> dict[str, Any]:
     """The fleet plan as its JSON document (what ``--format json`` prints).
 
-    ``paths``: one native fleet file, or deployment files (``role:`` prefixes allowed);
-    ``command``: a pasted ``vllm serve`` command, as one more engine. ``engine="vllm"``
-    plans every engine with vLLM's own start-up (``kvconfig.engine``) and adds what vLLM's
-    connector code computes on the engine's objects. Raises ``kvconfig.InputError``.
+        ``paths``: one native fleet file, or deployment files (``role:`` prefixes allowed);
+        ``command``: a pasted ``vllm serve`` command, as one more engine. ``engine="vllm"``
+        plans every engine with vLLM's own start-up (``kvconfig.engine``) and adds what vLLM's
+        connector code computes on the engine's objects. ``model_paths`` (``--model-path``) and
+    ``download`` (``--download``) say where models are read from, as for ``kvconfig lint``.
+    Raises ``kvconfig.InputError``.
     """
     from kvconfig.fleet import planner as P
     from kvconfig.fleet import read
 
     fleet = read.read(paths, command=command, platform=platform, hooks=hooks, env=env)
-    plans = P.Planner(fleet.vllm_version)
+    plans = P.Planner(fleet.vllm_version, model_paths=model_paths, download=download)
     engines = P.plan_engines(fleet, plans)
     if engine == "vllm":
         from kvconfig.fleet import engine_mode

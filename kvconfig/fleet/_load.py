@@ -123,6 +123,9 @@ def load(
     env: Mapping[str, str],
     hooks: str | None,
     where: str,
+    engine: Any = None,
+    model_paths: Any = None,
+    download: bool | None = None,
 ) -> Loaded:
     """An engine: a file path (absolute, or relative to ``cwd``) or a ``vllm serve`` argv,
     with the fleet's options ``given`` (by vLLM option name) set on it, and ``override``
@@ -132,7 +135,13 @@ def load(
     from kvconfig.load import deployment as loader
     from kvconfig.load.platforms import parse_platform
 
-    if isinstance(target, str):
+    if engine is not None:
+        from kvconfig.load.engine_options import engine_options
+
+        opts_obj = engine_options(
+            engine, version=vllm_version, model_paths=model_paths, download=download
+        )
+    elif isinstance(target, str):
         path = Path(target) if Path(target).is_absolute() else cwd / target
         doc = _parsed(path, target)
         if loader.is_native(doc):
@@ -184,7 +193,7 @@ def load(
     merged_env = {**opts_obj.env, **env}
     connector = kv_transfer_of(opts_obj.values, opts_obj.source)
     if connector is not None and opts_obj.values.get("disable-hybrid-kv-cache-manager") is None:
-        from kvconfig.fleet.components.groups import supports_hma
+        from kvconfig.mirror.connectors.registry import supports_hma
 
         if not supports_hma(connector):
             # VllmConfig turns the hybrid KV-cache manager off for such a connector
@@ -194,7 +203,7 @@ def load(
         fields["hooks"] = hooks
     if platform is not None:
         fields["platform"] = parse_platform(platform).name
-    if isinstance(target, str):
+    if isinstance(target, str) and engine is None:
         fields["source"] = target
     dep = loader.from_options(opts_obj, version=vllm_version, env=env, overrides=fields)
     return Loaded(

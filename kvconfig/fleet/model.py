@@ -38,6 +38,10 @@ class EngineSpec:
     ``--kv-transfer-config`` (whichever sets it: the deployment or the fleet)."""
     where: str = ""
     """Where the engine is declared (``fleet.yaml:12``), for input errors."""
+    engine: Any = field(default=None, compare=False)
+    """The operator file's engine (``kvconfig.load.engines.Engine``) this spec stands for:
+    read with the same loader as ``kvconfig lint`` (its mounts, notes, model URI and
+    environment kept), not rebuilt from ``target``."""
 
     def key(self, extra: Mapping[str, Any] | None = None) -> str:
         """Engines with the same key have the same plan."""
@@ -54,6 +58,7 @@ class EngineSpec:
                 self.hooks,
                 [dict(o) for o in self.offload],
                 dict(extra or {}),
+                _engine_key(self.engine),
             ],
             sort_keys=True,
             default=str,
@@ -142,3 +147,11 @@ class Loaded:
     """A native kvconfig file (no ``vllm serve`` options beyond the deployment's)."""
     model_config: Mapping[str, Any] = field(default_factory=dict)
     """The target model's ``config.json`` (its text config for multimodal models)."""
+
+
+def _engine_key(engine: Any) -> Any:
+    """What of an operator engine changes its plan (not its name, line or role)."""
+    if engine is None:
+        return None
+    data = engine.to_json()
+    return {k: v for k, v in data.items() if k not in ("name", "line", "source", "notes", "role")}

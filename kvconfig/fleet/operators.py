@@ -65,8 +65,8 @@ def read_operator_file(path: Path) -> list[EngineSpec] | None:
                 replicas=int(getattr(e, "parallelism", {}).get("replicas", 1) or 1),
                 given=given,
                 defaults=dict(getattr(e, "defaults", {}) or {}),
-                env=dict(getattr(e, "env", {}) or {}),
                 where=f"{e.source}:{e.line}" if getattr(e, "line", None) else str(e.source),
+                engine=e,
             )
         )
     return out

@@ -31,9 +31,18 @@ from kvconfig.mirror import versions
 class Planner:
     """Plans engines, and engines with other settings (for fixes), once each."""
 
-    def __init__(self, vllm_version: str = versions.DEFAULT) -> None:
+    def __init__(
+        self,
+        vllm_version: str = versions.DEFAULT,
+        *,
+        model_paths: Any = None,
+        download: bool | None = None,
+    ) -> None:
         self.vllm_version = vllm_version
+        self.model_paths = model_paths
+        self.download = download
         self._done: dict[str, Engine | InputError] = {}
+        self._copies: dict[tuple[Any, ...], Engine] = {}
 
     def plan(self, spec: EngineSpec, override: Mapping[str, Any] | None = None) -> Engine:
         """The engine planned (InputError for bad input)."""
@@ -47,7 +56,18 @@ class Planner:
             self._done[key] = hit
         if isinstance(hit, InputError):
             raise hit
-        return hit
+        from dataclasses import replace
+
+        # the role "auto" resolves the same way for the same configuration
+        own = spec if spec.role != "auto" else replace(spec, role=hit.spec.role)
+        if hit.spec == own:
+            return hit
+        # same configuration, another engine: its own name, role and replicas
+        mine = self._copies.get((key, own.name, own.role, own.where, own.replicas))
+        if mine is None:
+            mine = replace(hit, spec=own)
+            self._copies[(key, own.name, own.role, own.where, own.replicas)] = mine
+        return mine
 
     def _plan(self, spec: EngineSpec, override: Mapping[str, Any] | None) -> Engine:
         from kvconfig.errors import UnsupportedArchitecture
@@ -67,6 +87,9 @@ class Planner:
                 env=spec.env,
                 hooks=spec.hooks,
                 where=spec.where or spec.source,
+                engine=spec.engine,
+                model_paths=self.model_paths,
+                download=self.download,
             )
             if loaded.deployment.platform is None:
                 raise InputError(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +234,7 @@ def read_deployments(
     """A list of deployments (optionally ``role:`` prefixed) and one pasted command."""
     engines: list[EngineSpec] = []
     names: set[str] = set()
+    router = RouterSpec()
 
     def name_for(stem: str) -> str:
         n, i = stem, 2
@@ -255,9 +256,17 @@ def read_deployments(
             if found is not None:
                 break
         if found is not None:
+            router = _operator_router(path) if router.kind == "none" else router
             for spec in found:
                 names.add(spec.name)
-            engines.extend(found)
+                engines.append(
+                    replace(
+                        spec,
+                        platform=spec.platform or platform,
+                        env={**spec.env, **(env or {})},
+                        hooks=spec.hooks or hooks,
+                    )
+                )
             continue
         if not path.exists():
             raise InputError("no such file", source=item, hint="check the path")
@@ -293,7 +302,30 @@ def read_deployments(
         )
     if not engines:
         raise InputError("no engine given", hint="pass a fleet file or deployment files")
-    return FleetInput(", ".join(paths) or "<command>", tuple(engines))
+    return FleetInput(", ".join(paths) or "<command>", tuple(engines), router)
+
+
+def _operator_router(path: Path) -> RouterSpec:
+    """The KV-aware router an operator file deploys beside its engines
+    (``kvconfig.load.routers``), or none."""
+    import yaml
+
+    from kvconfig.load.routers import routers_of
+
+    try:
+        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return RouterSpec()
+    found = routers_of(docs)
+    if not found:
+        return RouterSpec()
+    first = found[0]
+    return RouterSpec(
+        kind=first.kind,
+        block_size=first.block_size,
+        hashes_prompts=first.kind == "llm-d" and first.hash_seed is not None,
+        hash_seed=first.hash_seed,
+    )
 
 
 def read(

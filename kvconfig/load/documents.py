@@ -64,7 +64,7 @@ def load_documents(
     skipped: list[str] = []
 
     def worth_reading(top: Mapping[str, str]) -> bool:
-        if top.get("kind") in _NO_PODS and "apiVersion" in top:
+        if top.get("kind") in _NO_PODS - _BASES and "apiVersion" in top:
             skipped.append(top["kind"])
             return False
         return True
@@ -101,3 +101,7 @@ _NO_PODS = frozenset(
         "APIService", "Certificate", "Issuer", "ClusterIssuer", "LLMInferenceServiceConfig",
     }
 )  # fmt: skip
+
+_BASES = frozenset({"LLMInferenceServiceConfig"})
+"""Kinds that hold no pod of their own but are read as bases of other resources
+(KServe's ``spec.baseRefs``): built, then skipped as engines."""

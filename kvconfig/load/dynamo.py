@@ -1,10 +1,12 @@
 """NVIDIA Dynamo: ``DynamoGraphDeployment`` resources and ``python -m dynamo.vllm``.
 
-A ``DynamoGraphDeployment`` lists services under ``spec.services``; each vLLM worker's
+A ``DynamoGraphDeployment`` (v1alpha1) lists services under ``spec.services``; each vLLM worker's
 container is ``extraPodSpec.mainContainer`` (``command`` and ``args``, or, in older
 manifests, one ``args`` string the operator runs with ``/bin/sh -c``), its environment
 ``spec.envs`` and the service's ``envs``, its GPU count ``resources.limits.gpu``, its role
-``subComponentType`` (``prefill``/``decode``).
+``subComponentType`` (``prefill``/``decode``). v1beta1 lists ``spec.components[]``, each
+with a Kubernetes ``podTemplate`` (the worker's container is named ``main``), ``replicas``
+and the same ``subComponentType``.
 
 ``python -m dynamo.vllm`` (``components/src/dynamo/vllm/args.py``) reads its own
 options with ``parse_known_args`` and hands every other word to vLLM's engine argument
@@ -39,6 +41,8 @@ def engines(
     meta = mapping(data.get("metadata"))
     rname = f"DynamoGraphDeployment/{meta.get('name', 'unnamed')}"
     out: list[Engine] = []
+    if isinstance(spec, dict) and isinstance(spec.get("components"), list):
+        return _components(res, spec, rname, base, found, block_lines)
     if not isinstance(services, dict):
         return out
     global_env = _envs(spec.get("envs"))
@@ -91,6 +95,50 @@ def engines(
         out.extend(
             replace(e, env_from=(*e.env_from, *unknown)) if unknown else e for e in engines_here
         )
+    return out
+
+
+def _components(  # noqa: PLR0917 (one call site)
+    res: Resource,
+    spec: dict[str, Any],
+    rname: str,
+    base: Path,
+    found: list[Found],
+    block_lines: frozenset[int],
+) -> list[Engine]:
+    """``DynamoGraphDeployment`` v1beta1: ``spec.components[]``, each a Kubernetes pod
+    template (``podTemplate.spec``, the worker's container named ``main``), its
+    ``replicas``, its ``subComponentType`` (``prefill``/``decode``) and ``multinode``."""
+    from kvconfig.load.kubernetes.containers import read_container
+    from kvconfig.load.kubernetes.resources import Pod
+
+    out: list[Engine] = []
+    global_env = _envs(spec.get("envs"))
+    for i, component in enumerate(spec["components"]):
+        if not isinstance(component, dict):
+            continue
+        template = mapping(component.get("podTemplate"))
+        pod_spec = template.get("spec")
+        containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
+        if not isinstance(containers, list):
+            continue
+        path = ("spec", "components", i, "podTemplate", "spec")
+        role = component.get("subComponentType")
+        pod = Pod(
+            res,
+            path,
+            f"{rname}/{component.get('name', i)}",
+            role=role if role in ("prefill", "decode") else None,
+            block_lines=block_lines,
+        )
+        multinode = component.get("multinode")
+        if isinstance(multinode, dict) and isinstance(multinode.get("nodeCount"), int):
+            pod.parallelism["nodes"] = multinode["nodeCount"]
+        if isinstance(component.get("replicas"), int):
+            pod.parallelism["replicas"] = component["replicas"]
+        env = {**global_env, **_envs(component.get("envs"))}
+        for index in range(len(containers)):
+            out.extend(read_container(pod, index, base, found, env_base=env))
     return out
 
 

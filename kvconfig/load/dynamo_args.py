@@ -6,10 +6,12 @@ the ``DynamoGraphDeployment`` resources that run it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvconfig.errors import InputError
 from kvconfig.load.operator_engine import Note
 from kvconfig.mirror import versions
 
@@ -66,7 +68,37 @@ class Split:
     defaults: dict[str, Any] = field(default_factory=dict)
 
 
-def split_args(words: Sequence[str], line: int | None = None) -> Split:
+_CONNECTORS: dict[str, dict[str, str]] = {
+    "lmcache": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"},
+    "nixl": {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+    "kvbm": {
+        "kv_connector": "DynamoConnector",
+        "kv_connector_module_path": "kvbm.vllm_integration.connector",
+        "kv_role": "kv_both",
+    },
+}
+"""What each ``--connector`` word becomes (``create_kv_transfer_config`` in
+``components/src/dynamo/vllm/args.py`` of the Dynamo releases that take ``--connector``)."""
+
+
+def connector_config(connectors: Sequence[str]) -> dict[str, Any] | None:
+    """The kv-transfer config ``dynamo.vllm`` builds from ``--connector`` words: None for
+    none (or ``none``/``null``), one connector's config as it is, several chained in a
+    ``PdConnector`` (kvbm's module) in the order given."""
+    chosen = [dict(_CONNECTORS[c]) for c in connectors if c in _CONNECTORS]
+    if not chosen:
+        return None
+    if len(chosen) == 1:
+        return chosen[0]
+    return {
+        "kv_connector": "PdConnector",
+        "kv_role": "kv_both",
+        "kv_connector_extra_config": {"connectors": chosen},
+        "kv_connector_module_path": "kvbm.vllm_integration.connector",
+    }
+
+
+def split_args(words: Sequence[str], line: int | None = None, source: str = "") -> Split:
     """``python -m dynamo.vllm WORDS``: vLLM's words, Dynamo's role, and its defaults."""
     from kvconfig.load.argv_table import options
 
@@ -74,6 +106,7 @@ def split_args(words: Sequence[str], line: int | None = None) -> Split:
     out: list[str] = []
     role: str | None = None
     notes: list[Note] = []
+    connectors: list[str] = []
     i = 0
     while i < len(words):
         w = words[i]
@@ -91,6 +124,8 @@ def split_args(words: Sequence[str], line: int | None = None) -> Split:
             while i < len(words) and not words[i].startswith("-"):
                 values.append(words[i])
                 i += 1
+        if name == "--connector":
+            connectors = [v.lower() for v in values]
         if name == "--disaggregation-mode" and values and values[0] in ("prefill", "decode"):
             role = values[0]
         elif name == "--is-prefill-worker":
@@ -106,6 +141,26 @@ def split_args(words: Sequence[str], line: int | None = None) -> Split:
                     name,
                 )
             )
+    config = connector_config(connectors)
+    if config is not None:
+        if any(w.split("=", 1)[0] in ("--kv-transfer-config", "--kv_transfer_config") for w in out):
+            raise InputError(
+                "dynamo.vllm refuses both --kv-transfer-config and --connector",
+                source=source,
+                line=line,
+                key="--connector",
+                hint="keep one of them",
+            )
+        out += ["--kv-transfer-config", json.dumps(config, separators=(",", ":"))]
+        notes.append(
+            Note(
+                "launcher-default",
+                f"dynamo.vllm turns --connector {' '.join(connectors)} into the kv-transfer "
+                f"config {config['kv_connector']}",
+                line,
+                "--connector",
+            )
+        )
     defaults = dict(DYNAMO_DEFAULTS)
     notes.append(
         Note(

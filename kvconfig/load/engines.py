@@ -133,6 +133,14 @@ def engines_of(
     """Every vLLM engine of an operator file's parsed documents (``engines_in``, for a
     caller that has parsed the file already); ``text`` is the file's text (for the
     lines of block scalars)."""
+    configs = {
+        str(d.data["metadata"]["name"]): d.data.get("spec")
+        for d in docs
+        if isinstance(d.data, dict)
+        and d.data.get("kind") == "LLMInferenceServiceConfig"
+        and isinstance(d.data.get("metadata"), dict)
+        and "name" in d.data["metadata"]
+    }
     kept = [d for d in docs if not _no_pods(d.data)]
     skipped = [*skipped, *(str(d.data["kind"]) for d in docs if _no_pods(d.data))]
     docs = kept
@@ -158,7 +166,7 @@ def engines_of(
                 )
         from kvconfig.load.kubernetes import workloads
 
-        return workloads.engines(docs, folder, skipped, text)
+        return workloads.engines(docs, folder, skipped, text, configs)
     kind = kinds[0]
     doc = docs[0]
     if kind is None:

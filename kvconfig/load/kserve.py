@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,15 +53,100 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def merge(base: Any, override: Any) -> Any:
+    """``override`` over ``base`` as Kubernetes' strategic merge does for the fields an
+    ``LLMInferenceServiceSpec`` holds: mappings key by key, lists of named items
+    (containers, env, volumes) item by item on ``name``, anything else replaced."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for key, value in override.items():
+            out[key] = merge(base[key], value) if key in base else value
+        return out
+    if (
+        isinstance(base, list)
+        and isinstance(override, list)
+        and all(isinstance(i, dict) and "name" in i for i in [*base, *override])
+    ):
+        merged = {i["name"]: i for i in base}
+        for item in override:
+            merged[item["name"]] = merge(merged.get(item["name"], {}), item)
+        return list(merged.values())
+    return override
+
+
+_ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
+_CHILD = re.compile(r"""^ChildName\s+\.ObjectMeta\.Name\s+[`"]([^`"]*)[`"]$""")
+
+
+def render(value: Any, name: str, namespace: str, model: str) -> Any:
+    """The template actions KServe's controller fills in the merged spec
+    (``ReplaceVariables``: Go templates over the service, with ``ChildName`` =
+    knative's ``kmeta.ChildName``): ``{{ ChildName .ObjectMeta.Name "-suffix" }}``,
+    ``{{ .ObjectMeta.Name }}``, ``{{ .ObjectMeta.Namespace }}``, ``{{ .Spec.Model.Name }}``.
+    Other actions stay as written (and are reported as unrendered)."""
+    if isinstance(value, dict):
+        return {k: render(v, name, namespace, model) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render(v, name, namespace, model) for v in value]
+    if not isinstance(value, str) or "{{" not in value:
+        return value
+
+    def one(m: re.Match[str]) -> str:
+        action = m.group(1)
+        child = _CHILD.match(action)
+        if child and len(name + child.group(1)) <= 63:
+            return name + child.group(1)
+        known = {
+            ".ObjectMeta.Name": name,
+            ".ObjectMeta.Namespace": namespace,
+            ".Spec.Model.Name": model,
+        }
+        return known.get(action, m.group(0))
+
+    return _ACTION.sub(one, value)
+
+
+def _resolved_spec(
+    res: Resource, spec: dict[str, Any], configs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The service's spec over its ``spec.baseRefs`` configs, in order (KServe's
+    ``combineBaseRefsConfig``: presets, then each base, then the service)."""
+    refs = listing(spec.get("baseRefs"))
+    merged: Any = {}
+    for i, ref in enumerate(refs):
+        ref_name = ref.get("name") if isinstance(ref, dict) else None
+        if not isinstance(ref_name, str) or not isinstance(configs.get(ref_name), dict):
+            from kvconfig.errors import InputError
+
+            raise InputError(
+                f"spec.baseRefs names {ref_name!r}, an LLMInferenceServiceConfig that is not "
+                "in the input: KServe merges the service over it, so how vLLM starts is not "
+                "known without it",
+                source=res.source,
+                line=res.line("spec", "baseRefs", i),
+                key="spec.baseRefs",
+                hint="give the config in the same input: "
+                "cat config.yaml service.yaml | kvconfig lint -",
+            )
+        merged = merge(merged, configs[ref_name])
+    return merge(merged, spec) if refs else spec
+
+
 def engines(
-    res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
+    res: Resource,
+    base: Path,
+    found: list[Found],
+    block_lines: frozenset[int],
+    configs: Mapping[str, Any] | None = None,
 ) -> list[Engine]:
     """The engines of an ``LLMInferenceService``: the main workload and ``spec.prefill``."""
     data = res.data
-    spec = mapping(data.get("spec"))
     meta = mapping(data.get("metadata"))
     name = str(meta.get("name", "unnamed"))
     namespace = str(meta.get("namespace", "default"))
+    spec = _resolved_spec(res, mapping(data.get("spec")), configs or {})
+    model_name = mapping(spec.get("model")).get("name")
+    spec = render(spec, name, namespace, str(model_name or name))
     model = mapping(spec.get("model"))
     served = str(model.get("name") or name)
     uri = model.get("uri") if isinstance(model.get("uri"), str) else None
@@ -77,7 +163,7 @@ def engines(
             words.append(f"publishers/{namespace}/models/{served}")
         port = "8001" if role == "decode" or workload.get("worker") else "8000"
         words += ["--port", port]
-        kv = spec.get("kvCacheOffloading")
+        kv = spec.get("kvCacheOffloading") or mapping(spec.get("workload")).get("kvCacheOffloading")
         if isinstance(kv, dict) and quantity_bytes(kv.get("cpu")) is not None:
             extra = {
                 "spec_name": "TieringOffloadingSpec",
@@ -146,8 +232,14 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
     label = f"LLMInferenceService/{name}" + ("/prefill" if role == "prefill" else "")
     tpath = (*path, "template")
     if index is not None and containers[index].get("command"):
-        pod = Pod(res, tpath, label, role=role, parallelism=parallelism, block_lines=block_lines)
-        return [replace(e, model_uri=uri) for e in read_container(pod, index, base, found)]
+        from kvconfig.load.dynamo import _Shim as _View
+
+        view = _View(
+            res, tpath, {**template, "containers": [containers[index]]},
+            (*tpath, "containers", index),
+        )  # fmt: skip
+        pod = Pod(view, (), label, role=role, parallelism=parallelism, block_lines=block_lines)  # type: ignore[arg-type]
+        return [replace(e, model_uri=uri) for e in read_container(pod, 0, base, found)]
     container: dict[str, Any] = dict(containers[index]) if index is not None else {"name": "main"}
     pod_spec = {**template, "containers": [container]}
     env_line = res.line(*tpath, "containers", index or 0)

@@ -33,6 +33,7 @@ from kvconfig.load.serve import (
     maybe_json,
 )
 from kvconfig.mirror import speculative, versions
+from kvconfig.mirror.connectors.registry import hma_disabled
 from schemas.deployment import AttentionSettings, Deployment, LayerSet
 
 MAX_LAYERS = 10_000
@@ -154,7 +155,10 @@ def to_deployment(
         "draft_attention_backend": draft_backend,
         "num_speculative_tokens": context.num_speculative_tokens,
         "prefix_caching": opts.values.get("enable-prefix-caching") is not False,
-        "disable_hybrid_kv_cache_manager": bool(opts.values.get("disable-hybrid-kv-cache-manager")),
+        "disable_hybrid_kv_cache_manager": hma_disabled(
+            json_option(opts, "kv-transfer-config"),
+            opts.values.get("disable-hybrid-kv-cache-manager"),
+        ),
         "max_model_len": int_option(opts, "max-model-len", high=1 << 26)
         or model_context_length(target),
         "model_facts": model_facts(target),

@@ -32,7 +32,12 @@ def _accelerators(value: Any) -> list[tuple[str, int | None]]:
         out.append((name.strip(), int(count) if count.strip().isdigit() else 1))
     elif isinstance(value, dict):
         for name, count in value.items():
-            out.append((str(name), count if isinstance(count, int) else None))
+            if count is None and ":" in str(name):
+                # {H100:8, H200:8}: YAML reads each "H100:8" as a key without a value;
+                # SkyPilot's own examples write sets this way and it reads NAME:COUNT
+                out.extend(_accelerators(str(name)))
+            else:
+                out.append((str(name), count if isinstance(count, int) else None))
     elif isinstance(value, list):
         for item in value:
             out.extend(_accelerators(item))

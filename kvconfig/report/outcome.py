@@ -3,7 +3,7 @@ input error that stopped it, and where in the file each finding points."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError
@@ -24,6 +24,8 @@ class Outcome(NamedTuple):
     """An operator file's engine (``Deployment/qwen3-decode/vllm``); None otherwise."""
     engine_line: int | None = None
     """The line of that engine's container, service or entry in ``source``."""
+    reading: Any = None
+    """What was read of that engine (``kvconfig.load.reading.Reading``); None otherwise."""
 
     def label(self) -> str:
         """The deployment as reports name it: the file, or ``FILE:LINE ENGINE``."""
@@ -36,7 +38,10 @@ class Outcome(NamedTuple):
         """The ``operator_engine`` record of the JSON reports (None: not an engine)."""
         if self.engine is None:
             return None
-        return {"name": self.engine, "line": self.engine_line}
+        out: dict[str, object] = {"name": self.engine, "line": self.engine_line}
+        if self.reading is not None:
+            out["reading"] = self.reading.to_json()
+        return out
 
     @property
     def verdict(self) -> str:

@@ -96,11 +96,15 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
             elif o.engine is not None:
                 at = o.label()
             lines.append(f"error   {at} [{o.platform}]: {text}")
+            if o.reading is not None:
+                lines.append(f"  read: {o.reading.summary()}")
             continue
         p = o.plan
         errors = [f for f in p.findings if f.severity is Severity.ERROR]
         summary = ", ".join(dict.fromkeys(f"{f.code} {f.name}" for f in errors)) or "safe"
         lines.append(f"{p.verdict:<7} {o.label()} [{o.platform}]: {summary}")
+        if o.reading is not None:
+            lines.append(f"  read: {o.reading.summary()}; planned for vLLM {p.vllm_version}")
         lines += finding_lines(p.findings, indent="  ")
     ok = sum(o.verdict == "ok" for o in outcomes)
     lines.append(f"{ok} of {len(outcomes)} safe")

@@ -12,7 +12,6 @@ from kvconfig.mirror.connectors.registry import (
     MOONCAKE_CONNECTORS,
     NIXL_CONNECTORS,
     OFFLOADING_CONNECTORS,
-    SUPPORTS_HMA,
 )
 from kvconfig.mirror.connectors.stages import layer_index
 from kvconfig.mirror.vote import Declared
@@ -52,14 +51,6 @@ def entries(kv: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         extra = kv.get("kv_connector_extra_config") or {}
         return [dict(c) for c in extra.get("connectors") or [] if isinstance(c, Mapping)]
     return [dict(kv)]
-
-
-def supports_hma(kv: Mapping[str, Any]) -> bool:
-    """``KVConnectorFactory.supports_hma_config`` (``kv_connector/factory.py``)."""
-    if kv.get("kv_connector") == "MultiConnector":
-        children = entries(kv)
-        return bool(children) and all(supports_hma(c) for c in children)
-    return str(kv.get("kv_connector")) in SUPPORTS_HMA
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,10 @@ from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
 from kvconfig.load.helm.values import _go, _Values, _ValuesShim
 from kvconfig.load.operator_engine import Engine
+
+_SIMULATOR = re.compile(r"(^|/)llm-d-inference-sim(:|@|$)")
+"""llm-d's vLLM simulator image (llm-d/llm-d-inference-sim): its entry point answers the
+OpenAI API without a model or a KV cache; the chart's ``imageDefault`` runs it as is."""
 
 
 def _model_arg(values: _Values, data: Mapping[str, Any]) -> tuple[str, str, dict[str, str]]:
@@ -45,7 +50,21 @@ def _model_arg(values: _Values, data: Mapping[str, Any]) -> tuple[str, str, dict
             "modelArtifacts.uri",
             "use hf://, pvc:// or pvc+hf://",
         )
-    return model, uri, hf
+    return _rendered_word(model), uri, hf
+
+
+def _rendered_word(text: str) -> str:
+    """The argument a rendered list item ``- TEXT`` holds: ``argsByProtocol`` writes the
+    model into the pod's YAML as it is, so YAML quoting in the values
+    (``hf://"{{ .Values.modelArtifacts.name }}"``) is taken off when the manifest is read."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(f"- {text}")
+    except yaml.YAMLError:
+        return text
+    item = data[0] if isinstance(data, list) and len(data) == 1 else None
+    return text if item is None or isinstance(item, (dict, list)) else str(item)
 
 
 def _par(parallelism: Any) -> dict[str, int]:
@@ -74,6 +93,7 @@ def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
     proxy = mapping(routing.get("proxy"))
     artifacts = mapping(data.get("modelArtifacts"))
     out: list[Engine] = []
+    skipped: list[str] = []
     found: list[Found] = []
     for role in ("decode", "prefill"):
         section = data.get(role)
@@ -172,12 +192,23 @@ def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
                 parallelism["replicas"] = section["replicas"]
             shim = _ValuesShim(doc, path, pod_spec)
             pod = Pod(shim, (), role, role=role, parallelism=parallelism)  # type: ignore[arg-type]
+            simulated = mode == "imageDefault" and _SIMULATOR.search(str(container.get("image")))
+            if simulated:
+                skipped.append(f"{label} runs {container.get('image')}, llm-d's simulator")
+                continue
             for engine in read_container(
                 pod, 0, base, found, implicit_entry=mode == "imageDefault", entry_label="llm-d"
             ):
                 from dataclasses import replace
 
                 out.append(replace(engine, name=label, model_uri=uri or None))
+    if not out and skipped:
+        raise InputError(
+            f"no vLLM container found: {'; '.join(skipped)}, not vLLM",
+            source=doc.source,
+            line=1,
+            hint="kvconfig plans vLLM engines; the simulator has no KV cache to check",
+        )
     if not out:
         raise InputError(
             "no vLLM container found in the decode or prefill sections",

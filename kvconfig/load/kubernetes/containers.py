@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, is_vllm_image
-from kvconfig.load.gpu_labels import GPU_LABELS
+from kvconfig.load.gpu_labels import GPU_LABELS, INSTANCE_LABELS, instance_gpu
 from kvconfig.load.kubernetes.env import container_env, expand_k8s
 from kvconfig.load.kubernetes.resources import Found, Pod, strings
 from kvconfig.load.operator_engine import Engine, Note, server_start
@@ -25,7 +25,7 @@ def _gpu_labels(spec: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     if isinstance(selector, dict):
         for label in GPU_LABELS:
             value = selector.get(label)
-            if isinstance(value, str) and value:
+            if isinstance(value, str) and value and _names_gpu(label, value):
                 required.append(value)
                 break
     affinity = spec.get("affinity")
@@ -53,8 +53,16 @@ def _match_values(term: Any) -> list[str]:
             and expr.get("operator") == "In"
             and isinstance(expr.get("values"), list)
         ):
-            out.extend(str(v) for v in expr["values"])
+            out.extend(str(v) for v in expr["values"] if _names_gpu(expr["key"], str(v)))
     return out
+
+
+def _names_gpu(label: str, value: str) -> bool:
+    """Whether a node label's value names a GPU: always for the GPU-name labels; for an
+    instance-type label only when the type is a GPU instance kvconfig knows."""
+    if label not in INSTANCE_LABELS:
+        return True
+    return instance_gpu(value) is not None
 
 
 def _gpu_count(container: Mapping[str, Any]) -> int | None:
@@ -198,7 +206,7 @@ def read_container(
     if entry == "dynamo.vllm":
         from kvconfig.load import dynamo_args
 
-        split = dynamo_args.split_args(argv, at)
+        split = dynamo_args.split_args(argv, at, res.source)
         argv, notes, defaults = split.argv, [*notes, *split.notes], split.defaults
         role = split.role or role
     version, vnotes = image_version(image, res.line(*cpath, "image") or line)

@@ -81,6 +81,21 @@ def _template_labels(res: Resource, path: tuple[str | int, ...]) -> Mapping[str,
     return labels if isinstance(labels, dict) else {}
 
 
+def _storm_role(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]:
+    """The AIBrix ``StormService`` role around a pod spec (``spec.template.spec.roles[i]``:
+    its ``name`` is the P/D role the AIBrix router and its pods' role-name label use, its
+    ``replicas`` the role's pod count), or an empty mapping."""
+    if res.data.get("kind") != "StormService":
+        return {}
+    for i in range(len(path) - 1):
+        if path[i] == "roles" and isinstance(path[i + 1], int):
+            node: Any = res.data
+            for p in path[: i + 2]:
+                node = node[p]
+            return node if isinstance(node, dict) else {}
+    return {}
+
+
 def resource_engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
@@ -91,7 +106,8 @@ def resource_engines(
     replicas = data.get("spec", {}).get("replicas") if isinstance(data.get("spec"), dict) else None
     for path, part in _pod_specs(res):
         labels = _template_labels(res, path)
-        role = labels.get("llm-d.ai/role")
+        storm = _storm_role(res, path)
+        role = labels.get("llm-d.ai/role") or storm.get("name")
         pod = Pod(
             res,
             path,
@@ -99,18 +115,39 @@ def resource_engines(
             role=role if role in ("prefill", "decode") else None,
             block_lines=block_lines,
         )
+        env_base: dict[str, str] = {}
+        env_unknown: list[str] = []
         if data.get("kind") == "LeaderWorkerSet":
             size = data["spec"]["leaderWorkerTemplate"].get("size")
             if isinstance(size, int):
                 pod.parallelism["nodes"] = size
+            env_base, env_unknown = _lws_env(size, part)
         if isinstance(replicas, int):
             pod.parallelism["replicas"] = replicas
+        if isinstance(storm.get("replicas"), int):
+            pod.parallelism["replicas"] = storm["replicas"] * (replicas or 1)
         containers = pod.spec.get("containers")
         if not isinstance(containers, list):
             continue
         for i in range(len(containers)):
-            out.extend(read_container(pod, i, base, found))
+            out.extend(
+                read_container(pod, i, base, found, env_base=env_base, env_unknown=env_unknown)
+            )
     return out
+
+
+def _lws_env(size: Any, part: str) -> tuple[dict[str, str], list[str]]:
+    """The variables LeaderWorkerSet adds to every container of its pods
+    (``api/leaderworkerset/v1/leaderworkerset_types.go``): ``LWS_GROUP_SIZE`` (the group's
+    ``size``), ``LWS_WORKER_INDEX`` (0 on the leader, the worker's index otherwise) and
+    ``LWS_LEADER_ADDRESS`` (the leader pod's address, known at run time)."""
+    known = {"LWS_GROUP_SIZE": str(size)} if isinstance(size, int) else {}
+    unknown = ["LWS_LEADER_ADDRESS"] + ([] if known else ["LWS_GROUP_SIZE"])
+    if part == "leader":
+        known["LWS_WORKER_INDEX"] = "0"
+    else:
+        unknown.append("LWS_WORKER_INDEX")
+    return known, unknown
 
 
 def block_scalar_lines(text: str) -> frozenset[int]:
@@ -127,8 +164,10 @@ def engines(
     base: Path,
     skipped: Sequence[str] = (),
     text: str = "",
+    configs: Mapping[str, Any] | None = None,
 ) -> list[Engine]:
-    """Every vLLM engine of a Kubernetes manifest's documents."""
+    """Every vLLM engine of a Kubernetes manifest's documents; ``configs`` are the
+    ``LLMInferenceServiceConfig`` specs of the input by name (for ``spec.baseRefs``)."""
     out: list[Engine] = []
     found: list[Found] = []
     blocks = block_scalar_lines(text) if text else frozenset()
@@ -146,7 +185,7 @@ def engines(
         if kind == "LLMInferenceService":
             from kvconfig.load import kserve
 
-            out.extend(kserve.engines(res, base, found, blocks))
+            out.extend(kserve.engines(res, base, found, blocks, configs or {}))
         elif kind == "DynamoGraphDeployment":
             from kvconfig.load import dynamo
 

@@ -7,7 +7,8 @@ Mirrors ``vllm/distributed/kv_transfer/kv_connector/factory.py`` (the names),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kvconfig.errors import ConnectorRefusal
 
@@ -55,6 +56,26 @@ KNOWN_CONNECTORS = frozenset(
     }
 )
 """The connector names ``KVConnectorFactory`` registers (``kv_connector/factory.py``)."""
+
+
+def supports_hma(kv: Mapping[str, Any]) -> bool:
+    """``KVConnectorFactory.supports_hma_config`` (``kv_connector/factory.py``): a
+    MultiConnector supports HMA when every connector it chains does."""
+    if kv.get("kv_connector") == "MultiConnector":
+        extra = kv.get("kv_connector_extra_config")
+        children = extra.get("connectors") if isinstance(extra, Mapping) else None
+        chained = [c for c in children or [] if isinstance(c, Mapping)]
+        return bool(chained) and all(supports_hma(c) for c in chained)
+    return str(kv.get("kv_connector")) in SUPPORTS_HMA
+
+
+def hma_disabled(kv: Mapping[str, Any] | None, disable: Any) -> bool:
+    """Whether vLLM runs without the hybrid KV-cache manager: as asked
+    (``--disable-hybrid-kv-cache-manager``), else when the KV connector does not support
+    HMA (``VllmConfig.__post_init__`` in ``config/vllm.py`` turns it off then)."""
+    if disable is not None:
+        return bool(disable)
+    return kv is not None and not supports_hma(kv)
 
 
 def required_kv_cache_layout(connector: str, *, use_mla: bool, hisparse: bool) -> str | None:

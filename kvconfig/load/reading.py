@@ -1,0 +1,175 @@
+"""What kvconfig read of one engine of an operator file: the facts an operator checks at a
+glance (model, parallel sizes, block size, speculative method, KV connector, role, vLLM
+release), taken from the arguments vLLM's parser receives.
+
+``reading_of`` is the one place that turns an ``Engine`` into these facts; the reports
+(text and JSON) and the real-file corpus test (``tests/realworld``) both ask it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvconfig.errors import InputError
+from kvconfig.load.operator_engine import Engine
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What one engine runs with, as read from its file."""
+
+    name: str
+    """The engine's name in the file (``Deployment/qwen3-decode/vllm``)."""
+    role: str | None
+    """``prefill``, ``decode`` or None (aggregated, or the file does not say)."""
+    replicas: int | None
+    """How many copies of the engine the resource runs, when it says."""
+    model: str | None
+    """The model vLLM serves, as its parser stores it (an id or a path)."""
+    model_uri: str | None
+    """Where the platform fetches the model from, when the argument is a local mount."""
+    tensor: int
+    """``--tensor-parallel-size`` (1 when unset)."""
+    pipeline: int
+    """``--pipeline-parallel-size`` (1 when unset)."""
+    data: int
+    """``--data-parallel-size`` (1 when unset)."""
+    expert: bool
+    """``--enable-expert-parallel``."""
+    block_size: int | None
+    """``--block-size``, or the launcher's default; None: vLLM picks it."""
+    speculative: str | None
+    """The speculative method (``eagle3``, ``mtp``, ``ngram``...), ``draft`` for a draft
+    model without a method, None without speculative decoding."""
+    connector: str | None
+    """``kv_connector`` of ``--kv-transfer-config`` (``MultiConnector(A,B)`` lists the
+    connectors a MultiConnector or Dynamo's PdConnector chains)."""
+    kv_role: str | None
+    """``kv_role`` of ``--kv-transfer-config``."""
+    vllm_version: str | None
+    """The vLLM release the image tag or a pinned install names."""
+    unreadable: str | None = None
+    """Why the arguments could not be read (vLLM would refuse them), or None."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The reading as JSON (docs/json.md)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    def summary(self) -> str:
+        """One line for the text report: ``Qwen/Qwen3-8B tp=2 block=64 NixlConnector
+        (kv_producer) prefill``."""
+        parts = [self.model or "model ?"]
+        sizes = [("tp", self.tensor), ("pp", self.pipeline), ("dp", self.data)]
+        parts += [f"{k}={v}" for k, v in sizes if v != 1 or k == "tp"]
+        if self.expert:
+            parts.append("ep")
+        parts.append(f"block={self.block_size}" if self.block_size else "block=vLLM default")
+        if self.speculative:
+            parts.append(f"spec={self.speculative}")
+        if self.connector:
+            parts.append(self.connector + (f" ({self.kv_role})" if self.kv_role else ""))
+        if self.role:
+            parts.append(self.role)
+        if self.replicas is not None and self.replicas != 1:
+            parts.append(f"x{self.replicas}")
+        if self.vllm_version:
+            parts.append(f"vLLM {self.vllm_version}")
+        return " ".join(parts)
+
+
+def _json(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        return None
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _int(value: Any, default: int | None) -> int | None:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return default
+
+
+def _connector(config: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    if not config:
+        return None, None
+    name = config.get("kv_connector")
+    role = config.get("kv_role")
+    if not isinstance(name, str):
+        return None, role if isinstance(role, str) else None
+    if name in ("MultiConnector", "PdConnector"):
+        extra = config.get("kv_connector_extra_config")
+        inner = extra.get("connectors") if isinstance(extra, dict) else None
+        names = [
+            c["kv_connector"]
+            for c in (inner if isinstance(inner, list) else [])
+            if isinstance(c, dict) and isinstance(c.get("kv_connector"), str)
+        ]
+        if names:
+            name = f"{name}({','.join(names)})"
+    return name, role if isinstance(role, str) else None
+
+
+def _speculative(config: Mapping[str, Any] | None) -> str | None:
+    if not config:
+        return None
+    method = config.get("method")
+    if isinstance(method, str) and method:
+        return method
+    return "draft" if config.get("model") else None
+
+
+def reading_of(engine: Engine) -> Reading:
+    """What ``engine`` runs with, read by vLLM's parser rules (``kvconfig.load.argv``)."""
+    from kvconfig.load.argv import parse_serve_args
+    from kvconfig.mirror import versions
+
+    version = engine.vllm_version if engine.vllm_version in versions.KNOWN else versions.DEFAULT
+    values: Mapping[str, Any] = {}
+    model: str | None = None
+    unreadable: str | None = None
+    try:
+        args = parse_serve_args(
+            engine.argv,
+            version=version or versions.DEFAULT,
+            entry="api_server" if engine.parser == "api_server" else "serve",
+            read_config=lambda _path: {},
+            source=engine.source,
+        )
+        values, model = args.values, args.model
+    except InputError as exc:
+        unreadable = str(exc)
+    connector, kv_role = _connector(_json(values.get("kv-transfer-config")))
+    block = _int(values.get("block-size"), None)
+    if block is None:
+        block = _int(engine.defaults.get("block-size"), None)
+    replicas = engine.parallelism.get("replicas")
+    return Reading(
+        name=engine.name,
+        role=engine.role,
+        replicas=replicas,
+        model=model,
+        model_uri=engine.model_uri,
+        tensor=_int(values.get("tensor-parallel-size"), 1) or 1,
+        pipeline=_int(values.get("pipeline-parallel-size"), 1) or 1,
+        data=_int(values.get("data-parallel-size"), 1) or 1,
+        expert=values.get("enable-expert-parallel") is True,
+        block_size=block,
+        speculative=_speculative(_json(values.get("speculative-config"))),
+        connector=connector,
+        kv_role=kv_role,
+        vllm_version=engine.vllm_version,
+        unreadable=unreadable,
+    )

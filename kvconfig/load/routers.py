@@ -1,0 +1,161 @@
+"""KV-aware routers deployed beside the engines, read from the same operator files.
+
+Each router hashes prompts in blocks of its own size and must agree with the engines'
+block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's rule:
+
+* NVIDIA Dynamo's frontend (a ``DynamoGraphDeployment`` component or service of type
+  ``frontend``): KV routing when ``--router-mode kv`` or ``DYN_ROUTER_MODE=kv``; its block
+  size is ``--kv-cache-block-size`` or ``DYN_KV_CACHE_BLOCK_SIZE``, and when neither is set
+  the frontend takes the block size the workers register (``components/src/dynamo/
+  frontend/main.py``, ``lib/llm/src/kv_router``).
+* llm-d's endpoint picker (``EndpointPickerConfig``, inline in a KServe
+  ``spec.router.scheduler.config.inline`` or as YAML text in chart values): the
+  ``precise-prefix-cache-scorer`` / ``precise-prefix-cache-producer`` plugin's
+  ``tokenProcessorConfig.blockSize`` (or ``blockSize``) and ``hashSeed`` (llm-d-kv-cache's
+  token-processor configuration; unset, the fleet rules take llm-d's default of 16).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kvconfig.load.engine_fields import listing, mapping
+
+PREFIX_PLUGINS = frozenset({"precise-prefix-cache-scorer", "precise-prefix-cache-producer"})
+"""llm-d endpoint-picker plugins that hash prompt tokens into the engines' KV blocks (the
+approximate ``prefix-cache-scorer`` hashes its own character blocks, or scores what a
+precise producer found, and is not read)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Router:
+    """A KV-aware router found in an operator file."""
+
+    kind: str
+    """``dynamo`` or ``llm-d``."""
+    name: str
+    """Where it is: ``DynamoGraphDeployment/NAME/Frontend``, ``EndpointPickerConfig/PLUGIN``."""
+    block_size: int | None
+    """The block size it hashes with; None: taken from the engines (Dynamo) or the
+    router's default (llm-d, 16)."""
+    hash_seed: str | None = None
+    """llm-d's ``hashSeed`` (must equal the engines' ``PYTHONHASHSEED``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The router as JSON."""
+        return {k: getattr(self, k) for k in ("kind", "name", "block_size", "hash_seed")}
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _env(items: Any) -> dict[str, str]:
+    return {
+        str(i["name"]): str(i["value"])
+        for i in listing(items)
+        if isinstance(i, dict) and "name" in i and isinstance(i.get("value"), (str, int))
+    }
+
+
+def _option(words: list[str], name: str) -> str | None:
+    for i, w in enumerate(words):
+        if w == name and i + 1 < len(words):
+            return words[i + 1]
+        if w.startswith(name + "="):
+            return w.split("=", 1)[1]
+    return None
+
+
+def _frontend(name: str, words: list[str], env: Mapping[str, str]) -> Router | None:
+    mode = _option(words, "--router-mode") or env.get("DYN_ROUTER_MODE")
+    if mode != "kv":
+        return None
+    size = _option(words, "--kv-cache-block-size") or env.get("DYN_KV_CACHE_BLOCK_SIZE")
+    return Router("dynamo", name, _int(size))
+
+
+def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
+    spec = mapping(data.get("spec"))
+    rname = f"DynamoGraphDeployment/{mapping(data.get('metadata')).get('name', 'unnamed')}"
+    global_env = _env(spec.get("envs"))
+    for sname, service in mapping(spec.get("services")).items():
+        if not isinstance(service, dict) or service.get("componentType") != "frontend":
+            continue
+        main = mapping(mapping(service.get("extraPodSpec")).get("mainContainer"))
+        words = [str(w) for w in [*listing(main.get("command")), *listing(main.get("args"))]]
+        env = {**global_env, **_env(service.get("envs")), **_env(main.get("env"))}
+        found = _frontend(f"{rname}/{sname}", words, env)
+        if found is not None:
+            yield found
+    for component in listing(spec.get("components")):
+        if not isinstance(component, dict) or component.get("type") != "frontend":
+            continue
+        pod = mapping(mapping(component.get("podTemplate")).get("spec"))
+        for container in listing(pod.get("containers")):
+            if not isinstance(container, dict):
+                continue
+            words = [
+                str(w)
+                for w in [*listing(container.get("command")), *listing(container.get("args"))]
+            ]
+            env = {**global_env, **_env(container.get("env"))}
+            found = _frontend(f"{rname}/{component.get('name', 'frontend')}", words, env)
+            if found is not None:
+                yield found
+
+
+def _picker(config: Mapping[str, Any]) -> Iterator[Router]:
+    for plugin in listing(config.get("plugins")):
+        if not isinstance(plugin, dict) or plugin.get("type") not in PREFIX_PLUGINS:
+            continue
+        params = mapping(plugin.get("parameters"))
+        tokens = mapping(params.get("tokenProcessorConfig"))
+        size = _int(tokens.get("blockSize", params.get("blockSize")))
+        seed = tokens.get("hashSeed", params.get("hashSeed"))
+        yield Router(
+            "llm-d",
+            f"EndpointPickerConfig/{plugin.get('name') or plugin['type']}",
+            size,
+            str(seed) if seed is not None else None,
+        )
+
+
+def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
+    """Every endpoint-picker config in a document: mappings, and YAML text holding one."""
+    if depth > 24:
+        return
+    if isinstance(node, dict):
+        if node.get("kind") == "EndpointPickerConfig":
+            yield from _picker(node)
+            return
+        for value in node.values():
+            yield from _walk(value, depth + 1)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value, depth + 1)
+    elif isinstance(node, str) and "EndpointPickerConfig" in node and "\n" in node:
+        import yaml
+
+        try:
+            inner = yaml.safe_load(node)
+        except yaml.YAMLError:
+            return
+        yield from _walk(inner, depth + 1)
+
+
+def routers_of(docs: list[Any]) -> list[Router]:
+    """The KV-aware routers of an operator file's parsed documents."""
+    out: list[Router] = []
+    for data in docs:
+        if isinstance(data, dict) and data.get("kind") == "DynamoGraphDeployment":
+            out.extend(_dynamo(data))
+        else:
+            out.extend(_walk(data))
+    return out

@@ -1,0 +1,192 @@
+"""Fleets from operator files read with the loader `kvconfig lint` uses, and one model of
+an engine for every command."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from kvconfig.cli.commands import main
+
+CORPUS = Path(__file__).parent / "realworld" / "files"
+QWEN3_8B = Path(__file__).parent.parent / "examples" / "models" / "qwen3-8b"
+GPT_OSS = Path(__file__).parent.parent / "examples" / "models" / "gpt-oss-120b"
+
+
+def _run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(argv), stdout=out)
+    return code, out.getvalue()
+
+
+def test_fleet_of_an_operator_file_takes_model_path_and_platform() -> None:
+    # AIBrix StormService: 4 prefill and 3 decode pods with the same command (kv_both)
+    path = CORPUS / "vllm-project/aibrix/samples/disaggregation/vllm/pool.yaml"
+    code, text = _run(
+        "lint", "--fleet", "--format", "json", "--platform", "H100",
+        "--model-path", f"/models/Qwen3-8B={QWEN3_8B}", str(path),
+    )  # fmt: skip
+    assert code == 0, text
+    doc = json.loads(text)
+    got = sorted((e["name"], e["role"], e["replicas"], e["platform"]) for e in doc["engines"])
+    assert got == [
+        ("StormService/vllm-pool-xpyd/roles.0/prefill", "prefill", 4, "H100"),
+        ("StormService/vllm-pool-xpyd/roles.1/decode", "decode", 3, "H100"),
+    ]
+    # the engine keeps its file and line, not a pasted <command>
+    assert all(str(path) in e["source"] for e in doc["engines"])
+
+
+def test_same_words_do_not_collapse() -> None:
+    # a Dynamo prefill and decode worker whose vLLM words are the same (kv_both)
+    path = (
+        CORPUS / "vllm-project/aibrix/brixbench/benchmark/testdata/deployments/dynamo/"
+        "qwen3-8b-round-robin-1p1d-tp2-vke.yaml"
+    )
+    code, text = _run(
+        "lint", "--fleet", "--format", "json", "--platform", "H100",
+        "--model-path", f"/models/Qwen3-8B={QWEN3_8B}", str(path),
+    )  # fmt: skip
+    assert code == 0, text
+    roles = sorted(e["role"] for e in json.loads(text)["engines"])
+    assert roles == ["decode", "prefill"]
+
+
+def _groups(doc: dict[str, object]) -> int:
+    plan = doc.get("plan", doc)
+    assert isinstance(plan, dict)
+    groups = plan["groups"]
+    assert isinstance(groups, list)
+    return len(groups)
+
+
+def test_connector_without_hma_gives_one_plan_everywhere(tmp_path: Path) -> None:
+    """vLLM turns the hybrid KV-cache manager off for a connector that does not support
+    HMA (LMCacheConnectorV1): `plan` and `lint --fleet` give gpt-oss the same groups."""
+    kv = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'
+    words = ["vllm", "serve", str(GPT_OSS), "--kv-transfer-config", kv]
+    code, text = _run("plan", "--platform", "H200", "--format", "json", "--", *words)
+    assert code == 0, text
+    single = _groups(json.loads(text))
+    code, text = _run("lint", "--fleet", "--format", "json", "--platform", "H200", "--", *words)
+    assert code in (0, 1), text
+    (engine,) = json.loads(text)["engines"]
+    assert single == _groups(engine) == 1
+    code, text = _run("plan", "--platform", "H200", "--format", "json", "--", *words[:3])
+    assert _groups(json.loads(text)) == 2  # with HMA: sliding window and full attention
+
+
+def test_lint_shows_what_was_read() -> None:
+    path = (
+        CORPUS / "vllm-project/aibrix/brixbench/benchmark/testdata/deployments/llmd/models/"
+        "qwen3-8b-pd-4p4d-singlenode.yaml"
+    )
+    args = ["--platform", "H100", "--model-path", f"/models/Qwen3-8B={QWEN3_8B}", str(path)]
+    code, text = _run("lint", *args)
+    assert code == 0, text
+    read = [line.strip() for line in text.splitlines() if line.startswith("  read: ")]
+    assert read == [
+        "read: /models/Qwen3-8B tp=1 block=128 NixlConnector (kv_both) prefill x4; "
+        "planned for vLLM 0.33.0",
+        "read: /models/Qwen3-8B tp=1 block=128 NixlConnector (kv_both) decode x4; "
+        "planned for vLLM 0.33.0",
+    ]
+    code, text = _run("lint", "--format", "json", *args)
+    readings = [d["operator_engine"]["reading"] for d in json.loads(text)]
+    assert [(r["role"], r["block_size"], r["connector"], r["replicas"]) for r in readings] == [
+        ("prefill", 128, "NixlConnector", 4),
+        ("decode", 128, "NixlConnector", 4),
+    ]
+
+
+LWS = """apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: wide-ep}
+spec:
+  leaderWorkerTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          command: [vllm, serve]
+          args: [Qwen/Qwen3-8B, --data-parallel-size, "$(LWS_GROUP_SIZE)",
+                 --data-parallel-address, $(LWS_LEADER_ADDRESS)]
+    workerTemplate:
+      spec:
+        containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          command: [sh, -c]
+          args: ["vllm serve Qwen/Qwen3-8B --headless --data-parallel-address
+                  $(LWS_LEADER_ADDRESS) --data-parallel-start-rank $LWS_WORKER_INDEX"]
+"""
+
+
+def test_leaderworkerset_variables_are_set_at_run_time() -> None:
+    """LeaderWorkerSet adds LWS_GROUP_SIZE (the size), LWS_WORKER_INDEX and
+    LWS_LEADER_ADDRESS to every container: known or known at run time, never undefined."""
+    from kvconfig.load.engines import engines_in
+
+    leader, worker = engines_in(LWS, "<lws>")
+    assert leader.argv[2] == "2"
+    assert leader.env_unknown == ("LWS_LEADER_ADDRESS",)
+    assert set(worker.env_unknown) == {"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"}
+    assert all(
+        n.kind == "unknown-value" for n in (*leader.notes, *worker.notes) if "LWS" in n.message
+    )
+
+
+def test_skypilot_accelerator_set_without_spaces() -> None:
+    """SkyPilot's examples write {H100:8, H200:8}: YAML keys without values."""
+    from kvconfig.load.engines import engines_in
+
+    task = (
+        "resources:\n  accelerators: {H100:8, H200:8}\nrun: |\n"
+        "  vllm serve Qwen/Qwen3-8B --tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE\n"
+    )
+    (engine,) = engines_in(task, "<sky>")
+    assert engine.argv[-1] == "8"
+    assert engine.platforms == ("H100", "H200")
+
+
+DGD = """apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: kv}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag
+          command: [python3, -m, dynamo.frontend]
+          args: [--router-mode, kv, --kv-cache-block-size, "ROUTER"]
+    VllmWorker:
+      componentType: worker
+      replicas: 2
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-8B, --block-size, "64"]
+"""
+
+
+def test_dynamo_frontend_beside_its_workers(tmp_path: Path) -> None:
+    """A Dynamo frontend routing on KV blocks of 16 tokens in front of 64-token workers is
+    a fleet finding (KV711); at 64 it agrees."""
+    codes = {}
+    for size in ("16", "64"):
+        path = tmp_path / f"dgd-{size}.yaml"
+        path.write_text(DGD.replace("ROUTER", size))
+        code, text = _run(
+            "lint", "--fleet", "--format", "json", "--platform", "H100",
+            "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", str(path),
+        )  # fmt: skip
+        doc = json.loads(text)
+        codes[size] = (code, sorted({f["code"] for f in doc["findings"]}))
+    assert codes["16"][0] == 1 and "KV711" in codes["16"][1]
+    assert codes["64"] == (0, [])
