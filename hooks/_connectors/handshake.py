@@ -37,6 +37,7 @@ def _local_side(worker: Any) -> Any:
         enable_permute_local_kv=bool(worker.kv_transfer_config.enable_permute_local_kv),
         transfer_mode=str(worker._TRANSFER_MODE),
         pp=int(worker.pp_size),
+        vllm_version=str(STATE.vllm_version),
     )
 
 
@@ -79,6 +80,7 @@ _CHECK_TEXT = {
     "region-mapped": "different page sizes for a region-mapped (hybrid) cache",
     "mamba-pages": "different pages per block for a Mamba hybrid with prefix caching",
     "layout": "different KV-cache layouts",
+    "head-split": "pages split by heads across TP sizes in a layout that is not block-contiguous",
     "tp": "tensor-parallel sizes that do not divide",
     "dcp": "decode-context-parallel sizes that do not divide",
 }
@@ -172,6 +174,8 @@ def wrap_handshake(original: Callable[..., Any], module: Any) -> Callable[..., A
 def _fixes(check: str, local: Any, remote: Any) -> list[str]:
     if check == "layout":
         return ["the same VLLM_KV_CACHE_LAYOUT on both engines (or none)"]
+    if check == "head-split":
+        return ["VLLM_KV_CACHE_LAYOUT=LBHNC on both engines (or none)", "equal tensor parallelism"]
     if check in ("tp", "dcp"):
         return ["tensor- and context-parallel sizes that divide each other"]
     if check == "mamba-pages":
