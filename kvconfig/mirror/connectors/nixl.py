@@ -77,7 +77,10 @@ def block_contiguous(layout: str, vllm_version: str) -> bool:
     contiguous within a block, as the release's data has it (``facts.json``,
     ``kv_cache_layouts``); a name the release does not know is not."""
     release = vllm_version if vllm_version in versions.KNOWN else versions.DEFAULT
-    known = versions.facts(release).kv_cache_layouts.get(layout.upper())
+    layouts = versions.facts(release).kv_cache_layouts or (
+        versions.facts(versions.DEFAULT).kv_cache_layouts  # a release without the data
+    )
+    known = layouts.get(layout.upper())
     return bool(known and known.get("block_contiguous"))
 
 
