@@ -43,8 +43,10 @@ def install(mode: str | None = None) -> HookStatus:
     """Install the hooks in ``mode`` (default: ``KVCONFIG_MODE``, else ``enforce``).
 
     Patches vLLM all-or-nothing, once per process; calling it again only changes the
-    mode. ``off`` removes the patches. Never raises for a vLLM it cannot patch: it
-    logs why and falls back to ``warn`` with nothing patched.
+    mode. ``off`` removes the patches. For a vLLM it cannot patch, ``strict`` raises
+    ``kvconfig.errors.HooksFailed`` with nothing patched; ``enforce`` and ``warn`` log an
+    ERROR naming what is unchecked (also in ``status().unchecked``) and fall back to
+    ``warn`` with nothing patched.
     """
     from hooks._install import install_locked
 
@@ -63,17 +65,24 @@ def uninstall() -> HookStatus:
 
 
 def register() -> None:
-    """The ``vllm.general_plugins`` entry point: install the hooks; never raise.
+    """The ``vllm.general_plugins`` entry point: install the hooks.
 
-    vLLM calls plugin functions without catching their errors, so any failure here is
-    logged (the hooks are then inactive) instead of stopping vLLM.
+    vLLM calls plugin functions without catching their errors. In ``strict`` any failure
+    to install raises ``kvconfig.errors.HooksFailed``, so vLLM does not start without
+    its checks; in ``enforce`` and ``warn`` it is logged as an ERROR naming what is
+    unchecked (also in ``status().unchecked``) and vLLM starts.
     """
+    from kvconfig.errors import HooksFailed
+
     try:
         install()
-    except Exception:
-        from hooks._log import logger
+    except HooksFailed:
+        raise
+    except Exception as err:
+        from hooks._install import UNCHECKED_ALL
+        from hooks._state import machinery_failed, parse_mode
 
-        logger.exception("kvconfig: installing the vLLM hooks failed; they are NOT active")
+        machinery_failed("installing the vLLM hooks", UNCHECKED_ALL, err, mode=parse_mode(None))
 
 
 def status() -> HookStatus:

@@ -40,8 +40,9 @@ from hooks._checks import mismatches, settle
 from hooks._log import logger
 from hooks._observe import finish
 from hooks._session import SESSION, Session, SpeculatorRecord
-from hooks._state import STATE
+from hooks._state import STATE, machinery_failed
 from hooks._vllm import real_prepare
+from kvconfig.errors import HooksFailed, KernelBlockSizeMismatch
 
 _FORCED: ContextVar[tuple[Any, tuple[int, ...]] | None] = ContextVar(
     "kvconfig_forced_kernel_block_sizes", default=None
@@ -105,7 +106,20 @@ def wrap_set_attn(original: Callable[..., Any]) -> Callable[..., Any]:
         if mode == "off":
             return original(*call, target_attn_groups, *args, **kwargs)
         STATE.speculator_hooks += 1
-        sizes = runner_sizes(kv_cache_config, target_attn_groups)
+        name = f"speculator {type(self).__name__}"
+        try:
+            sizes = runner_sizes(kv_cache_config, target_attn_groups)
+        except Exception as err:
+            # vLLM's own set-up runs first: an error of vLLM's passes through as vLLM's
+            result = original(*call, target_attn_groups, *args, **kwargs)
+            if (session := SESSION.get()) is not None:
+                session.speculator_failed = True
+            machinery_failed(
+                "recomputing the model runner's kernel block sizes for the speculator",
+                f"the {name}'s kernel block sizes (not handed the runner's, not checked)",
+                err,
+            )
+            return result
         handed = mode == "enforce"
         token = _FORCED.set((kv_cache_config, tuple(sizes))) if handed else None
         try:
@@ -113,16 +127,27 @@ def wrap_set_attn(original: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             if token is not None:
                 _FORCED.reset(token)
-        groups = getattr(self, "attn_groups", [])
-        record = SpeculatorRecord(self, sizes, _speculator_vote(kv_cache_config, groups), handed)
+        try:
+            groups = getattr(self, "attn_groups", [])
+            record = SpeculatorRecord(
+                self, sizes, _speculator_vote(kv_cache_config, groups), handed
+            )
+            problems = [
+                *mismatches(kv_cache_config, sizes, target_attn_groups, "model runner"),
+                *mismatches(kv_cache_config, sizes, groups, name, context=target_attn_groups),
+            ]
+        except Exception as err:
+            if (session := SESSION.get()) is not None:
+                session.speculator_failed = True
+            machinery_failed(
+                "reading the speculator's attention groups after set_attn",
+                f"the {name}'s kernel block sizes",
+                err,
+            )
+            return result
         session = SESSION.get()
         if session is not None:
             session.records.append(record)
-        name = f"speculator {type(self).__name__}"
-        problems = [
-            *mismatches(kv_cache_config, sizes, target_attn_groups, "model runner"),
-            *mismatches(kv_cache_config, sizes, groups, name, context=target_attn_groups),
-        ]
         settle(problems, mode)
         return result
 
@@ -139,7 +164,18 @@ def kv_cache_session(runner: Any, version: str, *, profiling: bool = False) -> I
         yield session
     finally:
         SESSION.reset(token)
-    finish(session, profiling=profiling)
+    try:
+        finish(session, profiling=profiling)
+    except (KernelBlockSizeMismatch, HooksFailed):
+        raise
+    except Exception as err:
+        machinery_failed(
+            f"reading the plan off Model Runner {version.upper()}'s objects after "
+            "initialize_kv_cache",
+            "the start-up check of every attention group against the runner's kernel "
+            "block sizes, kvconfig's own vote and the plan export",
+            err,
+        )
 
 
 def _profiling(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

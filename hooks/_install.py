@@ -4,8 +4,9 @@ Before anything is patched, every target and every vLLM function the wrappers re
 is checked the way pluggy's ``_verify_hook`` checks a hook implementation: it must
 exist and take the parameters the wrapper passes on (``inspect.signature``), and the
 calls the hooks depend on must still be there (a function looked up as a module
-global is in the caller's ``co_names``). If anything is off, nothing is patched and
-the hooks fall back to ``warn``.
+global is in the caller's ``co_names``). If anything is off, nothing is patched:
+``strict`` refuses to start (``HooksFailed``); ``enforce`` and ``warn`` fall back to
+``warn`` with one ERROR saying what is unchecked, also in ``hooks.status().unchecked``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hooks._log import logger
-from hooks._state import STATE, SUPPORTED_VLLM_VERSIONS, parse_mode
+from hooks._state import STATE, SUPPORTED_VLLM_VERSIONS, machinery_failed, parse_mode
 
 MARK = "__kvconfig_original__"
 """Attribute of every wrapper: the function it wraps."""
@@ -239,17 +240,22 @@ def _restore(patches: list[tuple[Any, str, Any, str]]) -> None:
         setattr(holder, attr, original)
 
 
-def _fall_back(reason: str) -> None:
+UNCHECKED_ALL = (
+    "the kernel block size of every attention group, speculator and KV connector (the "
+    "hooks are NOT installed; check the deployment with 'kvconfig lint')"
+)
+
+
+def _fall_back(reason: str, requested: str) -> None:
+    """Nothing is patched: ``strict`` raises ``HooksFailed``; otherwise mode ``warn``."""
     STATE.mode = "warn"
     STATE.reason = reason
-    logger.warning(
-        "kvconfig: the vLLM hooks are NOT installed (vLLM %s; kvconfig supports %s): %s. "
-        "Falling back to mode 'warn' with nothing patched: kvconfig neither hands the "
-        "runner's kernel block sizes to the speculator nor checks them at start-up. "
-        "Check your deployment with 'kvconfig lint' instead.",
-        STATE.vllm_version,
-        ", ".join(SUPPORTED_VLLM_VERSIONS),
-        reason,
+    machinery_failed(
+        f"installing the vLLM hooks on vLLM {STATE.vllm_version} (kvconfig supports "
+        f"{', '.join(SUPPORTED_VLLM_VERSIONS)})",
+        UNCHECKED_ALL,
+        LookupError(reason),
+        mode=requested,
     )
 
 
@@ -274,18 +280,18 @@ def install_locked(mode: str | None) -> None:
     except Exception as err:
         STATE.mode = "off"
         STATE.reason = f"vLLM is not importable ({type(err).__name__}: {err})"
-        logger.warning("kvconfig: the vLLM hooks are not installed: %s", STATE.reason)
+        machinery_failed("importing vLLM", UNCHECKED_ALL, err, mode=requested)
         return
     problems = verify()
     if problems:
-        _fall_back("; ".join(problems))
+        _fall_back("; ".join(problems), requested)
         return
     try:
         from hooks import _enforce
 
         _apply(_enforce.FACTORIES)
     except Exception as err:
-        _fall_back(f"patching failed and was rolled back ({type(err).__name__}: {err})")
+        _fall_back(f"patching failed and was rolled back ({type(err).__name__}: {err})", requested)
         return
     STATE.mode = requested
     STATE.reason = ""
@@ -309,13 +315,24 @@ def install_locked(mode: str | None) -> None:
 
 
 def _install_connectors() -> None:
+    """Patch the connectors; a failure is kvconfig's (``machinery_failed``): ``strict``
+    removes every patch and refuses to start, ``enforce`` and ``warn`` log and go on
+    without the connector checks."""
     try:
         from hooks import _connectors
 
         _connectors.install()
     except Exception as err:
-        logger.warning(
-            "kvconfig: the KV-connector checks are not installed (%s: %s)", type(err).__name__, err
+        mode = STATE.mode
+        if mode == "strict":
+            uninstall_locked()
+            STATE.requested = mode
+        machinery_failed(
+            "installing the KV-connector checks",
+            "the KV connectors' kernel block size and the NIXL handshake (the other hooks "
+            "are installed)",
+            err,
+            mode=mode,
         )
 
 

@@ -211,7 +211,8 @@ def finish(session: Session, *, profiling: bool = False) -> RuntimeReport:
     sp, sp_groups, draft_names, label = speculator_of(session)
     record = next((r for r in session.records if r.speculator is sp), None)
     problems: list[KernelBlockSizeMismatch] = []
-    if session.version == "v2" and sp is not None and record is None:
+    bypassed = record is None and not session.speculator_failed
+    if session.version == "v2" and sp is not None and bypassed:
         problems.append(unverified(session, sp, sp_groups, sizes, label))
     if record is None:  # the set_attn hook has checked both already
         problems += mismatches(config, sizes, runner.attn_groups, "model runner")

@@ -29,6 +29,9 @@ class Session:
     version: str
     """Which model runner: ``v1`` or ``v2``."""
     records: list[SpeculatorRecord] = field(default_factory=list)
+    speculator_failed: bool = False
+    """The ``set_attn`` hook ran but kvconfig's own part of it failed (logged, or raised in
+    ``strict``): the end-of-initialisation check still checks the speculator's groups."""
 
 
 SESSION: ContextVar[Session | None] = ContextVar("kvconfig_kv_cache_session", default=None)

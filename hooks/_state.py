@@ -33,6 +33,8 @@ class _State:
     speculator_hooks: int = 0
     kv_cache_inits: int = 0
     last_export: str | None = None
+    unchecked: list[str] = field(default_factory=list)
+    """What kvconfig's own machinery failed to check in this process (``HooksFailed``)."""
 
 
 STATE = _State()
@@ -62,6 +64,10 @@ class HookStatus:
     """How many KV-cache initialisations the hooks checked in this process."""
     last_export: str | None
     """The last plan file written (``KVCONFIG_PLAN_EXPORT``)."""
+    unchecked: tuple[str, ...] = ()
+    """What is NOT checked in this process because kvconfig's own machinery failed
+    (installing the patches, reading vLLM's objects, a check that raised), one entry per
+    failure: what is unchecked, what failed and the error. Empty when every check ran."""
 
 
 def current_status() -> HookStatus:
@@ -78,7 +84,24 @@ def current_status() -> HookStatus:
         speculator_hooks=s.speculator_hooks,
         kv_cache_inits=s.kv_cache_inits,
         last_export=s.last_export,
+        unchecked=tuple(s.unchecked),
     )
+
+
+def machinery_failed(what: str, unchecked: str, err: BaseException, mode: str = "") -> None:
+    """kvconfig's own machinery failed (not vLLM refusing): in ``strict`` raise
+    ``HooksFailed`` (vLLM does not start); in ``enforce`` and ``warn`` log one ERROR naming
+    what is unchecked and record it in ``hooks.status().unchecked``."""
+    from kvconfig.errors import HooksFailed
+
+    mode = mode or STATE.mode
+    failure = HooksFailed(
+        what=what, unchecked=unchecked, error=f"{type(err).__name__}: {err}", mode=mode
+    )
+    STATE.unchecked.append(f"{unchecked} ({what}: {failure.error})")
+    if mode == "strict":
+        raise failure from err
+    logger.error("%s", failure)
 
 
 def parse_mode(value: str | None) -> str:

@@ -278,6 +278,12 @@ class FindingCode(str, Enum):
         Severity.ERROR,
         "engines that share prefix-cache hashes derive them from random per-process seeds",
     )
+    NIXL_HEAD_SPLIT_LAYOUT = (
+        "KV722",
+        "nixl-head-split-layout",
+        Severity.ERROR,
+        "NIXL splits pages by heads across TP sizes in a layout that is not block-contiguous",
+    )
     # --- inputs: what vLLM does with a deployment's text that the text hides (KV8xx) ---
     CONFIG_EQUALS_IGNORED = (
         "KV801",

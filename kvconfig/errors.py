@@ -371,6 +371,41 @@ class ConnectorBlockSizeMismatch(KernelBlockSizeMismatch):
         return f"{text} {self.detail}" if self.detail else text
 
 
+class HooksFailed(KVConfigError):
+    """kvconfig's own machinery in the vLLM hooks failed: installing the patches, reading
+    vLLM's objects, or a check that raised. ``KVCONFIG_MODE=strict`` raises it and vLLM
+    does not start; ``enforce`` and ``warn`` log it as an ERROR and report it in
+    ``hooks.status().unchecked`` (docs/hooks.md, "When kvconfig itself fails").
+
+    Fields: ``what`` (the step of kvconfig's that failed), ``unchecked`` (what is not
+    checked because of it), ``error`` (``Type: message`` of the failure) and ``mode``.
+    Survives pickling.
+    """
+
+    def __init__(self, *, what: str, unchecked: str, error: str, mode: str = "strict") -> None:
+        self.what = what
+        self.unchecked = unchecked
+        self.error = error
+        self.mode = mode
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """The operator-facing message: one line."""
+        if self.mode == "strict":
+            then = "KVCONFIG_MODE=strict refuses to start"
+            fix = (
+                " Fix: run a vLLM release the hooks support, or KVCONFIG_MODE=enforce to "
+                "start with this check off (logged), and report this to kvconfig."
+            )
+        else:
+            then = f"KVCONFIG_MODE={self.mode}: starting with it UNCHECKED"
+            fix = ""
+        return (
+            f"kvconfig: the hooks' own machinery failed while {self.what} ({self.error}): "
+            f"{self.unchecked} is not checked; {then}.{fix}"
+        ).replace("\n", " ")
+
+
 # ---- end of fleet errors ----
 
 

@@ -40,6 +40,7 @@ EXPECTED: dict[str, tuple[str, list[tuple[str, tuple[str, ...]]]]] = {
         "reject",
         [("KV703", ("decode-tp8", "prefill-dp8")), ("KV709", ("prefill-dp8", "decode-tp8"))],
     ),
+    "nixl-bhlnc-tp-pair": ("reject", [("KV722", ("decode-tp1", "prefill-tp2"))]),
     "nixl-global-vote": (
         "reject",
         [
@@ -88,6 +89,7 @@ RULES = {
     "KV718": "nixl-layouts",
     "KV720": "nixl-global-vote",
     "KV721": "offload-tiers",
+    "KV722": "nixl-bhlnc-tp-pair",
 }
 
 _DOCS: dict[str, dict[str, Any]] = {}

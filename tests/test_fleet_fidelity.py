@@ -21,7 +21,6 @@ import torch
 
 from kvconfig.errors import ConnectorRefusal
 from kvconfig.mirror.connectors.mooncake import mooncake_region_lengths
-from kvconfig.mirror.connectors.nixl import compatibility_factors, compatibility_hash
 from kvconfig.mirror.connectors.offloading import (
     file_mapper_base_path,
     file_mapper_fields,
@@ -158,62 +157,31 @@ def _region(kv_block_len: int) -> Any:
         (100, 300, 2, 1),
     ],
 )
-def test_mooncake_compares_byte_lengths_only(local: int, remote: int, ltp: int, rtp: int) -> None:
+@pytest.mark.parametrize(
+    ("heads", "replicated"), [(8, False), (8, True), (None, False), (None, True), (1, True)]
+)
+def test_mooncake_compares_byte_lengths_only(  # noqa: PLR0917 - one per parameter
+    local: int, remote: int, ltp: int, rtp: int, heads: int | None, replicated: bool
+) -> None:
+    """Including the replicated producer (an MLA or Mamba producer passes no head count:
+    a replicated one is not checked)."""
     from vllm.distributed.kv_transfer.kv_connector.v1.mooncake.mooncake_connector import (
         _validate_asymmetric_region_lengths,
     )
 
     theirs = _validate_asymmetric_region_lengths(
-        [_region(local)], [_region(remote)], ltp, rtp, False, total_num_kv_heads=8
+        [_region(local)], [_region(remote)], ltp, rtp, replicated, total_num_kv_heads=heads
     )
-    assert mooncake_region_lengths(local, remote, ltp, rtp, 8) == theirs
+    mine = mooncake_region_lengths(local, remote, ltp, rtp, heads, producer_replicated=replicated)
+    assert mine == theirs
 
 
 # ---------------------------------------------------------------- hashes
 
 
-def _hash_config(backend_dtype: str = "auto") -> Any:
-    ns = types.SimpleNamespace
-    model = ns(
-        model="../models/qwen3-8b",
-        dtype=torch.bfloat16,
-        get_total_num_kv_heads=lambda: 8,
-        get_head_size=lambda: 128,
-        get_total_num_hidden_layers=lambda: 36,
-    )
-    return ns(
-        model_config=model,
-        cache_config=ns(cache_dtype=backend_dtype),
-        scheduler_config=ns(disable_hybrid_kv_cache_manager=False),
-        speculative_config=None,
-    )
-
-
-@pytest.mark.parametrize(
-    ("backend", "cache_dtype", "mode"),
-    [("FLASH_ATTN", "auto", "pull"), ("FLASHINFER", "fp8", "push"), ("GDN_ATTN", "auto", "pull")],
-)
-def test_compatibility_hash(backend: str, cache_dtype: str, mode: str) -> None:
-    import vllm
-    from vllm.distributed.kv_transfer.kv_connector.v1.nixl.metadata import (
-        compute_nixl_compatibility_hash,
-    )
-
-    theirs = compute_nixl_compatibility_hash(_hash_config(cache_dtype), backend, mode)
-    factors = compatibility_factors(
-        vllm_version=vllm.__version__,
-        model="../models/qwen3-8b",
-        dtype="torch.bfloat16",
-        num_kv_heads=8,
-        head_size=128,
-        num_hidden_layers=36,
-        attn_backend_name=backend,
-        cache_dtype=cache_dtype,
-        is_hma_enabled=True,
-        speculative=None,
-        transfer_mode=mode,
-    )
-    assert compatibility_hash(factors) == theirs
+# NIXL's compatibility hash is compared where kvconfig derives its factors from a
+# deployment and vLLM computes it on the engine's real VllmConfig:
+# tests/test_fleet_mirror_fixes.py and tests/test_fleet_engine.py.
 
 
 @pytest.mark.parametrize("algo", HASH_ALGOS)

@@ -164,8 +164,60 @@ def test_a_changed_vllm_falls_back_to_warn_with_nothing_patched(
     assert (s.mode, s.requested, s.active, s.patched) == ("warn", "enforce", False, ())
     assert expect in s.reason
     assert not any(hasattr(v, _install.MARK) for v in current_values())
+    line = next(r for r in caplog.records if expect in r.getMessage())
+    assert line.levelno == logging.ERROR
+    assert "is not checked; KVCONFIG_MODE=enforce: starting with it UNCHECKED" in line.getMessage()
+    assert any(expect in u and "NOT installed" in u for u in s.unchecked)
+
+
+@needs_vllm
+def test_strict_refuses_a_vllm_it_cannot_patch(
+    clean: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vllm.v1.worker.gpu import attn_utils
+
+    from kvconfig.errors import HooksFailed
+
+    monkeypatch.delattr(attn_utils, "prepare_kernel_block_sizes")
+    monkeypatch.setenv("KVCONFIG_MODE", "strict")
+    with pytest.raises(HooksFailed) as err:
+        hooks.register()  # vLLM's plugin loader does not catch it: vLLM does not start
+    assert "attn_utils.prepare_kernel_block_sizes is missing" in str(err.value)
+    assert "KVCONFIG_MODE=strict refuses to start" in str(err.value)
+    assert not any(hasattr(v, _install.MARK) for v in current_values())
+    assert hooks.status().active is False
+
+
+@needs_vllm
+@pytest.mark.parametrize("mode", ["strict", "enforce", "warn"])
+def test_a_connector_that_cannot_be_patched(
+    clean: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, mode: str
+) -> None:
+    """strict: nothing stays patched and start-up stops; enforce and warn: the other hooks
+    are installed, the connector checks are reported unchecked."""
+    from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker
+
+    from hooks import _connectors
+    from kvconfig.errors import HooksFailed
+
+    _connectors.uninstall()
+    monkeypatch.delattr(base_worker.NixlBaseConnectorWorker, "add_remote_agent")
+    if mode == "strict":
+        with pytest.raises(HooksFailed, match="add_remote_agent is missing"):
+            hooks.install(mode)
+        assert wrapped() == [False] * len(_install.TARGETS) and not _connectors.patched()
+        return
+    log = logging.getLogger("vllm.kvconfig")
+    log.addHandler(caplog.handler)
+    try:
+        s = hooks.install(mode)
+    finally:
+        log.removeHandler(caplog.handler)
+    assert (s.mode, s.active) == (mode, True) and not _connectors.patched()
+    assert any("NIXL handshake" in u and "add_remote_agent is missing" in u for u in s.unchecked)
     assert any(
-        "NOT installed" in r.getMessage() and expect in r.getMessage() for r in caplog.records
+        r.levelno == logging.ERROR and "installing the KV-connector checks" in r.getMessage()
+        for r in caplog.records
     )
 
 
@@ -192,6 +244,11 @@ def test_a_failing_patch_is_rolled_back(clean: None, monkeypatch: pytest.MonkeyP
     assert (s.mode, s.active) == ("warn", False)
     assert "rolled back" in s.reason and "cannot wrap" in s.reason
     assert wrapped() == [False] * len(_install.TARGETS)
+    from kvconfig.errors import HooksFailed
+
+    with pytest.raises(HooksFailed, match="cannot wrap"):
+        hooks.install("strict")
+    assert wrapped() == [False] * len(_install.TARGETS)
 
 
 @needs_vllm
@@ -206,10 +263,25 @@ def test_another_vllm_version_is_checked_then_patched(
 
 
 @needs_vllm
-def test_register_never_raises(clean: None, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mode", ["strict", "enforce", "warn"])
+def test_register_fails_closed_in_strict_only(
+    clean: None, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """An unexpected failure inside kvconfig's installation: strict raises (vLLM's plugin
+    loader lets it through, vLLM does not start); enforce and warn log and report it."""
+    from kvconfig.errors import HooksFailed
+
     def boom(mode: str | None) -> None:
         raise RuntimeError("unexpected")
 
     monkeypatch.setattr(_install, "install_locked", boom)
-    hooks.register()  # logged, not raised
-    assert hooks.status().active is False
+    monkeypatch.setenv("KVCONFIG_MODE", mode)
+    before = len(hooks.status().unchecked)
+    if mode == "strict":
+        with pytest.raises(HooksFailed, match="RuntimeError: unexpected"):
+            hooks.register()
+    else:
+        hooks.register()
+    s = hooks.status()
+    assert s.active is False
+    assert len(s.unchecked) == before + 1 and "RuntimeError: unexpected" in s.unchecked[-1]

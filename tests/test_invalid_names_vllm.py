@@ -78,7 +78,9 @@ def test_env_choices_are_vllms() -> None:
             envs.environment_variables["VLLM_KV_CACHE_LAYOUT"]()
     finally:
         del os.environ["VLLM_KV_CACHE_LAYOUT"]
-    for name in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_BATCH_INVARIANT"):
+    integers = [name for name, choices in _checks.ENV_CHOICES.items() if choices is None]
+    assert "VLLM_MLA_DISABLE" in integers
+    for name in integers:
         os.environ[name] = "true"
         try:
             with pytest.raises(ValueError):  # vLLM's int(): what kvconfig refuses

@@ -1,7 +1,9 @@
 """The KV connectors as checked components, the handshake refusal, the plan digest.
 
-Installed beside the hooks' other patches (``hooks._install``), on their own: a vLLM
-without a connector module, or one whose signatures changed, loses only these checks.
+Installed beside the hooks' other patches (``hooks._install``), on their own: on a vLLM
+without a connector module, or one whose signatures changed, ``strict`` refuses to start
+and ``enforce`` and ``warn`` lose only these checks, with an ERROR and an entry in
+``hooks.status().unchecked``.
 All paths are in the vLLM package.
 
 * ``NixlBaseConnectorWorker._sync_block_size_with_kernel``
@@ -39,7 +41,6 @@ from typing import Any
 
 from hooks._connectors.handshake import wrap_handshake
 from hooks._connectors.sync import UTILS, wrap_sync
-from hooks._log import logger
 
 NIXL = "vllm.distributed.kv_transfer.kv_connector.v1.nixl.base_worker"
 MOONCAKE = "vllm.distributed.kv_transfer.kv_connector.v1.mooncake.mooncake_connector"
@@ -119,16 +120,14 @@ def verify() -> list[str]:
 
 
 def install() -> list[str]:
-    """Patch the connectors (all or none); returns what is patched."""
+    """Patch the connectors (all or none); returns what is patched. Raises ``LookupError``
+    (a target or a function the wrappers call is missing or changed) or ``RuntimeError``
+    (patching failed, rolled back): ``hooks._install`` decides by mode."""
     if _PATCHES:
         return [p[3] for p in _PATCHES]
     problems = verify()
     if problems:
-        logger.warning(
-            "kvconfig: the KV-connector checks are NOT installed (%s); the other hooks are",
-            "; ".join(problems),
-        )
-        return []
+        raise LookupError("; ".join(problems))
     done: list[tuple[Any, str, Any, str]] = []
     try:
         for t in TARGETS:
@@ -143,12 +142,9 @@ def install() -> list[str]:
     except Exception as err:
         for owner, attr, original, _ in reversed(done):
             setattr(owner, attr, original)
-        logger.warning(
-            "kvconfig: patching the KV connectors failed and was rolled back (%s: %s)",
-            type(err).__name__,
-            err,
-        )
-        return []
+        raise RuntimeError(
+            f"patching the KV connectors failed and was rolled back ({type(err).__name__}: {err})"
+        ) from err
     _PATCHES.extend(done)
     return [p[3] for p in done]
 

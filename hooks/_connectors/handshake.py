@@ -9,7 +9,7 @@ from typing import Any
 
 from hooks._connectors.sync import Record
 from hooks._log import logger
-from hooks._state import STATE
+from hooks._state import STATE, machinery_failed
 from kvconfig.errors import HandshakeRefused
 
 
@@ -37,6 +37,7 @@ def _local_side(worker: Any) -> Any:
         enable_permute_local_kv=bool(worker.kv_transfer_config.enable_permute_local_kv),
         transfer_mode=str(worker._TRANSFER_MODE),
         pp=int(worker.pp_size),
+        vllm_version=str(STATE.vllm_version),
     )
 
 
@@ -79,6 +80,7 @@ _CHECK_TEXT = {
     "region-mapped": "different page sizes for a region-mapped (hybrid) cache",
     "mamba-pages": "different pages per block for a Mamba hybrid with prefix caching",
     "layout": "different KV-cache layouts",
+    "head-split": "pages split by heads across TP sizes in a layout that is not block-contiguous",
     "tp": "tensor-parallel sizes that do not divide",
     "dcp": "decode-context-parallel sizes that do not divide",
 }
@@ -99,6 +101,43 @@ def _mismatched_pages(worker: Any, ratio: int, local_tp: int, remote_tp: int) ->
     return f"group {g} is read in {k}-token pages, the connector transfers {record.used}"
 
 
+def _refusal(
+    worker: Any, meta: Any, remote_tp_size: int, remote_dcp_size: int, mode: str
+) -> HandshakeRefused | None:
+    """kvconfig's refusal of this handshake, or None when it lets vLLM decide."""
+    from kvconfig.mirror.connectors.nixl import nixl_handshake
+
+    if worker.transfer_topo is None:
+        return None  # vLLM's add_remote_agent asserts it: vLLM's error, as vLLM's
+    local = _local_side(worker)
+    remote = _remote_side(local, meta, remote_tp_size, remote_dcp_size)
+    out = nixl_handshake(local, remote)
+    check, error, consequence = out.check, "", ""
+    if out.refusal is not None:
+        error = str(out.refusal)
+        if out.check == "region-mapped":
+            consequence = "the handshake passes and the first transfer raises"
+    elif (pages := _mismatched_pages(worker, out.ratio, local.tp, remote.tp)) != "":
+        check = "connector pages"
+        consequence = (
+            f"silently wrong KV after every transfer ({pages}; the receive side "
+            "re-lays pages that group does not have)"
+        )
+    if not (error or consequence):
+        return None
+    return HandshakeRefused(
+        local_engine=local.engine,
+        remote_engine=remote.engine,
+        local_plan=_plan(local, str(worker.backend_name)),
+        remote_plan=_plan(remote, str(meta.attn_backend_name)),
+        check=_CHECK_TEXT.get(check, check),
+        vllm_error=error,
+        consequence=consequence,
+        fixes=_fixes(check, local, remote),
+        mode=mode,
+    )
+
+
 def wrap_handshake(original: Callable[..., Any], module: Any) -> Callable[..., Any]:
     """``add_remote_agent``: refuse a pair whose block-size plans disagree."""
 
@@ -111,35 +150,19 @@ def wrap_handshake(original: Callable[..., Any], module: Any) -> Callable[..., A
         remote_dcp_size: int = 1,
     ) -> Any:
         mode = STATE.mode
-        if mode != "off" and getattr(self, "transfer_topo", None) is not None:
-            from kvconfig.mirror.connectors.nixl import nixl_handshake
-
-            local = _local_side(self)
-            remote = _remote_side(local, nixl_agent_meta, remote_tp_size, remote_dcp_size)
-            out = nixl_handshake(local, remote)
-            check, error, consequence = out.check, "", ""
-            if out.refusal is not None:
-                error = str(out.refusal)
-                if out.check == "region-mapped":
-                    consequence = "the handshake passes and the first transfer raises"
-            elif (pages := _mismatched_pages(self, out.ratio, local.tp, remote.tp)) != "":
-                check = "connector pages"
-                consequence = (
-                    f"silently wrong KV after every transfer ({pages}; the receive side "
-                    "re-lays pages that group does not have)"
+        if mode != "off":
+            try:
+                err = _refusal(self, nixl_agent_meta, remote_tp_size, remote_dcp_size, mode)
+            except Exception as failure:
+                machinery_failed(
+                    "reading the NIXL handshake's state (this worker and the peer's "
+                    "NixlAgentMetadata)",
+                    f"the block-size plans of the NIXL handshake with engine "
+                    f"{getattr(nixl_agent_meta, 'engine_id', '?')}",
+                    failure,
                 )
-            if error or consequence:
-                err = HandshakeRefused(
-                    local_engine=local.engine,
-                    remote_engine=remote.engine,
-                    local_plan=_plan(local, str(self.backend_name)),
-                    remote_plan=_plan(remote, str(nixl_agent_meta.attn_backend_name)),
-                    check=_CHECK_TEXT.get(check, check),
-                    vllm_error=error,
-                    consequence=consequence,
-                    fixes=_fixes(check, local, remote),
-                    mode=mode,
-                )
+                err = None
+            if err is not None:
                 if mode in ("enforce", "strict"):
                     raise err
                 logger.error("%s", err)
@@ -151,6 +174,8 @@ def wrap_handshake(original: Callable[..., Any], module: Any) -> Callable[..., A
 def _fixes(check: str, local: Any, remote: Any) -> list[str]:
     if check == "layout":
         return ["the same VLLM_KV_CACHE_LAYOUT on both engines (or none)"]
+    if check == "head-split":
+        return ["VLLM_KV_CACHE_LAYOUT=LBHNC on both engines (or none)", "equal tensor parallelism"]
     if check in ("tp", "dcp"):
         return ["tensor- and context-parallel sizes that divide each other"]
     if check == "mamba-pages":

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hooks._log import logger
-from hooks._state import STATE
+from hooks._state import STATE, machinery_failed
 from kvconfig.errors import ConnectorBlockSizeMismatch
 
 UTILS = "vllm.distributed.kv_transfer.kv_connector.utils"
@@ -114,13 +114,22 @@ def wrap_sync(original: Callable[..., Any], module: Any) -> Callable[..., Any]:
         mode = STATE.mode
         if mode == "off":
             return original(self)
-        logical = int(self.block_size)
         name = type(self).__name__
         try:
+            logical = int(self.block_size)
             own = _vote_of(self, logical)
             runner = runner_votes(self.vllm_config, self.kv_cache_config)
-        except Exception:
-            return original(self)  # vLLM's own vote raises; let it say so
+        except Exception as failure:
+            # vLLM's own sync runs first: if it raises too, that is vLLM's error and
+            # passes through as vLLM's; if it does not, kvconfig's machinery failed
+            result = original(self)
+            machinery_failed(
+                f"reading {name}'s and the model runner's kernel block sizes",
+                f"the {name}'s kernel block size against the model runner's (and the "
+                "NIXL handshake's page check)",
+                failure,
+            )
+            return result
         differ = {g: k for g, k in runner.items() if k != own}
         values = set(runner.values())
         handed = False

@@ -75,6 +75,9 @@ class Context(NamedTuple):
     """``--limit-mm-per-prompt``: items per prompt, by modality (0: none)."""
     mm_embeds: bool = False
     """``--enable-mm-embeds``: precomputed multimodal embeddings are accepted."""
+    mla_disabled: bool = False
+    """``VLLM_MLA_DISABLE=1``: ``ModelConfig.use_mla`` is False, so MLA models build plain
+    attention layers (``vllm/config/model.py``)."""
 
 
 def pos_int(cfg: Mapping[str, Any], key: str, source: str, default: int | None = None) -> int:

@@ -14,6 +14,9 @@ Sources:
   the layer; MTP layers always have one.
 * ``deepseek_mtp.py``: ``num_nextn_predict_layers`` MTP layers continue the numbering
   at ``num_hidden_layers``; each holds one decoder layer with the same attention.
+* ``VLLM_MLA_DISABLE=1`` (``ModelConfig.use_mla`` False): V2/V3 layers are plain
+  attention (``DeepseekV2Attention``): every head cached, ``qk_nope_head_dim +
+  qk_rope_head_dim`` values per head. V3.2's sparse layers are left as they are.
 """
 
 from __future__ import annotations
@@ -30,9 +33,19 @@ V32_INDEXER = "vllm.v1.attention.backends.mla.indexer.DeepseekV32IndexerBackend"
 def _mla(model: Model, ctx: Context) -> dict[str, Any]:
     cfg, src = model.text, model.path
     heads = pos_int(cfg, "num_attention_heads", src)
-    latent = pos_int(cfg, "kv_lora_rank", src)
     rope = pos_int(cfg, "qk_rope_head_dim", src)
     kind = "sparse_mla" if "index_topk" in cfg else "mla_attention"
+    if ctx.mla_disabled and kind == "mla_attention":
+        # VLLM_MLA_DISABLE=1: ModelConfig.use_mla is False and DeepseekV2Attention builds
+        # Attention(num_heads, qk_nope_head_dim + qk_rope_head_dim, num_kv_heads=num_heads)
+        return {
+            "kind": "full_attention",
+            "num_heads": heads,
+            "num_kv_heads": heads,
+            "head_size": pos_int(cfg, "qk_nope_head_dim", src) + rope,
+            "dtype": ctx.dtype,
+        }
+    latent = pos_int(cfg, "kv_lora_rank", src)
     return {
         "kind": kind,
         "num_heads": heads,

@@ -109,7 +109,7 @@ def to_deployment(
         target = Model(target.path, {**target.config, **hf_overrides})
     dtype = model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)
     spec = json_option(opts, "speculative-config")
-    context = _derive_context(opts, spec, tp)
+    context = _derive_context(opts, spec, tp, merged_env)
     declared = target.text.get("num_hidden_layers")
     if isinstance(declared, int) and declared > MAX_LAYERS:
         # refuse before deriving: some layouts build per-layer lists
@@ -184,8 +184,12 @@ def _per_kind_backends(opts: Options, per_kind: Mapping[str, Any], version: str)
     return out
 
 
-def _derive_context(opts: Options, spec: Mapping[str, Any] | None, tp: int) -> Context:
-    """The deployment facts derivers need (ranks, speculative tokens, Mamba dtypes)."""
+def _derive_context(
+    opts: Options, spec: Mapping[str, Any] | None, tp: int, env: Mapping[str, str]
+) -> Context:
+    """The deployment facts derivers need (ranks, speculative tokens, Mamba dtypes,
+    ``VLLM_MLA_DISABLE``, which vLLM reads as ``bool(int(value))``; ``check_env`` has
+    checked it is an integer)."""
     num_spec = 0
     if spec is not None:
         raw = spec.get("num_speculative_tokens", 0)
@@ -204,6 +208,7 @@ def _derive_context(opts: Options, spec: Mapping[str, Any] | None, tp: int) -> C
         language_model_only=bool(opts.values.get("language-model-only")),
         mm_limits=_mm_limits(opts),
         mm_embeds=bool(opts.values.get("enable-mm-embeds")),
+        mla_disabled=bool(int(env.get("VLLM_MLA_DISABLE", "0").strip() or "0")),
     )
 
 

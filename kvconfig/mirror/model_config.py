@@ -55,3 +55,26 @@ def serves_multimodal(
     if all(c == 0 for c in counts):
         return mm_embeds
     return True
+
+
+KV_HEADS_ALIASES = (
+    "n_head_kv",
+    "num_kv_heads",
+    "num_key_value_heads",
+    "multi_query_group_num",
+    "num_attention_groups",
+)
+"""``CONFIG_FIELD_ALIASES["total_num_kv_heads"]`` (``vllm/transformers_utils/config.py``)."""
+
+
+def total_num_kv_heads(text_config: Mapping[str, Any]) -> int | None:
+    """``ModelConfig.get_total_num_kv_heads`` of the base convertor
+    (``model_arch_config_convertor.py``): the first alias the config sets, else the
+    attention heads. MLA models keep their config's value (DeepSeek-V3: 128), although
+    their cache holds one latent vector; NIXL's compatibility hash hashes this number."""
+    for name in KV_HEADS_ALIASES:
+        value = text_config.get(name)
+        if value is not None:
+            return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+    heads = text_config.get("num_attention_heads")
+    return heads if isinstance(heads, int) and not isinstance(heads, bool) else None

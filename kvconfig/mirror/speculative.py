@@ -18,6 +18,10 @@ DRAFTS_WITH_ATTENTION = frozenset({"eagle", "eagle3", "mtp", "draft_model", "dfl
 """Methods whose Model Runner V2 speculator votes its own kernel block sizes in
 ``DraftModelSpeculator.set_attn`` (and whose layers kvconfig derives)."""
 
+HIDDEN_STATE_METHODS = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark"})
+"""``SpeculativeConfig.use_eagle``: methods that draft from the target's hidden states
+(their factors enter NIXL's compatibility hash, ``nixl/metadata.py``)."""
+
 V1_ONLY = frozenset({"suffix", "custom_class"})
 """Methods ``SpeculativeConfig`` runs on Model Runner V1 only."""
 

@@ -8,7 +8,8 @@ folder of each release's data (``data/vllm-<version>/``, beside this module):
   declares (``kvconfig.mirror.catalog`` reads it);
 * ``facts.json``: what kvconfig checks input against (the ``vllm serve`` options, the
   nested config keys, the KV-cache dtypes, the speculative methods, the KV-cache spec
-  kinds, the model architectures), read here.
+  kinds, the KV-cache layouts and which are block-contiguous, the model architectures),
+  read here.
 
 Both files are generated from that release's installed vLLM (``python -m tools.catalog``)
 and checked against it by the tests. The rules in the other ``kvconfig.mirror`` modules
@@ -76,6 +77,9 @@ class Facts(NamedTuple):
     """``MTPModelTypes``: the ``*_mtp`` method names, aliases of ``mtp``."""
     spec_kinds: tuple[str, ...]
     """``KVCacheSpecKind`` values: the keys of ``attention-config.backend_per_kind``."""
+    kv_cache_layouts: Mapping[str, Mapping[str, bool]]
+    """``KVCacheLayout`` (``v1/kv_cache_layout.py``): each member's name -> its properties
+    (``block_contiguous``: ``is_block_contiguous``, [H, N, C] contiguous within a block)."""
     architectures: frozenset[str]
     """The model architectures vLLM's registry serves."""
 
@@ -95,6 +99,7 @@ def facts(version: str) -> Facts:
         speculative_methods=tuple(raw["speculative_methods"]),
         mtp_methods=tuple(raw["mtp_methods"]),
         spec_kinds=tuple(raw["spec_kinds"]),
+        kv_cache_layouts=raw.get("kv_cache_layouts", {}),
         architectures=frozenset(raw["architectures"]),
     )
 

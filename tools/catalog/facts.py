@@ -1,6 +1,6 @@
 """vLLM facts kvconfig ships as data: the ``vllm serve`` options, the nested config keys,
-the KV-cache dtypes, the speculative methods, the KV-cache spec kinds and the model
-architectures of an installed vLLM.
+the KV-cache dtypes, the speculative methods, the KV-cache spec kinds, the KV-cache
+layouts and their properties, and the model architectures of an installed vLLM.
 
 Run under the vLLM to describe (``python -m tools.catalog`` calls it).
 """
@@ -47,6 +47,7 @@ def collect() -> dict[str, Any]:
     from vllm.config.speculative import MTPModelTypes, SpeculativeMethod
     from vllm.model_executor.models.registry import _VLLM_MODELS
     from vllm.v1.kv_cache_interface import KVCacheSpecKind
+    from vllm.v1.kv_cache_layout import KVCacheLayout
 
     return {
         "vllm_version": vllm.__version__,
@@ -57,5 +58,9 @@ def collect() -> dict[str, Any]:
         "speculative_methods": list(get_args(SpeculativeMethod)),
         "mtp_methods": list(get_args(MTPModelTypes)),
         "spec_kinds": [kind.value for kind in KVCacheSpecKind],
+        "kv_cache_layouts": {
+            layout.name: {"block_contiguous": bool(layout.is_block_contiguous)}
+            for layout in KVCacheLayout
+        },
         "architectures": sorted(_VLLM_MODELS),
     }

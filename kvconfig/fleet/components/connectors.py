@@ -21,6 +21,7 @@ from kvconfig.fleet.components.groups import (
     groups_of,
 )
 from kvconfig.fleet.model import Engine
+from kvconfig.mirror import speculative, versions
 from kvconfig.mirror.connectors.nixl import compatibility_factors, compatibility_hash
 from kvconfig.mirror.connectors.registry import (
     NIXL_CONNECTORS,
@@ -28,6 +29,7 @@ from kvconfig.mirror.connectors.registry import (
     required_kv_cache_layout,
 )
 from kvconfig.mirror.connectors.sync import connector_error, sync_block_size, transfer_block_size
+from kvconfig.mirror.model_config import total_num_kv_heads
 from kvconfig.mirror.vote import Declared
 
 
@@ -56,9 +58,13 @@ def _layout(engine: Engine, kv: Mapping[str, Any] | None) -> tuple[str, Connecto
 
 
 def _speculative_factors(engine: Engine) -> dict[str, Any] | None:
-    """``_get_speculative_compatibility_factors`` (``nixl/metadata.py``)."""
-    method = engine.deployment.speculative_method
-    if method not in ("eagle", "eagle3", "mtp", "dflash", "dspark"):
+    """``_get_speculative_compatibility_factors`` (``nixl/metadata.py``), which hashes the
+    method ``SpeculativeConfig`` settled on: every ``*_mtp`` alias is ``mtp`` by then
+    (``config/speculative.py``)."""
+    dep = engine.deployment
+    release = dep.vllm_version if dep.vllm_version in versions.KNOWN else versions.DEFAULT
+    method = speculative.canonical(dep.speculative_method, versions.facts(release).mtp_methods)
+    if method not in speculative.HIDDEN_STATE_METHODS:
         return None
     spec = engine.options.get("speculative-config")
     if isinstance(spec, str):
@@ -83,7 +89,7 @@ def _speculative_factors(engine: Engine) -> dict[str, Any] | None:
         except (OSError, ValueError, AttributeError):
             aux = None
     return {
-        "method": spec.get("method", method),
+        "method": method,
         "model": model,
         "revision": spec.get("revision"),
         "code_revision": spec.get("code_revision"),
@@ -91,6 +97,15 @@ def _speculative_factors(engine: Engine) -> dict[str, Any] | None:
         "kv_cache_dtype": str(spec.get("kv_cache_dtype") or engine.deployment.kv_cache_dtype),
         "auxiliary_layer_ids": aux,
     }
+
+
+def _hashed_kv_heads(engine: Engine, heads: int, use_mla: bool) -> int:
+    """``get_total_num_kv_heads()`` as NIXL hashes it: an MLA model's config value (the
+    derived layers cache one latent head), the target layers' heads otherwise."""
+    if not use_mla:
+        return heads
+    total = total_num_kv_heads(engine.loaded.model_config)
+    return total if total is not None else heads
 
 
 def _vote(block: int, voters: Sequence[Declared]) -> tuple[int | None, ConnectorRefusal | None]:
@@ -162,7 +177,7 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
         vllm_version=dep.vllm_version,
         model=str(engine.options.get("model", dep.source)),
         dtype=f"torch.{dtype}",
-        num_kv_heads=1 if use_mla else heads,
+        num_kv_heads=_hashed_kv_heads(engine, heads, use_mla),
         head_size=head_size,
         num_hidden_layers=n_layers,
         attn_backend_name=backend,
@@ -213,5 +228,6 @@ def _mooncake(engine: Engine, entry: Mapping[str, Any], groups: list[Group]) -> 
         own=own,
         kv_block_len=(kernel or logical) * per_rank * head_size * elem,
         total_kv_heads=None if use_mla or any(g.state for g in groups) else heads,
+        replicated=use_mla or engine.tp > heads,
         refusal=refusal,
     )

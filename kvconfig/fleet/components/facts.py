@@ -64,6 +64,7 @@ class NixlFacts:
             enable_permute_local_kv=self.permute,
             transfer_mode=self.transfer_mode,
             pp=engine.pp,
+            vllm_version=engine.deployment.vllm_version,
         )
 
 
@@ -80,6 +81,8 @@ class MooncakeFacts:
     kv_block_len: int
     """Bytes of one kernel page of one K (or V) region on one rank."""
     total_kv_heads: int | None
+    replicated: bool = False
+    """``TransferTopology.local_replicates_kv_cache``: MLA, or more TP ranks than KV heads."""
     refusal: ConnectorRefusal | None = None
 
 

@@ -30,7 +30,14 @@ def mooncake_issues(pair: Pair, replan: Replan) -> list[Issue]:
         f"{pe.name}: B={p.logical}, Mooncake pages {p.kernel} ({p.pages} per block); "
         f"{de.name}: B={d.logical}, pages {d.kernel} ({d.pages} per block)"
     )
-    err = mooncake_region_lengths(p.kv_block_len, d.kv_block_len, pe.tp, de.tp, p.total_kv_heads)
+    err = mooncake_region_lengths(
+        p.kv_block_len,
+        d.kv_block_len,
+        pe.tp,
+        de.tp,
+        p.total_kv_heads,
+        producer_replicated=p.replicated,
+    )
 
     def same(x: Pair) -> bool:
         a, b = components(x.prefill).mooncake, components(x.decode).mooncake

@@ -29,6 +29,7 @@ NIXL_CODES = {
     "tp": "KV718",
     "dcp": "KV718",
     "layout": "KV718",
+    "head-split": "KV722",
 }
 
 
@@ -59,7 +60,8 @@ _CHECKS = (
     ("when P TP > D TP", "tp-split"),
     ("Region-mapped", "region-mapped"),
     ("kv_cache_layout", "layout"),
-    ("contiguous heads", "layout"),
+    ("block size post processing", "layout"),
+    ("contiguous heads", "head-split"),
     ("tensor parallel size", "tp"),
     ("DCP", "dcp"),
 )
@@ -221,6 +223,17 @@ def nixl_issues(pair: Pair, replan: Replan) -> list[Issue]:
                 "the same VLLM_KV_CACHE_LAYOUT on both engines (or none: NIXL then asks for "
                 "LBHNC on both)"
             )
+        elif out.check == "head-split":
+            message = (
+                f"{local.name} (TP {local.tp}) and {remote.name} (TP {remote.tp}) split each "
+                f"page by KV heads, but {local.name} runs the {ln.layout} KV-cache layout, "
+                f"whose heads are not contiguous within a block ({both})."
+            )
+            values[f"{local.name}.layout"] = ln.layout
+            fixes += [
+                "VLLM_KV_CACHE_LAYOUT=LBHNC (block-contiguous) on both engines, or none",
+                "equal tensor parallelism on both engines",
+            ]
         else:
             message = f"NIXL refuses {local.name} with {remote.name}: {both}."
             fixes.append("equal tensor and context parallel layouts on both engines")

@@ -16,12 +16,20 @@ def mooncake_region_lengths(
     local_tp: int,
     remote_tp: int,
     total_kv_heads: int | None,
+    *,
+    producer_replicated: bool = False,
 ) -> str | None:
     """The error ``_validate_asymmetric_region_lengths`` returns for one region type
-    (``mooncake/mooncake_connector.py``), or None: it compares byte lengths only."""
+    (``mooncake/mooncake_connector.py``), or None: it compares byte lengths only.
+
+    ``total_kv_heads`` is None for an MLA or Mamba producer; a producer whose cache is
+    replicated (``TransferTopology.local_replicates_kv_cache``: MLA, or more TP ranks
+    than KV heads) is then not checked at all."""
     if total_kv_heads is not None:
         local_tp = min(local_tp, total_kv_heads)
         remote_tp = min(remote_tp, total_kv_heads)
+    elif producer_replicated:
+        return None
     ratio = tp_ratio(local_tp, remote_tp)
     if ratio == 1 and local_kv_block_len != remote_kv_block_len:
         return (

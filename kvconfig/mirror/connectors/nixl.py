@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvconfig.errors import ConnectorRefusal
+from kvconfig.mirror import versions
 from kvconfig.mirror.connectors.topology import block_size_ratio, tp_ratio
 
 NIXL_CONNECTOR_VERSION = 15
@@ -51,6 +52,8 @@ class NixlSide:
     enable_permute_local_kv: bool = False
     transfer_mode: str = "pull"
     pp: int = 1
+    vllm_version: str = versions.DEFAULT
+    """The vLLM release the worker runs (whose layout facts apply)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +62,8 @@ class Handshake:
 
     check: str
     """The check that decides it: ``ok``, or a short name (``compat-hash``, ``block-size``,
-    ``host-buffer``, ``tp-split``, ``region-mapped``, ``mamba-pages``, ``layout``, ``tp``)."""
+    ``host-buffer``, ``tp-split``, ``region-mapped``, ``mamba-pages``, ``layout``,
+    ``head-split``, ``tp``, ``dcp``)."""
     refusal: ConnectorRefusal | None = None
     """What vLLM raises; None when it accepts the pair."""
     ratio: int = 1
@@ -68,9 +72,16 @@ class Handshake:
     """Where vLLM checks (``file:function``)."""
 
 
-_BLOCK_CONTIGUOUS = frozenset({"LBHNC", "HND", "BLHNC", "BHLNC"})
-"""``KVCacheLayout.is_block_contiguous`` (``v1/kv_cache_layout.py``): per-block heads are
-contiguous; the token-major layouts (``LBNHC``/``NHD``) are not."""
+def block_contiguous(layout: str, vllm_version: str) -> bool:
+    """``KVCacheLayout[layout].is_block_contiguous`` (``v1/kv_cache_layout.py``): [H, N, C]
+    contiguous within a block, as the release's data has it (``facts.json``,
+    ``kv_cache_layouts``); a name the release does not know is not."""
+    release = vllm_version if vllm_version in versions.KNOWN else versions.DEFAULT
+    layouts = versions.facts(release).kv_cache_layouts or (
+        versions.facts(versions.DEFAULT).kv_cache_layouts  # a release without the data
+    )
+    known = layouts.get(layout.upper())
+    return bool(known and known.get("block_contiguous"))
 
 
 def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
@@ -78,9 +89,12 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
 
     Mirrors, in ``nixl/base_worker.py``: the compatibility-hash check of
     ``_nixl_handshake``; ``add_remote_agent`` (``TransferTopology.block_size_ratio``) and
-    ``_validate_remote_agent_handshake`` (DCP, Mamba prefix caching, host buffer, layout,
-    heterogeneous TP, the per-region lengths that refuse other block sizes when the
-    remote TP is larger); and the region-mapped read of ``pull_worker.py:_read_blocks``.
+    ``_validate_remote_agent_handshake`` (DCP, DCP with Mamba, Mamba prefix caching, host
+    buffer, layout, the permute with HMA, heterogeneous TP over a block-contiguous
+    layout, the per-region lengths that refuse other block sizes when the remote TP is
+    larger); and the region-mapped read of ``pull_worker.py:_read_blocks``. Not
+    mirrored (docs/fleets.md): DCP region pulls with split pages, head-sharded draft
+    regions, NVFP4 re-sharding, per-region replication in the TP split.
     """
     base = "distributed/kv_transfer/kv_connector/v1/nixl/"
     if local.enforce_compat_hash and local.compat_hash != remote.compat_hash:
@@ -123,6 +137,16 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
             ),
             at=validate,
         )
+    if local.has_mamba and local.dcp != remote.dcp:
+        return Handshake(
+            "dcp",
+            ConnectorRefusal(
+                "RuntimeError",
+                "Hybrid MLA+Mamba NIXL transfers require matching DCP sizes, "
+                f"got local={local.dcp}, remote={remote.dcp}.",
+            ),
+            at=validate,
+        )
     if (
         not local.use_mla
         and not local.has_mamba
@@ -155,7 +179,14 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
         and remote.kv_cache_layout == "LBHNC"
         and local.kv_cache_layout == "LBNHC"
     )
-    if not local.use_mla and remote.kv_cache_layout != local.kv_cache_layout and not permuted:
+    differ = not local.use_mla and remote.kv_cache_layout != local.kv_cache_layout
+    if differ and permuted and local.hma:
+        return Handshake(
+            "layout",
+            ConnectorRefusal("AssertionError", "HMA does not support block size post processing"),
+            at=validate,
+        )
+    if differ and not permuted:
         return Handshake(
             "layout",
             ConnectorRefusal(
@@ -172,11 +203,11 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
         abs(ratio_tp) != 1
         and not local.use_mla
         and not replicated
-        and local.kv_cache_layout not in _BLOCK_CONTIGUOUS
+        and not block_contiguous(local.kv_cache_layout, local.vllm_version)
         and not local.enable_permute_local_kv
     ):
         return Handshake(
-            "layout",
+            "head-split",
             ConnectorRefusal(
                 "RuntimeError",
                 "Heterogeneous TP head-dimension splitting requires contiguous heads. "
