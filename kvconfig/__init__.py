@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from kvconfig.codes import FindingCode, Severity
     from kvconfig.errors import (
+        HooksFailed,
         InputError,
         KernelBlockSizeMismatch,
         KVConfigError,
@@ -62,6 +63,7 @@ _API = (
     "typed",
 )
 _ERRORS = (
+    "HooksFailed",
     "InputError",
     "KVConfigError",
     "KernelBlockSizeMismatch",
@@ -79,6 +81,7 @@ _WHERE = {
 
 __all__ = [
     "FindingCode",
+    "HooksFailed",
     "Input",
     "InputError",
     "KVConfigError",

@@ -1,0 +1,49 @@
+"""Every error kvconfig raises. All derive from ``KVConfigError`` and survive pickling,
+because vLLM raises them in worker processes and re-raises them elsewhere.
+
+Public (``kvconfig.__all__``): ``KVConfigError``, ``InputError`` (bad input, one line),
+``UnsupportedArchitecture`` (a model kvconfig cannot derive), ``NoCommonKernelBlockSize``
+and ``KernelBlockSizeMismatch`` (raised by the vLLM hooks). The others mirror where
+vLLM fails at start-up; the resolver turns them into findings, the loaders into
+``InputError``, so they never reach a caller of the API.
+"""
+
+from __future__ import annotations
+
+from kvconfig.errors.hooks import (
+    ConnectorBlockSizeMismatch,
+    ConnectorRefusal,
+    HandshakeChecked,
+    HandshakeRefused,
+    HooksFailed,
+)
+from kvconfig.errors.plan import (
+    AlignedBlockSizeUnsupported,
+    DeploymentError,
+    GroupingError,
+    InputError,
+    KernelBlockSizeMismatch,
+    KVConfigError,
+    NoCommonBlockSize,
+    NoCommonKernelBlockSize,
+    UnsupportedArchitecture,
+    describe,
+)
+
+__all__ = [
+    "AlignedBlockSizeUnsupported",
+    "ConnectorBlockSizeMismatch",
+    "ConnectorRefusal",
+    "DeploymentError",
+    "GroupingError",
+    "HandshakeChecked",
+    "HandshakeRefused",
+    "HooksFailed",
+    "InputError",
+    "KVConfigError",
+    "KernelBlockSizeMismatch",
+    "NoCommonBlockSize",
+    "NoCommonKernelBlockSize",
+    "UnsupportedArchitecture",
+    "describe",
+]
