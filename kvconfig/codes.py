@@ -124,8 +124,9 @@ class FindingCode(str, Enum):
     ARCHITECTURE_NOT_DERIVABLE = (
         "KV401",
         "architecture-not-derivable",
-        Severity.ERROR,
-        "kvconfig cannot derive this architecture's layers; describe them in a native file",
+        Severity.WARNING,
+        "kvconfig cannot derive this architecture's layers offline: the verdict is unknown "
+        "(exit 0); plan it with --engine auto|vllm or describe it in a native file",
     )
     BLOCK_SIZE_ADJUSTED = (
         "KV501",

@@ -193,9 +193,9 @@ def derive(
                 key="architectures",
                 hint=did_you_mean(arch, known, key=str) or "check the model's config.json",
             )
-        from kvconfig.derive.sketch import native_snippet
-
-        raise UnsupportedArchitecture(arch, model.path, native_snippet(model, draft=draft))
+        # no sketch of a native file: a layout kvconfig cannot derive is one it cannot
+        # guess either (module names, local layers, cross-attention differ per family)
+        raise UnsupportedArchitecture(arch, model.path)
     ctx = (context or Context())._replace(dtype=dtype, first_index=first_index)
     sets = deriver(model, ctx)
     if _mm_prefix(model, ctx):

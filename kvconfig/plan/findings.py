@@ -194,21 +194,20 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, p: PlatformId) -
 
 
 def architecture(arch: str, source: str, snippet: str = "") -> Found:
-    """KV401: a model kvconfig cannot derive, with a native-file sketch from its config."""
+    """KV401: a model kvconfig cannot derive offline; the verdict is ``unknown``."""
     fixes = [
         "plan it with vLLM's own start-up, exact for every model the installed vLLM builds: "
-        "--engine vllm (pip install 'kvconfig[vllm]')",
+        "--engine auto (offline where kvconfig derives the model) or --engine vllm "
+        "(pip install 'kvconfig[vllm]')",
         "or describe the layers in a native kvconfig file (docs/native-format.md), then lint that",
     ]
     if snippet:
-        fixes.append(
-            "start from this sketch of what its config.json says (check names and kinds "
-            "against vLLM's model code; add the drafter's layers with role: draft):\n" + snippet
-        )
+        fixes.append("start from this native file:\n" + snippet)
     return Found(
         FindingCode.ARCHITECTURE_NOT_DERIVABLE,
         None,
-        f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r}.",
+        f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r} "
+        "offline: the verdict is unknown (no rejection; exit 0).",
         tuple(fixes),
     )
 
