@@ -121,6 +121,19 @@ class FindingCode(str, Enum):
         Severity.ERROR,
         "kvconfig has no rules for a requested attention backend on this platform",
     )
+    BUILDER_REFUSES = (
+        "KV305",
+        "builder-refuses",
+        Severity.ERROR,
+        "an attention backend's metadata builder refuses the group's kernel block size at "
+        "start-up (FlexAttention: not a power of two)",
+    )
+    NO_KV_CACHE_LAYOUT = (
+        "KV306",
+        "no-kv-cache-layout",
+        Severity.ERROR,
+        "the attention backends share no KV-cache layout: vLLM fails at start",
+    )
     ARCHITECTURE_NOT_DERIVABLE = (
         "KV401",
         "architecture-not-derivable",

@@ -38,6 +38,9 @@ VLLM_TEXTS = {
     "KV201": "No common block size for 256 (FA4: [128]; FLASHINFER: [16, 32, 64]).",
     "KV203": "The attention backends share no supported KV cache block size (...)",
     "KV204": "Aligned KV cache block size 528 is not supported by attention backend(s): X",
+    "KV305": "flex_attn_kv_block_size must be a power of 2 and divisible by flex_attn_block_n, "
+    "got 96, None",
+    "KV306": "No KV cache layout satisfies every supported set: [['LBHNC', 'BLHNC'], ['LBNHC']]",
     "KV603": "To serve at least one request with the model's max seq len (1048576), (138.25 GiB "
     "KV cache is needed, which is larger than the available KV cache memory (73.58 GiB).",
     "KV603 (none)": "No available memory for the cache blocks. Try increasing "

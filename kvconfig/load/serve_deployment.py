@@ -119,7 +119,12 @@ def to_deployment(
         )
     derived = derive(target, dtype, known=known_archs, context=context)
     layers = [{**s, "role": "target"} for s in derived]
-    n_target = pos_int(target.text, "num_hidden_layers", target.path)
+    n_target = (
+        pos_int(target.text, "num_hidden_layers", target.path)
+        if "num_hidden_layers" in target.text
+        # a config that names its layer count otherwise (GPT-2's n_layer): the derived one
+        else max(int(s["first_index"]) + int(s["count"]) for s in derived)
+    )
 
     method = None
     draft_backend = None
@@ -153,7 +158,7 @@ def to_deployment(
         "speculative_method": method,
         "draft_attention_backend": draft_backend,
         "num_speculative_tokens": context.num_speculative_tokens,
-        "prefix_caching": opts.values.get("enable-prefix-caching") is not False,
+        "prefix_caching": _prefix_caching(opts.values.get("enable-prefix-caching"), layers),
         "disable_hybrid_kv_cache_manager": bool(opts.values.get("disable-hybrid-kv-cache-manager")),
         "max_model_len": int_option(opts, "max-model-len", high=1 << 26)
         or model_context_length(target),
@@ -244,3 +249,12 @@ def _runner(
         if spec.get("use_heterogeneous_vocab"):
             return "v1"
     return "v2"
+
+
+def _prefix_caching(given: object, layers: list[dict[str, Any]]) -> bool:
+    """``--enable-prefix-caching``, or vLLM's default (``is_prefix_caching_supported``):
+    on, except for attention-free models (every target layer a Mamba mixer)."""
+    if given is not None:
+        return given is not False
+    target = [s for s in layers if s["role"] == "target"]
+    return not target or any(s["kind"] != "mamba" for s in target)

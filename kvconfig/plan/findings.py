@@ -10,7 +10,7 @@ from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.selection import Selection
 from kvconfig.mirror.vote import Declared
 from kvconfig.plan.assemble import Group
-from kvconfig.plan.result import Found, Voter
+from kvconfig.plan.result import Found, GroupResult, Voter
 from schemas.deployment import Deployment, LayerSet
 from schemas.sizes import KernelSize, format_sizes
 
@@ -108,6 +108,29 @@ def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Decl
         g.id,
         f"KV-cache group {g.id}: vLLM fails at start-up, before serving: {err}",
         (*fixes, "give the layers backends that share a kernel block size"),
+    )
+
+
+def builder_refuses(g: GroupResult, backend: str, k: int, who: str, error: str) -> Found:
+    """KV305: a metadata builder's constructor refuses the group's kernel block size."""
+    good = [2**n for n in range(4, 12) if 2**n <= g.block_size and g.block_size % 2**n == 0]
+    fixes = [f"--block-size {good[-1]} (a power of two)"] if good else []
+    return Found(
+        FindingCode.BUILDER_REFUSES,
+        g.id,
+        f"KV-cache group {g.id}: vLLM fails at start-up when {who} builds {backend}'s "
+        f"metadata for {k}-token kernel pages: {error}.",
+        (*fixes, f"give the group's layers another backend than {backend}"),
+    )
+
+
+def no_kv_cache_layout(error: str) -> Found:
+    """KV306: the worker's backends share no KV-cache layout."""
+    return Found(
+        FindingCode.NO_KV_CACHE_LAYOUT,
+        None,
+        f"vLLM fails at start-up: {error}.",
+        ("give every layer backends that share a KV-cache layout (e.g. --attention-backend)",),
     )
 
 
