@@ -127,7 +127,11 @@ def build_refusal(plan: dict[str, Any] | str) -> bool:
         if f["code"] != "KV601":
             continue
         text = f["message"]
-        if "create_engine_config" in text or "vllm/model_executor/" in text or "vllm/models/" in text:
+        if (
+            "create_engine_config" in text
+            or "vllm/model_executor/" in text
+            or "vllm/models/" in text
+        ):
             return "layers/attention" not in text
     return False
 
@@ -166,9 +170,7 @@ def run(selected: Sequence[Case], folders: dict[str, Path], jobs: int = 1) -> li
     results = []
     for case, off, eng in zip(selected, offline, planned, strict=True):
         value: dict[str, Any] | str = str(eng) if isinstance(eng, Exception) else eng.to_json()
-        diffs = (
-            differences(off, value) if isinstance(off, dict) and isinstance(value, dict) else []
-        )
+        diffs = differences(off, value) if isinstance(off, dict) and isinstance(value, dict) else []
         results.append(Result(case, off, value, diffs))
     return results
 

@@ -18,6 +18,7 @@ PLAN_ENV = (
     "VLLM_USE_V2_MODEL_RUNNER",
     "VLLM_BATCH_INVARIANT",
     "VLLM_KV_CACHE_LAYOUT",
+    "VLLM_HAS_FLASHINFER_CUBIN",
 )
 
 #: Accepted values of the plan-changing environment variables, as vLLM reads them
@@ -26,6 +27,7 @@ PLAN_ENV = (
 ENV_CHOICES: dict[str, tuple[str, ...] | None] = {
     "VLLM_USE_V2_MODEL_RUNNER": None,
     "VLLM_BATCH_INVARIANT": None,
+    "VLLM_HAS_FLASHINFER_CUBIN": None,
     "VLLM_KV_CACHE_LAYOUT": ("LBNHC", "LBHNC", "LHBNC", "NHD", "HND", "BLHNC", "BLNHC", "BHLNC"),
 }
 

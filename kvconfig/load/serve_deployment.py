@@ -168,6 +168,10 @@ def to_deployment(
         "layers": [LayerSet(**s) for s in layers],
         **overrides,
     }
+    if merged_env.get("VLLM_HAS_FLASHINFER_CUBIN", "0").strip() not in ("", "0"):
+        # vLLM's has_flashinfer_cubin(): the variable vouches for the cubins, whatever
+        # is installed (so TRT-LLM attention is available where the GPU has it)
+        fields["trtllm_cubins"] = True
     try:
         return Deployment(**fields)
     except DeploymentError as err:
