@@ -99,7 +99,8 @@ def test_no_common_kv_cache_layout_on_sm100_as_vllm_refuses(tmp_path: Path) -> N
     path = _layout_case(tmp_path)
     for platform, refused in (("b200", True), ("h100", False)):
         offline: Any = S.offline_plan(path, platform)
-        (vllm,) = engine.plans([engine.serve_config_target(str(path), parse_platform(platform))])
+        target = engine.serve_config_target(str(path), parse_platform(platform))
+        (vllm,) = engine.plans([target], timeout=900)
         assert not isinstance(vllm, Exception)
         eng = vllm.to_json()
         off_codes = [f["code"] for f in offline["findings"] if f["severity"] == "error"]
@@ -117,3 +118,59 @@ def test_the_whole_registry_agrees(tmp_path: Path) -> None:
     data = S.summary(S.run(S.cases(sorted(folders)), folders, jobs=2))
     assert data["agreement"] is not None and data["agreement"] >= 0.99, json.dumps(data, indent=1)
     assert data["derived_share"] is not None and data["derived_share"] >= 0.9
+
+
+#: Phi-3-mini-4k-instruct's published attention geometry (microsoft/Phi-3-mini-4k-instruct
+#: config.json); the rest comes from transformers' Phi3Config, as vLLM reads it.
+PHI3 = {
+    "architectures": ["Phi3ForCausalLM"],
+    "model_type": "phi3",
+    "hidden_size": 3072,
+    "intermediate_size": 8192,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "max_position_embeddings": 4096,
+    "sliding_window": 2047,
+    "vocab_size": 32064,
+    "torch_dtype": "bfloat16",
+}
+
+
+def _both(path: Path, platform: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    from kvconfig import engine
+    from kvconfig.load.platforms import parse_platform
+
+    offline: Any = S.offline_plan(path, platform)
+    target = engine.serve_config_target(str(path), parse_platform(platform))
+    (vllm,) = engine.plans([target], timeout=900)
+    assert not isinstance(vllm, Exception) and isinstance(offline, dict)
+    return offline, vllm.to_json()
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_phi3_is_one_sliding_window_group_and_qwen35_flex_pages_are_refused(
+    tmp_path: Path,
+) -> None:
+    from kvconfig.engine.compare import differences
+
+    phi = tmp_path / "phi3"
+    phi.mkdir()
+    (phi / "config.json").write_text(json.dumps(PHI3), encoding="utf-8")
+    serve = tmp_path / "phi3.yaml"
+    serve.write_text(f"model: {phi}\nblock-size: 16\n", encoding="utf-8")
+    offline, vllm = _both(serve, "h100")
+    assert differences(offline, vllm) == []
+    (group,) = vllm["groups"]
+    assert group["kind"] == "sliding_window" and len(group["layers"]["target"]) == 32
+    qwen = tmp_path / "qwen35.yaml"
+    model = Path("examples/models/qwen3.5-9b").resolve()
+    qwen.write_text(
+        f"model: {model}\nattention-backend: FLEX_ATTENTION\nmax-model-len: 4096\n",
+        encoding="utf-8",
+    )
+    offline, vllm = _both(qwen, "h100")
+    assert differences(offline, vllm) == []
+    assert [f["code"] for f in vllm["findings"] if f["severity"] == "error"] == ["KV305"]
+    assert "576" in next(f["message"] for f in vllm["findings"] if f["code"] == "KV305")

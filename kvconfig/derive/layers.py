@@ -71,6 +71,7 @@ DERIVERS: dict[str, Deriver] = {
     "DeepseekV2ForCausalLM": _lazy("derive.mla", "deepseek"),
     "DeepseekV3ForCausalLM": _lazy("derive.mla", "deepseek"),
     "DeepseekV32ForCausalLM": _lazy("derive.mla", "deepseek"),
+    "GlmMoeDsaForCausalLM": _lazy("derive.mla", "deepseek"),
     "MiniMaxM3SparseForCausalLM": _lazy("derive.minimax", "minimax_m3"),
     "MiniMaxM3SparseForConditionalGeneration": _lazy("derive.minimax", "minimax_m3_mm"),
     "Qwen3NextForCausalLM": _lazy("derive.mamba", "qwen3_next"),

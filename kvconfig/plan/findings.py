@@ -113,8 +113,9 @@ def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Decl
 
 def builder_refuses(g: GroupResult, backend: str, k: int, who: str, error: str) -> Found:
     """KV305: a metadata builder's constructor refuses the group's kernel block size."""
-    good = [2**n for n in range(4, 12) if 2**n <= g.block_size and g.block_size % 2**n == 0]
-    fixes = [f"--block-size {good[-1]} (a power of two)"] if good else []
+    # the next power of two: at least the block vLLM settled (hybrid alignment included)
+    power = 1 << max(4, (g.block_size - 1).bit_length())
+    fixes = [f"--block-size {power} (a power of two)"]
     return Found(
         FindingCode.BUILDER_REFUSES,
         g.id,
