@@ -149,7 +149,7 @@ def test_an_architecture_kvconfig_cannot_derive_plans_with_vllm(
     derived = tmp_path / "qwen.yaml"
     qwen = Path("examples/models/qwen3-8b").resolve()
     derived.write_text(f"model: {qwen}\n", encoding="utf-8")
-    auto = ["plan", "--engine", "auto", "--platform", "h100", "--format", "json"]
+    auto = ["lint", "--engine", "auto", "--platform", "h100", "--format", "json"]
     code, plans, err = _run([*auto, str(serve), str(derived)], capsys)
     assert (code, err) == (0, "")
     assert [p.get("engine", {}).get("kind", "offline") for p in plans] == ["vllm", "offline"]
