@@ -121,11 +121,25 @@ class FindingCode(str, Enum):
         Severity.ERROR,
         "kvconfig has no rules for a requested attention backend on this platform",
     )
+    BUILDER_REFUSES = (
+        "KV305",
+        "builder-refuses",
+        Severity.ERROR,
+        "an attention backend's metadata builder refuses the group's kernel block size at "
+        "start-up (FlexAttention: not a power of two)",
+    )
+    NO_KV_CACHE_LAYOUT = (
+        "KV306",
+        "no-kv-cache-layout",
+        Severity.ERROR,
+        "the attention backends share no KV-cache layout: vLLM fails at start",
+    )
     ARCHITECTURE_NOT_DERIVABLE = (
         "KV401",
         "architecture-not-derivable",
-        Severity.ERROR,
-        "kvconfig cannot derive this architecture's layers; describe them in a native file",
+        Severity.WARNING,
+        "kvconfig cannot derive this architecture's layers offline: the verdict is unknown "
+        "(exit 0); plan it with --engine auto|vllm or describe it in a native file",
     )
     BLOCK_SIZE_ADJUSTED = (
         "KV501",

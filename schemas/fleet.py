@@ -362,8 +362,9 @@ class FleetPlan(Strict):
 
     kvconfig_fleet: Literal[1] = 1
     """Format version of this document."""
-    verdict: Literal["ok", "reject"]
-    """``reject`` when an engine's plan or a fleet finding is an error."""
+    verdict: Literal["ok", "reject", "unknown"]
+    """``reject`` when an engine's plan or a fleet finding is an error; ``unknown`` when
+    none is, but kvconfig cannot derive some engine's model offline (KV401)."""
     source: str
     """The fleet file (or the deployment files, comma-separated)."""
     vllm_version: str

@@ -167,8 +167,9 @@ class OperatorEngine(Strict):
 class Plan(Strict):
     """The result of planning one deployment on one platform."""
 
-    verdict: Literal["ok", "reject"]
-    """``reject`` when any finding is an error."""
+    verdict: Literal["ok", "reject", "unknown"]
+    """``reject`` when any finding is an error; ``unknown`` when kvconfig cannot derive the
+    model's layers offline (KV401), which is no rejection; else ``ok``."""
     vllm_version: str
     """The vLLM release planned for."""
     platform: PlatformInfo

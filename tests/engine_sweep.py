@@ -211,6 +211,8 @@ class Result:
             return "engine-input-error"
         if isinstance(self.offline, str):
             return "offline-input-error"
+        if self.offline["verdict"] == "unknown":
+            return "offline-unknown"  # KV401: kvconfig does not derive the model
         return "agree" if not self.differences else "differ"
 
 

@@ -22,7 +22,7 @@ def run() -> tuple[dict[str, list[Engine]], dict[str, list[Engine]], P.Planner]:
     parts: list[list[int]] = []
     for name in NAMES:
         fleet = read.read([str(FLEETS / f"{name}.yaml")])
-        engines = P.plan_engines(fleet, planner)
+        engines, _ = P.plan_engines(fleet, planner)
         offline[name] = engines
         parts.append(list(range(len(flat), len(flat) + len(engines))))
         flat += engines

@@ -38,6 +38,9 @@ VLLM_TEXTS = {
     "KV201": "No common block size for 256 (FA4: [128]; FLASHINFER: [16, 32, 64]).",
     "KV203": "The attention backends share no supported KV cache block size (...)",
     "KV204": "Aligned KV cache block size 528 is not supported by attention backend(s): X",
+    "KV305": "flex_attn_kv_block_size must be a power of 2 and divisible by flex_attn_block_n, "
+    "got 96, None",
+    "KV306": "No KV cache layout satisfies every supported set: [['LBHNC', 'BLHNC'], ['LBNHC']]",
     "KV603": "To serve at least one request with the model's max seq len (1048576), (138.25 GiB "
     "KV cache is needed, which is larger than the available KV cache memory (73.58 GiB).",
     "KV603 (none)": "No available memory for the cache blocks. Try increasing "
@@ -105,10 +108,36 @@ def test_each_kind_of_difference_is_reported(change: dict[str, Any], expected: s
     assert len(found) == 1 and found[0].startswith(expected), found
 
 
-def test_a_refused_start_up_compares_by_verdict_only() -> None:
-    refused = _plan(groups=[], engine={"refused": True})
-    assert differences(_plan(), refused) == []
+def _errors(*codes: str) -> list[dict[str, str]]:
+    return [{"code": c, "severity": "error"} for c in codes]
+
+
+def test_a_refused_start_up_compares_by_verdict_and_cause_only() -> None:
+    refused = _plan(groups=[], engine={"refused": True}, findings=_errors("KV201"))
+    assert differences(_plan(findings=_errors("KV101", "KV201")), refused) == []
     assert differences(_plan(verdict="ok"), refused)[0].startswith("verdict")
+
+
+@pytest.mark.parametrize(
+    ("offline", "engine", "refused"),
+    [
+        (("KV201",), ("KV301",), True),  # vLLM refuses for another reason than kvconfig says
+        (("KV201",), ("KV601",), True),  # a refusal kvconfig does not classify never matches
+        (("KV101",), ("KV101", "KV201"), False),  # vLLM started: the causes must be the same
+    ],
+)
+def test_two_rejections_with_different_causes_differ(
+    offline: tuple[str, ...], engine: tuple[str, ...], refused: bool
+) -> None:
+    eng = _plan(findings=_errors(*engine), engine={"refused": refused})
+    found = differences(_plan(findings=_errors(*offline)), eng)
+    assert found[0].startswith("cause: offline rejects with " + ", ".join(offline)), found
+
+
+def test_an_underived_offline_plan_is_not_compared() -> None:
+    unknown = {"code": "KV401", "severity": "warning"}
+    off = _plan(verdict="unknown", groups=[], findings=[unknown])
+    assert differences(off, _plan(findings=_errors("KV101"))) == []
 
 
 def test_running_out_of_memory_is_no_difference_in_the_plan() -> None:

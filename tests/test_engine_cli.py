@@ -131,7 +131,8 @@ def test_an_architecture_kvconfig_cannot_derive_plans_with_vllm(
     serve = tmp_path / "glm.yaml"
     serve.write_text("model: ./glm\nblock-size: 64\n", encoding="utf-8")
     code, offline, _ = _run(["plan", "--platform", "h100", "--format", "json", str(serve)], capsys)
-    assert code == 1 and [f["code"] for f in offline["findings"]] == ["KV401"]
+    assert code == 0 and offline["verdict"] == "unknown"  # cannot tell is no rejection
+    assert [f["code"] for f in offline["findings"]] == ["KV401"]
     assert any("--engine vllm" in fix for fix in offline["findings"][0]["fixes"])
     engine = ["plan", "--engine", "vllm", "--platform", "h100", "--format", "json", str(serve)]
     code, out, err = _run(engine, capsys)  # Glm4MoeConfig has no head_dim default
@@ -144,3 +145,12 @@ def test_an_architecture_kvconfig_cannot_derive_plans_with_vllm(
     assert plan["verdict"] == "ok" and plan["engine"]["refused"] is False
     (group,) = plan["groups"]
     assert group["block_size"] == 64 and len(group["layers"]["target"]) == 4
+    # --engine auto: vLLM's start-up for what kvconfig cannot derive, offline for the rest
+    derived = tmp_path / "qwen.yaml"
+    qwen = Path("examples/models/qwen3-8b").resolve()
+    derived.write_text(f"model: {qwen}\n", encoding="utf-8")
+    auto = ["lint", "--engine", "auto", "--platform", "h100", "--format", "json"]
+    code, plans, err = _run([*auto, str(serve), str(derived)], capsys)
+    assert (code, err) == (0, "")
+    assert [p.get("engine", {}).get("kind", "offline") for p in plans] == ["vllm", "offline"]
+    assert plans[0]["groups"] == plan["groups"] and plans[1]["verdict"] == "ok"

@@ -1,6 +1,7 @@
 """``kvconfig``: plan, lint, explain and export KV-cache kernel block-size plans.
 
-Exit codes: 0 every deployment is safe; 1 some deployment is rejected; 2 usage or
+Exit codes: 0 no deployment is rejected (each is safe, or ``unknown``: a model kvconfig
+cannot derive offline, finding KV401, a warning); 1 some deployment is rejected; 2 usage or
 input error; 3 a kvconfig bug (one line on stderr; ``KVCONFIG_TRACEBACK=1`` shows it).
 
 Every input error is one line on stderr (docs/errors.md). A usage error, or a bad
@@ -93,7 +94,7 @@ def _cmd_plan(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
         text = "\n".join(
             render_plan(o.plan, o.label() if o.engine else None) for o in runs if o.plan is not None
         )
-    return text, 1 if any(o.verdict != "ok" for o in runs) else 0
+    return text, 1 if any(o.verdict == "reject" for o in runs) else 0
 
 
 def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
@@ -135,7 +136,8 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
         platform=args.platform,
         env=env_pairs(args.env),
         hooks=args.hooks,
-        engine="vllm" if args.engine != "offline" else "offline",
+        # auto: offline; an engine kvconfig cannot derive is unknown (KV401)
+        engine="vllm" if args.engine in ("vllm", "both") else "offline",
         jobs=args.jobs,
         timeout=args.engine_timeout,
         model_paths=model_paths,

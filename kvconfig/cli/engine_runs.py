@@ -1,5 +1,6 @@
-"""``--engine vllm`` and ``--engine both``: the command line's deployments through vLLM's
-own start-up (``kvconfig.engine``), all in one pool of child processes.
+"""``--engine vllm``, ``both`` and ``auto``: the command line's deployments through vLLM's
+own start-up (``kvconfig.engine``), all in one pool of child processes (``auto``: only
+those whose model kvconfig cannot derive offline).
 
 Each deployment goes to vLLM as vLLM would receive it: a serve config as ``--config
 FILE`` started in the file's folder, a pasted command as its words and environment, an
@@ -33,11 +34,15 @@ def run(args: argparse.Namespace, s: O.Settings, slots: list[O.Slot], many: bool
     KV602 finding per difference from it."""
     from kvconfig import engine
 
+    # ``auto`` sends only what has no offline plan; ``both`` the offline plans too
     waiting = [
         i
         for i, slot in enumerate(slots)
-        if slot.platform is not None and (slot.outcome is None or slot.offline is not None)
+        if slot.platform is not None
+        and (slot.outcome is None or (s.engine != "auto" and slot.offline is not None))
     ]
+    if not waiting:
+        return slots
     asked: list[int] = []
     with _files(slots, waiting) as files:
         targets = []

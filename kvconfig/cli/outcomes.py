@@ -48,7 +48,7 @@ class Settings(NamedTuple):
     """``--platform`` (None: each deployment's own)."""
     model_paths: ModelPaths | None
     engine: str
-    """``offline``, ``vllm`` or ``both``."""
+    """``offline``, ``vllm``, ``both`` or ``auto``."""
 
 
 def settings(args: argparse.Namespace) -> Settings:
@@ -113,13 +113,22 @@ def read_all(
 
 
 def finish(slots: Sequence[Slot]) -> list[Outcome]:
-    """The slots' outcomes; each input error's line goes to stderr."""
+    """The slots' outcomes; each input error's line goes to stderr, and so does a warning
+    line for each deployment whose verdict is unknown (KV401)."""
     out = []
     for slot in slots:
         assert slot.outcome is not None
-        if slot.outcome.problem is not None:
-            say(str(slot.outcome.problem))
-        out.append(slot.outcome)
+        o = slot.outcome
+        if o.problem is not None:
+            say(str(o.problem))
+        elif o.verdict == "unknown":
+            arch = slot.loaded.architecture if isinstance(slot.loaded, Exception) else "?"
+            say(
+                f"warning: {o.label()} [{o.platform}]: verdict unknown, kvconfig cannot "
+                f"derive the KV-cache layers of {arch!r} offline (KV401); plan it with "
+                "--engine auto or --engine vllm"
+            )
+        out.append(o)
     return out
 
 
@@ -237,12 +246,22 @@ def _offline(
     if engine == "vllm" or loaded is None:
         return Slot(item, loaded, platform)
     if isinstance(loaded, UnsupportedArchitecture):
+        if engine == "auto" and _engine_can_plan(platform):
+            return Slot(item, loaded, platform)
         plan = unsupported_plan(loaded, item.source, platform)
     else:
         from kvconfig.plan.resolve import resolve
 
         plan = with_notices(resolve(loaded.deployment, platform), loaded)
     return Slot(item, loaded, platform, outcome(item, platform, plan), plan)
+
+
+def _engine_can_plan(platform: PlatformId) -> bool:
+    """``--engine auto``: whether vLLM's start-up can plan on ``platform`` here (vLLM is
+    importable and the platform is an NVIDIA GPU the engine mode emulates)."""
+    from kvconfig.engine import available
+
+    return platform.vendor == "cuda" and platform.capability is not None and available() is None
 
 
 def unsupported_plan(err: UnsupportedArchitecture, source: str, platform: PlatformId) -> PlanResult:

@@ -96,10 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--engine",
-            choices=("offline", "vllm", "both"),
+            choices=("offline", "vllm", "both", "auto"),
             default="offline",
             help="offline: kvconfig's resolver (default); vllm: the installed vLLM's own "
-            "start-up under an emulated GPU; both: each, every difference a finding",
+            "start-up under an emulated GPU; both: each, every difference a finding; auto: "
+            "offline, and vLLM's start-up for a model kvconfig cannot derive when vLLM is "
+            "installed",
         )
         p.add_argument(
             "--jobs",

@@ -5,8 +5,11 @@ Each architecture maps to a *deriver* that returns layer sets in the shape of
 layers. Layer names follow vLLM's module names (``model.layers.{i}.self_attn.attn``);
 draft layers continue the target's numbering, as vLLM's EAGLE drafters do. One module
 per family: ``derive.dense``, ``derive.window`` (sliding window), ``derive.mla`` (MLA,
-sparse MLA and indexers), ``derive.minimax`` and ``derive.mamba`` (hybrids); what they
-all read is ``derive.inputs``. docs/layouts.md says how each is derived and grouped.
+sparse MLA and indexers), ``derive.minimax`` and ``derive.mamba`` (hybrids); the other
+architectures of the release's registry whose layers are one attention layer per hidden
+layer take ``derive.generic``, as the release's data says
+(``kvconfig.mirror.architectures``); what they all read is ``derive.inputs``.
+docs/layouts.md says how each is derived and grouped.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ DERIVERS: dict[str, Deriver] = {
     "DeepseekV2ForCausalLM": _lazy("derive.mla", "deepseek"),
     "DeepseekV3ForCausalLM": _lazy("derive.mla", "deepseek"),
     "DeepseekV32ForCausalLM": _lazy("derive.mla", "deepseek"),
+    "GlmMoeDsaForCausalLM": _lazy("derive.mla", "deepseek"),
     "MiniMaxM3SparseForCausalLM": _lazy("derive.minimax", "minimax_m3"),
     "MiniMaxM3SparseForConditionalGeneration": _lazy("derive.minimax", "minimax_m3_mm"),
     "Qwen3NextForCausalLM": _lazy("derive.mamba", "qwen3_next"),
@@ -77,6 +81,9 @@ DERIVERS: dict[str, Deriver] = {
     "Qwen3_5MoeForConditionalGeneration": _lazy("derive.mamba", "qwen3_5_mm"),
     "NemotronHForCausalLM": _lazy("derive.mamba", "nemotron_h"),
     "JambaForCausalLM": _lazy("derive.mamba", "jamba"),
+    "MambaForCausalLM": _lazy("derive.mamba", "mamba1"),
+    "FalconMambaForCausalLM": _lazy("derive.mamba", "mamba1"),
+    "AXK1ForCausalLM": _lazy("derive.mla", "deepseek"),
 }
 
 #: Drafter architectures whose attention layers are dense (EAGLE and EAGLE3 heads).
@@ -185,6 +192,8 @@ def derive(
     arch = model.architecture
     table = DRAFT_DERIVERS if draft else DERIVERS
     deriver = table.get(arch)
+    if deriver is None and not draft:
+        deriver = _generic(arch)
     if deriver is None:
         if known and arch not in known:
             raise InputError(
@@ -193,9 +202,9 @@ def derive(
                 key="architectures",
                 hint=did_you_mean(arch, known, key=str) or "check the model's config.json",
             )
-        from kvconfig.derive.sketch import native_snippet
-
-        raise UnsupportedArchitecture(arch, model.path, native_snippet(model, draft=draft))
+        # no sketch of a native file: a layout kvconfig cannot derive is one it cannot
+        # guess either (module names, local layers, cross-attention differ per family)
+        raise UnsupportedArchitecture(arch, model.path)
     ctx = (context or Context())._replace(dtype=dtype, first_index=first_index)
     sets = deriver(model, ctx)
     if _mm_prefix(model, ctx):
@@ -203,6 +212,22 @@ def derive(
             if s["kind"] in ("full_attention", "sliding_window", "chunked_local"):
                 s["mm_prefix"] = True
     return sets
+
+
+def _generic(arch: str) -> Deriver | None:
+    """The generic decoder rule, when the release's registry data puts ``arch`` on it."""
+    from kvconfig.mirror.architectures import decoder_rules
+
+    rule = decoder_rules().get(arch)
+    if rule is None:
+        return None
+
+    def deriver(model: Model, ctx: Context) -> list[dict[str, Any]]:
+        from kvconfig.derive.generic import decoder
+
+        return decoder(model, ctx, rule)
+
+    return deriver
 
 
 def _mm_prefix(model: Model, ctx: Context) -> bool:

@@ -29,6 +29,7 @@ from kvconfig.derive.inputs import (
     layer_types,
     ordered,
     pos_int,
+    runs,
 )
 from kvconfig.errors import InputError
 
@@ -259,3 +260,31 @@ def jamba(model: Model, ctx: Context) -> list[dict[str, Any]]:
         for i in range(n)
     ]
     return ordered(entries)
+
+
+def mamba1(model: Model, ctx: Context) -> list[dict[str, Any]]:
+    """Mamba and Falcon-Mamba: every layer a Mamba1 mixer (``backbone.layers.{i}.mixer``),
+    its state ``mamba1_state_shape`` of ``intermediate_size``, ``state_size`` and
+    ``conv_kernel`` (``model_executor/models/mamba.py``)."""
+    cfg, src, tp = model.text, model.path, ctx.tensor_parallel_size
+    n = pos_int(cfg, "num_hidden_layers", src)
+    if cfg.get("intermediate_size") is None:
+        total = pos_int(cfg, "expand", src, 2) * pos_int(cfg, "hidden_size", src)
+    else:
+        total = pos_int(cfg, "intermediate_size", src)
+    inner = divide(total, tp, src, "intermediate_size")
+    conv_b, ssm_b = _dtypes(model, ctx, None)
+    state_bytes = (
+        inner * (pos_int(cfg, "conv_kernel", src, 4) - 1) * conv_b
+        + inner * pos_int(cfg, "state_size", src, 16) * ssm_b
+    )
+    mamba = {
+        "kind": "mamba",
+        "mamba_type": "mamba1",
+        "num_heads": 1,
+        "num_kv_heads": 1,
+        "head_size": 1,
+        "dtype": ctx.dtype,
+        "state_bytes": state_bytes,
+    }
+    return runs("backbone.layers.{i}.mixer", [mamba] * n, ctx.first_index)

@@ -1,6 +1,9 @@
 """Where the offline plan and vLLM's start-up disagree (``--engine both``).
 
-Both plans have the documented JSON shape. They agree when the verdicts agree and, group
+Both plans have the documented JSON shape. They agree when the verdicts agree, when both
+reject for the same cause (the finding codes of their errors: a refused start-up's code
+is one of the offline plan's errors; vLLM's refusals that kvconfig does not classify,
+KV601, never match), and, group
 by group, the kind, the block size B, the kernel block size k, the runner's and the
 speculator's values, packing, and each backend with the layers it serves (by role).
 Findings' wording, block-size reasons and backend class paths are not compared: the
@@ -13,7 +16,7 @@ difference: the offline plan decides page sizes, not capacity (docs/engine.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -29,21 +32,40 @@ def _layer_sets(group: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, .
 FIELDS = ("kind", "block_size", "kernel_block_size", "packed")
 
 
+def causes(plan: Mapping[str, Any]) -> list[str]:
+    """The codes of a plan's errors (what rejects it), in order, each once."""
+    return list(dict.fromkeys(f["code"] for f in plan["findings"] if f["severity"] == "error"))
+
+
+def cause_differs(offline: Sequence[str], engine: Sequence[str], refused: bool) -> bool:
+    """Whether two rejections have different causes. A refused start-up stops at its first
+    refusal, so its code must be one of the offline plan's; otherwise (vLLM started and
+    kvconfig judged what it built) the codes must be the same. An unclassified refusal
+    (KV601) matches nothing: the offline plan has not modelled it."""
+    if refused:
+        return not engine or engine[0] == "KV601" or engine[0] not in offline
+    return set(offline) != set(engine)
+
+
 def differences(offline: Mapping[str, Any], engine: Mapping[str, Any]) -> list[str]:
     """Every disagreement, one sentence each (empty: the plans agree)."""
     found: list[str] = []
-    refusal = [f["code"] for f in engine["findings"] if f["severity"] == "error"]
-    if engine.get("engine", {}).get("refused") and refusal == ["KV603"]:
+    refusal = causes(engine)
+    refused = bool(engine.get("engine", {}).get("refused"))
+    if refused and refusal == ["KV603"]:
         return found  # vLLM ran out of memory before it planned: the offline plan has no view
+    if offline["verdict"] == "unknown":
+        return found  # kvconfig could not derive the model (KV401): nothing to compare
+    codes_off, codes_eng = ", ".join(causes(offline)), ", ".join(refusal)
     if offline["verdict"] != engine["verdict"]:
-        codes_off = ", ".join(f["code"] for f in offline["findings"] if f["severity"] == "error")
-        codes_eng = ", ".join(f["code"] for f in engine["findings"] if f["severity"] == "error")
         found.append(
             f"verdict: offline {offline['verdict']}{f' ({codes_off})' if codes_off else ''}, "
             f"vLLM {engine['verdict']}{f' ({codes_eng})' if codes_eng else ''}"
         )
-    if engine.get("engine", {}).get("refused"):
-        return found  # vLLM stopped part-way: only the verdict compares
+    elif offline["verdict"] == "reject" and cause_differs(causes(offline), refusal, refused):
+        found.append(f"cause: offline rejects with {codes_off}, vLLM with {codes_eng}")
+    if refused:
+        return found  # vLLM stopped part-way: only the verdict and its cause compare
     off_groups, eng_groups = offline["groups"], engine["groups"]
     if len(off_groups) != len(eng_groups):
         found.append(f"groups: offline {len(off_groups)}, vLLM {len(eng_groups)}")

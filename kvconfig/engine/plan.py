@@ -13,7 +13,8 @@ shows an engine plan as it shows an offline one:
 * a start-up vLLM refused: the code of the refusal's kind (KV301 an invalid backend,
   KV302 none valid, KV201/KV202 no common kernel block size for the runner or the
   speculator, KV102 the speculator's split error, KV203/KV204 no or no aligned block
-  size, KV101 the kvconfig hooks refusing a mismatch), or KV601 for any other refusal,
+  size, KV305 a metadata builder refusing the kernel block size, KV306 no common KV-cache
+  layout, KV101 the kvconfig hooks refusing a mismatch), or KV601 for any other refusal,
   always with vLLM's own text and the vLLM line that raised. A refused start-up is its
   refusal: what vLLM had built by then is shown, not judged.
 """
@@ -48,6 +49,8 @@ REFUSALS: tuple[tuple[tuple[str, ...], FindingCode], ...] = (
         FindingCode.KV_CACHE_MEMORY,
     ),
     (("No available memory for the cache blocks",), FindingCode.KV_CACHE_MEMORY),
+    (("flex_attn_kv_block_size must be a power of 2",), FindingCode.BUILDER_REFUSES),
+    (("No KV cache layout satisfies every supported set",), FindingCode.NO_KV_CACHE_LAYOUT),
 )
 
 #: vLLM's spec kinds (``KVCacheSpecKind``) that kvconfig names differently.

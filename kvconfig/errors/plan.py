@@ -73,10 +73,11 @@ class InputError(KVConfigError):
 
 
 class UnsupportedArchitecture(KVConfigError):
-    """vLLM knows the architecture but kvconfig cannot derive its layers.
+    """vLLM knows the architecture but kvconfig cannot derive its layers offline: the
+    outcome is ``unknown`` (finding KV401), never a rejection.
 
-    ``snippet`` is a native-file sketch of the layers, filled from what the
-    ``config.json`` says (finding KV401 shows it).
+    ``snippet`` is a native file of the layers when one is known to be right (finding
+    KV401 shows it); empty otherwise.
     """
 
     def __init__(self, architecture: str, source: str, snippet: str = "") -> None:
@@ -85,7 +86,8 @@ class UnsupportedArchitecture(KVConfigError):
         self.snippet = snippet
         message = (
             f"{source}: kvconfig cannot derive the KV-cache layers of {architecture!r}; "
-            "plan it with vLLM's own start-up (--engine vllm, with kvconfig[vllm] installed), "
+            "plan it with vLLM's own start-up (--engine auto or --engine vllm, with "
+            "kvconfig[vllm] installed), "
             "or describe them in a native kvconfig file (docs/native-format.md)"
         )
         super().__init__(message + (", starting from:\n" + snippet if snippet else ""))

@@ -53,12 +53,14 @@ def fleet_document(
 
     fleet = read.read(paths, command=command, platform=platform, hooks=hooks, env=env)
     plans = P.Planner(fleet.vllm_version, model_paths=model_paths, download=download)
-    engines = P.plan_engines(fleet, plans)
+    engines, underived = P.plan_engines(fleet, plans)
     if engine == "vllm":
         from kvconfig.fleet import engine_mode
 
         engines = engine_mode.with_vllm(engines, jobs=jobs, timeout=timeout)
-    found = P.issues(engines, fleet.router, plans)
+    from kvconfig.fleet.rules.common import sort
+
+    found = sort([*P.issues(engines, fleet.router, plans), *P.underived_issues(underived)])
     return P.fleet_json(fleet, engines, found, engine)
 
 
@@ -70,7 +72,7 @@ def plan_fleet(paths: Sequence[str], **kwargs: Any) -> FleetPlan:
 
 
 def lint_fleet(paths: Sequence[str], *, format: str = "text", **kwargs: Any) -> tuple[str, int]:
-    """``kvconfig lint --fleet``: the report and the exit code (0 ok, 1 rejected).
+    """``kvconfig lint --fleet``: the report and the exit code (0 ok or unknown, 1 rejected).
 
     ``format`` is ``text``, ``json`` or ``html`` (docs/html.md); the other arguments are
     ``fleet_document``'s. Bad input raises ``kvconfig.InputError`` (the CLI prints it and

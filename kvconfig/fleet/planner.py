@@ -100,12 +100,8 @@ class Planner:
                 )
             result = resolve(loaded.deployment, parse_platform(loaded.deployment.platform))
         except UnsupportedArchitecture as err:
-            raise InputError(
-                f"kvconfig cannot derive the KV-cache layers of architecture {err.architecture!r}",
-                source=spec.source,
-                hint="plan it exactly with --engine vllm, or describe the engine in a native "
-                "deployment file",
-            ) from None
+            # cannot tell is no rejection: the engine is left out of the rules (KV401)
+            raise Underived(spec, err) from None
         role = spec.role
         if role == "auto":
             role = "both"
@@ -121,13 +117,49 @@ class Planner:
         """``engine`` with ``override`` set (None when that does not plan)."""
         try:
             return self.plan(engine.spec, override)
-        except InputError:
+        except (InputError, Underived):
             return None
 
 
-def plan_engines(fleet: FleetInput, planner: Planner) -> list[Engine]:
-    """Every engine of the fleet, planned."""
-    return [planner.plan(spec) for spec in fleet.engines]
+class Underived(Exception):
+    """An engine whose model kvconfig cannot derive offline: its fleet outcome is
+    ``unknown`` (finding KV401), never a rejection or an input error."""
+
+    def __init__(self, spec: EngineSpec, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.spec = spec
+        self.architecture = str(getattr(cause, "architecture", "?"))
+
+
+def plan_engines(fleet: FleetInput, planner: Planner) -> tuple[list[Engine], list[Underived]]:
+    """Every engine of the fleet, planned; and those kvconfig cannot derive offline."""
+    engines: list[Engine] = []
+    underived: list[Underived] = []
+    for spec in fleet.engines:
+        try:
+            engines.append(planner.plan(spec))
+        except Underived as err:
+            underived.append(err)
+    return engines, underived
+
+
+def underived_issues(underived: Sequence[Underived]) -> list[Issue]:
+    """KV401 for each engine kvconfig cannot derive: it takes part in no fleet rule."""
+    return [
+        Issue(
+            "KV401",
+            [u.spec.name],
+            f"{u.spec.name}: kvconfig cannot derive the KV-cache layers of architecture "
+            f"{u.architecture!r} offline, so this engine takes part in no fleet check; "
+            "the fleet's verdict is unknown unless another finding rejects it.",
+            "unknown: kvconfig has not planned this engine",
+            [
+                "plan the engine with vLLM's own start-up: kvconfig plan --engine vllm FILE",
+                "or describe its layers in a native deployment file (docs/native-format.md)",
+            ],
+        )
+        for u in underived
+    ]
 
 
 def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[Pair, int]]:
@@ -293,10 +325,11 @@ def fleet_json(
     reject = any(b["plan"]["verdict"] == "reject" for b in bodies) or any(
         f.severity == "error" for f in found
     )
+    unknown = any(f.code == "KV401" for f in found)
     r = fleet.router
     return {
         "kvconfig_fleet": 1,
-        "verdict": "reject" if reject else "ok",
+        "verdict": "reject" if reject else "unknown" if unknown else "ok",
         "source": fleet.source,
         "vllm_version": fleet.vllm_version,
         "engine": engine,

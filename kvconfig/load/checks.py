@@ -19,15 +19,17 @@ PLAN_ENV = (
     "VLLM_BATCH_INVARIANT",
     "VLLM_KV_CACHE_LAYOUT",
     "VLLM_MLA_DISABLE",
+    "VLLM_HAS_FLASHINFER_CUBIN",
 )
 
 #: Accepted values of the plan-changing environment variables, as vLLM reads them
-#: (``vllm/envs.py``): the two flags go through ``int()``; the layout through
+#: (``vllm/envs.py``): the flags go through ``int()``; the layout through
 #: ``env_with_choices``. None: any integer.
 ENV_CHOICES: dict[str, tuple[str, ...] | None] = {
     "VLLM_USE_V2_MODEL_RUNNER": None,
     "VLLM_BATCH_INVARIANT": None,
     "VLLM_MLA_DISABLE": None,
+    "VLLM_HAS_FLASHINFER_CUBIN": None,
     "VLLM_KV_CACHE_LAYOUT": ("LBNHC", "LBHNC", "LHBNC", "NHD", "HND", "BLHNC", "BLNHC", "BHLNC"),
 }
 

@@ -120,7 +120,12 @@ def to_deployment(
         )
     derived = derive(target, dtype, known=known_archs, context=context)
     layers = [{**s, "role": "target"} for s in derived]
-    n_target = pos_int(target.text, "num_hidden_layers", target.path)
+    n_target = (
+        pos_int(target.text, "num_hidden_layers", target.path)
+        if "num_hidden_layers" in target.text
+        # a config that names its layer count otherwise (GPT-2's n_layer): the derived one
+        else max(int(s["first_index"]) + int(s["count"]) for s in derived)
+    )
 
     method = None
     draft_backend = None
@@ -154,7 +159,7 @@ def to_deployment(
         "speculative_method": method,
         "draft_attention_backend": draft_backend,
         "num_speculative_tokens": context.num_speculative_tokens,
-        "prefix_caching": opts.values.get("enable-prefix-caching") is not False,
+        "prefix_caching": _prefix_caching(opts.values.get("enable-prefix-caching"), layers),
         "disable_hybrid_kv_cache_manager": hma_disabled(
             json_option(opts, "kv-transfer-config"),
             opts.values.get("disable-hybrid-kv-cache-manager"),
@@ -167,6 +172,10 @@ def to_deployment(
         "layers": [LayerSet(**s) for s in layers],
         **overrides,
     }
+    if merged_env.get("VLLM_HAS_FLASHINFER_CUBIN", "0").strip() not in ("", "0"):
+        # vLLM's has_flashinfer_cubin(): the variable vouches for the cubins, whatever
+        # is installed (so TRT-LLM attention is available where the GPU has it)
+        fields["trtllm_cubins"] = True
     try:
         return Deployment(**fields)
     except DeploymentError as err:
@@ -253,3 +262,12 @@ def _runner(
         if spec.get("use_heterogeneous_vocab"):
             return "v1"
     return "v2"
+
+
+def _prefix_caching(given: object, layers: list[dict[str, Any]]) -> bool:
+    """``--enable-prefix-caching``, or vLLM's default (``is_prefix_caching_supported``):
+    on, except for attention-free models (every target layer a Mamba mixer)."""
+    if given is not None:
+        return given is not False
+    target = [s for s in layers if s["role"] == "target"]
+    return not target or any(s["kind"] != "mamba" for s in target)

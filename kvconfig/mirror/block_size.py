@@ -142,6 +142,12 @@ def plan_block_size(
     else:
         block, reason = preferred(names, m, sizes_of)
     mamba = [layer for layer in s.layers if layer.kind == "mamba"]
+    if mamba and not names:
+        # attention-free: no alignment; the Mamba block follows B with prefix caching and
+        # holds a whole request without it (``MambaModelConfig.verify_and_update_config``)
+        mamba_block = block if s.prefix_caching else s.max_model_len or block
+        why = "prefix caching" if s.prefix_caching else "mamba_block_size = max_model_len"
+        return BlockPlan(block, reason, mamba_block, why), False
     if not mamba or not names:
         return BlockPlan(block, reason), False
     state = max(layer.state_bytes or 0 for layer in mamba)

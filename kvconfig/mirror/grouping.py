@@ -102,6 +102,8 @@ def is_uniform_type(specs: list[Spec]) -> bool:
         return all(s.family == "full" for s in specs)
     if first.cls == "sliding_window":
         return all(s.cls == "sliding_window" and s.window == first.window for s in specs)
+    if first.cls == "chunked_local":
+        return all(s.cls == "chunked_local" for s in specs)
     if first.cls == "mamba":
         return all(
             s.cls == "mamba" and s.page == first.page and s.fields == first.fields for s in specs
@@ -110,18 +112,19 @@ def is_uniform_type(specs: list[Spec]) -> bool:
 
 
 def promote_local(specs: dict[str, Spec]) -> dict[str, Spec]:
-    """``_promote_local_kv_cache_specs``: sliding windows become full attention."""
+    """``_promote_local_kv_cache_specs``: sliding windows and chunked-local attention
+    become full attention."""
     values = list(specs.values())
     if uniform(values) or is_uniform_type(values):
         return specs
     has_full = any(s.cls in ("full", "mla") for s in values)
-    has_window = any(s.cls == "sliding_window" for s in values)
+    has_window = any(s.cls in ("sliding_window", "chunked_local") for s in values)
     full_blocks = {s.block_size for s in values if s.cls in ("full", "mla")}
     full_block = next(iter(full_blocks)) if len(full_blocks) == 1 else None
     out = dict(specs)
     if has_full and has_window:
         for name, spec in specs.items():
-            if spec.cls != "sliding_window":
+            if spec.cls not in ("sliding_window", "chunked_local"):
                 continue
             block = full_block or spec.block_size
             padded = None

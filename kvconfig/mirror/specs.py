@@ -53,6 +53,7 @@ SPEC_CLASS = {
 SPEC_KIND = {
     "full": "full_attention",
     "sliding_window": "sliding_window",
+    "chunked_local": "chunked_local",
     "mla": "mla_attention",
     "mamba": "mamba",
 }
@@ -77,7 +78,8 @@ class Spec(NamedTuple):
     """One layer's KV-cache spec (equality as vLLM compares specs; ``is_draft`` excluded)."""
 
     cls: str
-    """``full``, ``sliding_window``, ``mla`` or ``mamba``."""
+    """``full``, ``sliding_window``, ``chunked_local`` (``ChunkedLocalAttentionSpec``),
+    ``mla`` or ``mamba``."""
     block_size: int
     """Tokens per block."""
     heads: int = 1
@@ -267,6 +269,8 @@ def layer_spec(  # noqa: PLR0917 (what a layer and its backend are)
             spec = Spec(
                 "sliding_window", block, heads, content, window=l.sliding_window, fields=fields
             )
+        elif l.kind == "chunked_local":
+            spec = Spec("chunked_local", B, heads, content, fields=fields)
         else:
             spec = Spec("full", B, heads, content, l.tokens_per_state, fields=fields)
     return customize(spec, name, sizes, major, kv_quant(kv) != "none")

@@ -10,7 +10,7 @@ from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.selection import Selection
 from kvconfig.mirror.vote import Declared
 from kvconfig.plan.assemble import Group
-from kvconfig.plan.result import Found, Voter
+from kvconfig.plan.result import Found, GroupResult, Voter
 from schemas.deployment import Deployment, LayerSet
 from schemas.sizes import KernelSize, format_sizes
 
@@ -111,6 +111,30 @@ def no_common_size(g: Group, err: NoCommonKernelBlockSize, voters: Sequence[Decl
     )
 
 
+def builder_refuses(g: GroupResult, backend: str, k: int, who: str, error: str) -> Found:
+    """KV305: a metadata builder's constructor refuses the group's kernel block size."""
+    # the next power of two: at least the block vLLM settled (hybrid alignment included)
+    power = 1 << max(4, (g.block_size - 1).bit_length())
+    fixes = [f"--block-size {power} (a power of two)"]
+    return Found(
+        FindingCode.BUILDER_REFUSES,
+        g.id,
+        f"KV-cache group {g.id}: vLLM fails at start-up when {who} builds {backend}'s "
+        f"metadata for {k}-token kernel pages: {error}.",
+        (*fixes, f"give the group's layers another backend than {backend}"),
+    )
+
+
+def no_kv_cache_layout(error: str) -> Found:
+    """KV306: the worker's backends share no KV-cache layout."""
+    return Found(
+        FindingCode.NO_KV_CACHE_LAYOUT,
+        None,
+        f"vLLM fails at start-up: {error}.",
+        ("give every layer backends that share a KV-cache layout (e.g. --attention-backend)",),
+    )
+
+
 def speculator_no_common_size(g: Group, err: NoCommonKernelBlockSize, runner_k: int) -> Found:
     """KV202: the speculator's own vote raises."""
     return Found(
@@ -194,21 +218,20 @@ def backend_refused(layers: Sequence[LayerSet], sel: Selection, p: PlatformId) -
 
 
 def architecture(arch: str, source: str, snippet: str = "") -> Found:
-    """KV401: a model kvconfig cannot derive, with a native-file sketch from its config."""
+    """KV401: a model kvconfig cannot derive offline; the verdict is ``unknown``."""
     fixes = [
         "plan it with vLLM's own start-up, exact for every model the installed vLLM builds: "
-        "--engine vllm (pip install 'kvconfig[vllm]')",
+        "--engine auto (offline where kvconfig derives the model) or --engine vllm "
+        "(pip install 'kvconfig[vllm]')",
         "or describe the layers in a native kvconfig file (docs/native-format.md), then lint that",
     ]
     if snippet:
-        fixes.append(
-            "start from this sketch of what its config.json says (check names and kinds "
-            "against vLLM's model code; add the drafter's layers with role: draft):\n" + snippet
-        )
+        fixes.append("start from this native file:\n" + snippet)
     return Found(
         FindingCode.ARCHITECTURE_NOT_DERIVABLE,
         None,
-        f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r}.",
+        f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r} "
+        "offline: the verdict is unknown (no rejection; exit 0).",
         tuple(fixes),
     )
 

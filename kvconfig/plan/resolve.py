@@ -66,6 +66,7 @@ def resolve(dep: Deployment, platform: PlatformId | None = None) -> PlanResult:
     layers = choose_backends(ctx)
     groups = _groups(ctx, layers)
     results = tuple(_vote_group(ctx, g) for g in groups)
+    _startup_refusals(ctx, results, layers)
     return PlanResult(
         source=dep.source,
         vllm_version=dep.vllm_version,
@@ -167,6 +168,30 @@ def _vote_group(ctx: PlanContext, g: Group) -> GroupResult:
         runner_k,
         speculator_k if speculating else None,
     )
+
+
+def _startup_refusals(
+    ctx: PlanContext, results: Sequence[GroupResult], layers: Sequence[LayerInfo]
+) -> None:
+    """What vLLM refuses after the votes (``kvconfig.mirror.startup``): the KV-cache
+    layout no backend pair shares, metadata builders refusing a kernel block size."""
+    from kvconfig.mirror.startup import flex_refusal, layout_refusal
+
+    refusal = layout_refusal((v.name for g in results for v in g.voters), ctx.platform.major)
+    if refusal is not None:
+        ctx.findings.append(F.no_kv_cache_layout(refusal))
+    for g in results:
+        for v in g.voters:
+            if v.name != "FLEX_ATTENTION":
+                continue
+            builds = [("the model runner", g.runner_k)]
+            if "draft" in v.roles and g.speculator_k not in (None, g.runner_k):
+                builds.append(("the speculator", g.speculator_k))
+            for who, k in builds:
+                error = flex_refusal(k) if k is not None else None
+                if error is not None:
+                    ctx.findings.append(F.builder_refuses(g, v.name, k or 0, who, error))
+                    break
 
 
 def _speculator_vote(ctx: PlanContext, g: Group, runner_k: int) -> int | None:

@@ -196,8 +196,13 @@ class PlanResult(NamedTuple):
 
     @property
     def verdict(self) -> str:
-        """``reject`` when any finding is an error."""
-        return "reject" if any(f.severity is Severity.ERROR for f in self.findings) else "ok"
+        """``reject`` when any finding is an error; ``unknown`` when kvconfig cannot derive
+        the model's layers offline (KV401: cannot tell is no rejection); else ``ok``."""
+        if any(f.severity is Severity.ERROR for f in self.findings):
+            return "reject"
+        if any(f.code is FindingCode.ARCHITECTURE_NOT_DERIVABLE for f in self.findings):
+            return "unknown"
+        return "ok"
 
     def to_json(self) -> dict[str, object]:
         """The plan in the documented, stable JSON shape (docs/json.md)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvconfig.codes import Severity
+from kvconfig.codes import FindingCode, Severity
 from kvconfig.plan.result import Found, GroupResult, PlanResult
 from kvconfig.report.outcome import Outcome
 from schemas.sizes import format_sizes
@@ -101,11 +101,14 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
             continue
         p = o.plan
         errors = [f for f in p.findings if f.severity is Severity.ERROR]
+        if p.verdict == "unknown":
+            errors = [f for f in p.findings if f.code is FindingCode.ARCHITECTURE_NOT_DERIVABLE]
         summary = ", ".join(dict.fromkeys(f"{f.code} {f.name}" for f in errors)) or "safe"
         lines.append(f"{p.verdict:<7} {o.label()} [{o.platform}]: {summary}")
         if o.reading is not None:
             lines.append(f"  read: {o.reading.summary()}; planned for vLLM {p.vllm_version}")
         lines += finding_lines(p.findings, indent="  ")
     ok = sum(o.verdict == "ok" for o in outcomes)
-    lines.append(f"{ok} of {len(outcomes)} safe")
+    unknown = sum(o.verdict == "unknown" for o in outcomes)
+    lines.append(f"{ok} of {len(outcomes)} safe" + (f", {unknown} unknown" if unknown else ""))
     return "\n".join(lines) + "\n"
