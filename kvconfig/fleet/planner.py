@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, UnsupportedArchitecture
 from kvconfig.fleet._load import kv_transfer_of, load
 from kvconfig.fleet.components import components
 from kvconfig.fleet.components.groups import entries, kind_of
@@ -70,38 +70,33 @@ class Planner:
         return mine
 
     def _plan(self, spec: EngineSpec, override: Mapping[str, Any] | None) -> Engine:
-        from kvconfig.errors import UnsupportedArchitecture
         from kvconfig.load.platforms import parse_platform
         from kvconfig.plan.resolve import resolve
 
-        try:
-            loaded = load(
-                spec.target,
-                cwd=spec.cwd,
-                platform=spec.platform,
-                vllm_version=self.vllm_version,
-                given=spec.given,
-                defaults=spec.defaults,
-                override=override,
-                offload=spec.offload,
-                env=spec.env,
-                hooks=spec.hooks,
-                where=spec.where or spec.source,
-                engine=spec.engine,
-                model_paths=self.model_paths,
-                download=self.download,
+        loaded = load(
+            spec.target,
+            cwd=spec.cwd,
+            platform=spec.platform,
+            vllm_version=self.vllm_version,
+            given=spec.given,
+            defaults=spec.defaults,
+            override=override,
+            offload=spec.offload,
+            env=spec.env,
+            hooks=spec.hooks,
+            where=spec.where or spec.source,
+            engine=spec.engine,
+            model_paths=self.model_paths,
+            download=self.download,
+        )
+        if loaded.deployment.platform is None:
+            raise InputError(
+                "no platform given",
+                source=spec.where or spec.source,
+                key="platform",
+                hint="give the engine (or the fleet) a platform, or pass --platform",
             )
-            if loaded.deployment.platform is None:
-                raise InputError(
-                    "no platform given",
-                    source=spec.where or spec.source,
-                    key="platform",
-                    hint="give the engine (or the fleet) a platform, or pass --platform",
-                )
-            result = resolve(loaded.deployment, parse_platform(loaded.deployment.platform))
-        except UnsupportedArchitecture as err:
-            # cannot tell is no rejection: the engine is left out of the rules (KV401)
-            raise Underived(spec, err) from None
+        result = resolve(loaded.deployment, parse_platform(loaded.deployment.platform))
         role = spec.role
         if role == "auto":
             role = "both"
@@ -117,18 +112,16 @@ class Planner:
         """``engine`` with ``override`` set (None when that does not plan)."""
         try:
             return self.plan(engine.spec, override)
-        except (InputError, Underived):
+        except (InputError, UnsupportedArchitecture):
             return None
 
 
-class Underived(Exception):
+class Underived(NamedTuple):
     """An engine whose model kvconfig cannot derive offline: its fleet outcome is
     ``unknown`` (finding KV401), never a rejection or an input error."""
 
-    def __init__(self, spec: EngineSpec, cause: Exception) -> None:
-        super().__init__(str(cause))
-        self.spec = spec
-        self.architecture = str(getattr(cause, "architecture", "?"))
+    spec: EngineSpec
+    architecture: str
 
 
 def plan_engines(fleet: FleetInput, planner: Planner) -> tuple[list[Engine], list[Underived]]:
@@ -138,8 +131,9 @@ def plan_engines(fleet: FleetInput, planner: Planner) -> tuple[list[Engine], lis
     for spec in fleet.engines:
         try:
             engines.append(planner.plan(spec))
-        except Underived as err:
-            underived.append(err)
+        except UnsupportedArchitecture as err:
+            # cannot tell is no rejection: the engine is left out of the rules (KV401)
+            underived.append(Underived(spec, str(getattr(err, "architecture", "?"))))
     return engines, underived
 
 
