@@ -34,12 +34,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, command = args_list[:cut], args_list[cut + 1 :]
+    from kvconfig import secrets
+    from kvconfig.load import roots
+
+    secrets.forget()
     try:
         args = build_parser().parse_args(args_list)
         handler: Callable[[argparse.Namespace, list[str] | None], tuple[str, int]] = _HANDLERS[
             args.command
         ]
-        text, code = handler(args, command)
+        with roots.reading_within(_roots(args)):
+            text, code = handler(args, command)
+        text = secrets.redact(text)
     except KVConfigError as err:
         say(str(err))
         return 2
@@ -60,6 +66,21 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         os.dup2(devnull, sys.stdout.fileno())
         return code
     return code
+
+
+def _roots(args: argparse.Namespace) -> tuple[Path, ...]:
+    """Where this command may read (``kvconfig.load.roots.allowed_roots``): the working
+    folder, the given files' folders, ``--allow-path`` and ``--model-path`` folders."""
+    from kvconfig.load.roots import allowed_roots
+
+    files = [
+        *(getattr(args, "deployments", None) or []),
+        *[getattr(args, name, None) or "" for name in ("deployment", "a", "b")],
+    ]
+    allowed = list(getattr(args, "allow_path", None) or [])
+    for rule in getattr(args, "model_path", None) or []:
+        allowed.append(str(rule).rpartition("=")[2])
+    return allowed_roots([f for f in files if f], [a for a in allowed if a])
 
 
 def outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:
