@@ -325,13 +325,6 @@ class FindingCode(str, Enum):
         "a variable of the deployment's environment is not passed to vLLM's start-up "
         "(--engine vllm passes only VLLM_* and library variables that change the plan)",
     )
-    OUTSIDE_NOT_READ = (
-        "KV903",
-        "outside-not-read",
-        Severity.WARNING,
-        "a file the deployment names lies outside the allowed folders and was not read "
-        "(--allow-path, or the repository configuration, allows it)",
-    )
 
 
 __all__ = ["FindingCode", "Severity"]

@@ -270,8 +270,11 @@ class _Child:
             cwd=str(folder),
             start_new_session=True,
         )
-        self._send({**setup, "scratch": str(folder)})
-        ready = self._receive(START_TIMEOUT)
+        try:
+            self._send({**setup, "scratch": str(folder)})
+            ready = self._receive(START_TIMEOUT)
+        except (OSError, ValueError):  # the child died before it read its set-up
+            ready = None
         if ready is None or not ready.get("ready"):
             tail = self.log_tail()
             self.close()
