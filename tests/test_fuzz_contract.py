@@ -134,3 +134,26 @@ def test_the_workspace_links_the_models(work: Workspace) -> None:
     assert (work.folder / "models").resolve() == (
         Path(__file__).parent.parent / "examples" / "models"
     ).resolve()
+
+
+FLEET = (Path(__file__).parent.parent / "examples" / "fleets" / "correct-pd.yaml").read_bytes()
+COMMAND = b"command: vllm serve ../models/qwen3-8b --block-size 64"
+
+#: Inputs that broke the contract once (found by the fuzzer), each now bad input.
+FOUND = {
+    "fleet-huge-pipeline": (
+        "fleet",
+        FLEET.replace(COMMAND, COMMAND + b"\n    parallelism: {pipeline: 999999999999}", 1),
+    ),
+    "fleet-unbalanced-quote": ("fleet", FLEET.replace(COMMAND, COMMAND + b" '--x", 1)),
+    "diff-groups-not-a-list": ("diff", b'{"groups": true}'),
+    "diff-group-id-a-list": ("diff", b'{"groups": [{"id": [1]}]}'),
+}
+
+
+@pytest.mark.parametrize(("fmt", "data"), FOUND.values(), ids=FOUND)
+def test_crashes_the_fuzzer_found_stay_fixed(work: Workspace, fmt: str, data: bytes) -> None:
+    tally = Tally()
+    work.run(fmt, data, 0, tally)
+    _assert_kept(tally)
+    assert tally.exits == {2: 1}

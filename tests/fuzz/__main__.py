@@ -17,6 +17,7 @@ def main() -> int:
     parser.add_argument("formats", nargs="*", metavar="FORMAT", help=", ".join(ALL))
     parser.add_argument("--count", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save", metavar="DIR", help="write each failing input to DIR")
     args = parser.parse_args()
     unknown = [f for f in args.formats if f not in ALL]
     if unknown:
@@ -35,6 +36,10 @@ def main() -> int:
             print(report({fmt: tallies[fmt]}), flush=True)
             for failure in tallies[fmt].failures[:20]:
                 print(f"  {failure}", file=sys.stderr)
+            if args.save:
+                Path(args.save).mkdir(parents=True, exist_ok=True)
+                for i, sample in enumerate(tallies[fmt].samples):
+                    (Path(args.save) / f"{fmt}-{i}.bin").write_bytes(sample)
     return 0 if all(t.ok() for t in tallies.values()) else 1
 
 

@@ -217,6 +217,13 @@ class Tally:
     seconds: float = 0.0
     slowest: float = 0.0
     failures: list[str] = field(default_factory=list)
+    samples: list[bytes] = field(default_factory=list)
+    """The first failing inputs, whole (to replay)."""
+
+    def fail(self, line: str, data: bytes) -> None:
+        self.failures.append(line)
+        if len(self.samples) < 20:
+            self.samples.append(data)
 
     def ok(self) -> bool:
         return not (
@@ -324,10 +331,10 @@ class Workspace:
                 code = main(argv, stdout=out)
         except Hang:
             tally.hangs += 1
-            tally.failures.append(f"{fmt}: hang on {data[:200]!r}")
+            tally.fail(f"{fmt}: hang on {data[:200]!r}", data)
         except BaseException as exc:  # an exception out of main is a traceback
             tally.tracebacks += 1
-            tally.failures.append(f"{fmt}: {type(exc).__name__}: {exc} on {data[:200]!r}")
+            tally.fail(f"{fmt}: {type(exc).__name__}: {exc} on {data[:200]!r}", data)
         finally:
             sys.stdin = real_stdin
         dt = time.perf_counter() - t0
@@ -340,10 +347,10 @@ class Workspace:
         text = self.last_stderr = err.getvalue()
         if "Traceback" in text:
             tally.tracebacks += 1
-            tally.failures.append(f"{fmt}: traceback on {data[:200]!r}")
+            tally.fail(f"{fmt}: traceback on {data[:200]!r}", data)
         if code not in (0, 1, 2):
             tally.other_exits += 1
-            tally.failures.append(f"{fmt}: exit {code}: {text.strip()[:300]} on {data[:200]!r}")
+            tally.fail(f"{fmt}: exit {code}: {text.strip()[:300]} on {data[:200]!r}", data)
         elif code == 2:
             lines = text.splitlines()
             if (
@@ -352,7 +359,7 @@ class Workspace:
                 or (argv[0] != "lint" and len(lines) != 1)
             ):
                 tally.bad_stderr += 1
-                tally.failures.append(f"{fmt}: stderr {text[:300]!r} on {data[:200]!r}")
+                tally.fail(f"{fmt}: stderr {text[:300]!r} on {data[:200]!r}", data)
 
     def _api(self, path: Path, tally: Tally) -> None:
         from kvconfig.api import load_deployment, resolve
@@ -365,11 +372,12 @@ class Workspace:
             pass
         except Hang:
             tally.hangs += 1
-            tally.failures.append(f"api: hang on {path.read_bytes()[:200]!r}")
+            tally.fail(f"api: hang on {path.read_bytes()[:200]!r}", path.read_bytes())
         except Exception as exc:
             tally.api_foreign += 1
-            tally.failures.append(
-                f"api: {type(exc).__name__}: {exc} on {path.read_bytes()[:200]!r}"
+            tally.fail(
+                f"api: {type(exc).__name__}: {exc} on {path.read_bytes()[:200]!r}",
+                path.read_bytes(),
             )
 
 
