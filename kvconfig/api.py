@@ -27,30 +27,37 @@ def load_deployment(
     trtllm_cubins: bool | None = None,
     model_path: Sequence[str] = (),
     download: bool | None = None,
+    allow_path: Sequence[str] = (),
 ) -> Deployment:
     """A deployment from a vLLM serve YAML, a native kvconfig file, or a ``vllm serve`` argv.
 
     The keywords are the CLI's options (``--platform``, ``--env``, ``--vllm-version``,
     ``--hooks``, ``--no-trtllm-cubins``, ``--model-path PATTERN=DIR`` as a list of those
-    strings, ``--download``), and the CLI reads deployments through the same loader.
+    strings, ``--download``, ``--allow-path DIR`` as a list of folders), and the CLI reads
+    deployments through the same loader. Files the deployment names are read only under
+    the allowed roots (docs/security.md).
     Raises ``InputError`` for bad input, and ``UnsupportedArchitecture`` for a model
     kvconfig cannot derive (plan it with ``kvconfig plan --engine vllm``, or describe it
     in a native file).
     """
     from kvconfig.load.deployment import load
     from kvconfig.load.hub import ModelPaths
+    from kvconfig.load.roots import allowed_roots, reading_within
 
     arg: str | Sequence[str] = str(target) if isinstance(target, Path) else target
-    return load(
-        arg,
-        platform=platform,
-        env=env,
-        vllm_version=vllm_version,
-        hooks=hooks,
-        trtllm_cubins=trtllm_cubins,
-        model_paths=ModelPaths.parse(model_path) if model_path else None,
-        download=download,
-    )
+    given = [arg] if isinstance(arg, str) else []
+    folders = [*allow_path, *(str(rule).rpartition("=")[2] for rule in model_path)]
+    with reading_within(allowed_roots(given, folders)):
+        return load(
+            arg,
+            platform=platform,
+            env=env,
+            vllm_version=vllm_version,
+            hooks=hooks,
+            trtllm_cubins=trtllm_cubins,
+            model_paths=ModelPaths.parse(model_path) if model_path else None,
+            download=download,
+        )
 
 
 def resolve(deployment: Deployment, *, platform: str | None = None) -> Plan:
