@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from tests.fuzz.contract import ALL, Tally, Workspace, fuzz, mutate
 
-PER_FORMAT = 60
+PER_FORMAT = 50
 """Mutated inputs of each format per CI run (derandomized: the same every run)."""
 
 FAST = settings(
-    max_examples=150,
+    max_examples=100,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
