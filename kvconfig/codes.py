@@ -330,5 +330,21 @@ class FindingCode(str, Enum):
         "arguments only known at run time (a Secret's VLLM_ADDITIONAL_ARGS) may change the plan",
     )
 
+    # --- untrusted input: what kvconfig does not run, read or pass on (KV9xx) ---
+    REMOTE_CODE_IGNORED = (
+        "KV901",
+        "remote-code-ignored",
+        Severity.WARNING,
+        "the deployment asks vLLM to run its model folder's code (trust_remote_code); "
+        "--engine vllm planned with vLLM's own classes (kvconfig's --trust-remote-code allows it)",
+    )
+    ENGINE_ENV_DROPPED = (
+        "KV902",
+        "engine-env-dropped",
+        Severity.INFO,
+        "a variable of the deployment's environment is not passed to vLLM's start-up "
+        "(--engine vllm passes only VLLM_* and library variables that change the plan)",
+    )
+
 
 __all__ = ["FindingCode", "Severity"]

@@ -92,7 +92,7 @@ def main() -> None:
         capability=(int(setup["gpu"]["capability"][0]), int(setup["gpu"]["capability"][1])),
         memory_bytes=int(setup["gpu"]["memory_bytes"]),
     )
-    emulate.install(gpu, cubins=False, cache=Path(setup["cache"]), scratch=Path(setup["scratch"]))
+    emulate.install(gpu, cubins=False, driver=Path(setup["driver"]), scratch=Path(setup["scratch"]))
     startup.remember_runners()
     os.chdir(request["cwd"])
     results = []

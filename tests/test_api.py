@@ -161,7 +161,7 @@ def test_load_deployment_takes_every_option_the_cli_has() -> None:
     lint = sub.choices["lint"]  # type: ignore[attr-defined]
     options = {a.dest for a in lint._actions if a.option_strings and a.dest != "help"}
     # how to print, which planner runs and the fleet command: not what the deployment is
-    options -= {"format", "engine", "jobs", "engine_timeout", "fleet"}
+    options -= {"format", "engine", "jobs", "engine_timeout", "fleet", "trust_remote_code"}
     params = set(inspect.signature(kvconfig.load_deployment).parameters)
     assert options <= params, options - params
 

@@ -63,9 +63,8 @@ def test_every_option_is_a_keyword(command: str) -> None:
 
 def test_the_fleet_takes_the_options_the_cli_reads_with_fleet() -> None:
     p = _subparsers()["lint"]
-    # --fleet refuses --model-path and --download (an input error), and plans with the
-    # fleet file's own release and cubins
-    refused = {"model_path", "download", "vllm_version", "trtllm_cubins"}
+    # --fleet plans with the fleet file's own release and cubins
+    refused = {"vllm_version", "trtllm_cubins"}
     wanted = {POSITIONAL.get(a.dest, a.dest) for a in p._actions} - OUTPUT - refused
     assert wanted <= set(inspect.signature(kvconfig.plan_fleet).parameters)
 

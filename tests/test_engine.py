@@ -18,7 +18,7 @@ from kvconfig import engine
 from kvconfig.engine import driver, emulate
 from kvconfig.engine.compare import differences
 from kvconfig.engine.plan import REFUSALS, refusal_code
-from kvconfig.engine.pool import Gpu, Request, _child_env
+from kvconfig.engine.pool import Gpu, Request, child_env
 from kvconfig.errors import InputError
 from kvconfig.load.platforms import parse_platform
 from tests.conftest import EXAMPLES, HAS_VLLM
@@ -161,13 +161,13 @@ def test_a_child_environment_is_built_not_inherited(
     monkeypatch.setenv("VLLM_ATTENTION_BACKEND", "FLASHINFER")
     monkeypatch.setenv("KVCONFIG_MODE", "strict")
     gpu = Gpu("NVIDIA H100 80GB HBM3", (9, 0), 80 << 30)
-    env = _child_env(Request(("m",), "/", gpu, env={"VLLM_BATCH_INVARIANT": "1"}), tmp_path)
+    env = child_env(Request(("m",), "/", gpu, env={"VLLM_BATCH_INVARIANT": "1"}), tmp_path)
     assert "VLLM_ATTENTION_BACKEND" not in env
     assert env["VLLM_BATCH_INVARIANT"] == "1"
     assert env["KVCONFIG_MODE"] == "off"
     assert env["HF_HUB_OFFLINE"] == "1"
     assert env["VLLM_CACHE_ROOT"].startswith(str(tmp_path))
-    hooked = _child_env(Request(("m",), "/", gpu, hooks="enforce", download=True), tmp_path)
+    hooked = child_env(Request(("m",), "/", gpu, hooks="enforce", download=True), tmp_path)
     assert hooked["KVCONFIG_MODE"] == "enforce"
     assert "HF_HUB_OFFLINE" not in hooked
 
@@ -249,9 +249,13 @@ def test_arguments_vllms_parser_rejects_are_input_errors(tmp_path: Path) -> None
 
 @needs_vllm
 @pytest.mark.vllm
-def test_one_child_serves_many_deployments_and_nothing_is_left_behind() -> None:
+def test_one_child_serves_many_deployments_and_nothing_is_left_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kvconfig.engine.pool import Pool
 
+    # a temporary folder of its own: others' files in /tmp do not count
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = set(os.listdir(tempfile.gettempdir()))
     model = str(EXAMPLES / "models" / "qwen3-8b")
     requests = [
@@ -267,7 +271,7 @@ def test_one_child_serves_many_deployments_and_nothing_is_left_behind() -> None:
     assert [a.status for a in answers] == ["ok"] * 3
     assert [a.data["facts"]["groups"][0]["block_size"] for a in answers] == [16, 32, 64]
     assert not scratch.exists()
-    assert set(os.listdir(tempfile.gettempdir())) <= before | {scratch.name}
+    assert set(os.listdir(tempfile.gettempdir())) == before
 
 
 @needs_vllm

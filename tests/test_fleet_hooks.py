@@ -48,15 +48,25 @@ def hooked(export: str) -> dict[str, list[Engine]]:
     for name in HOOKED:
         fleet = read.read([str(FLEETS / f"{name}.yaml")])
         specs = []
-        for s in fleet.engines:
-            env = dict(s.env)
-            if name == "correct-pd" and s.name == "prefill":
-                env["KVCONFIG_PLAN_EXPORT"] = export
-            specs.append(dataclasses.replace(s, hooks="enforce", env=env))
+        specs = [dataclasses.replace(s, hooks="enforce") for s in fleet.engines]
         engines = [planner.plan(s) for s in specs]
         parts.append(list(range(len(flat), len(flat) + len(engines))))
         flat += engines
-    planned = engine_mode.with_vllm(flat, fleets=parts)
+    # the export is kvconfig's caller's setting (a fleet file's env never reaches it)
+    exporter = next(flat[i] for i in parts[HOOKED.index("correct-pd")] if flat[i].name == "prefill")
+    real = engine_mode.request
+
+    def request(e: Engine, peers_file: str) -> Any:
+        r = real(e, peers_file)
+        if e is exporter and r is not None:
+            r = dataclasses.replace(r, settings={**r.settings, "KVCONFIG_PLAN_EXPORT": export})
+        return r
+
+    engine_mode.request = request  # type: ignore[assignment]
+    try:
+        planned = engine_mode.with_vllm(flat, fleets=parts)
+    finally:
+        engine_mode.request = real  # type: ignore[assignment]
     return {name: [planned[i] for i in part] for name, part in zip(HOOKED, parts, strict=True)}
 
 

@@ -41,11 +41,16 @@ def plans(export: str) -> dict[str, Any]:
     targets = []
     for case in CASES.values():
         env = dict(case.get("env", {}))
+        settings = {}
         if case["hooks"] == "enforce":
-            env["KVCONFIG_PLAN_EXPORT"] = f"{export}/plan-{{rank}}.json"
+            settings["KVCONFIG_PLAN_EXPORT"] = f"{export}/plan-{{rank}}.json"
         targets.append(
             engine.serve_config_target(
-                str(case["path"]), parse_platform("gh200"), hooks=case["hooks"], env=env
+                str(case["path"]),
+                parse_platform("gh200"),
+                hooks=case["hooks"],
+                env=env,
+                settings=settings,
             )
         )
     done = engine.plans(targets, jobs=2)

@@ -45,7 +45,8 @@ MODES = ("strict", "enforce", "warn")
 def runs(scratch: str) -> tuple[dict[tuple[str, str], dict[str, Any]], str]:
     """Every (injection, mode): the start-up's answer and the hooks' status; and vLLM's
     log (stderr) of the whole process."""
-    from kvconfig.engine.pool import Request, _cache_folder, _child_env
+    from kvconfig.engine.driver import stub_driver
+    from kvconfig.engine.pool import Request, child_env
 
     platform = parse_platform("gh200")
     target = engine.serve_config_target(str(AGREEING), platform)
@@ -61,7 +62,7 @@ def runs(scratch: str) -> tuple[dict[tuple[str, str], dict[str, Any]], str]:
                 "capability": list(gpu.capability),
                 "memory_bytes": gpu.memory_bytes,
             },
-            "cache": str(_cache_folder()),
+            "driver": str(stub_driver(folder / "driver")),
             "scratch": str(folder),
         },
         "cwd": target.cwd,
@@ -72,7 +73,7 @@ def runs(scratch: str) -> tuple[dict[tuple[str, str], dict[str, Any]], str]:
     }
     path = folder / "request.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    env = _child_env(request, folder)
+    env = child_env(request, folder)
     env["VLLM_LOGGING_LEVEL"] = "INFO"
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "hooks_child.py"), str(path)],

@@ -25,7 +25,7 @@ MAY_IMPORT = {
     "kvconfig.report": {"kvconfig.load", "kvconfig.mirror", "kvconfig.plan", "schemas"},
     "schemas": {"kvconfig.mirror.versions", "kvconfig.mirror.speculative"},
 }
-SHARED = {"kvconfig.errors", "kvconfig.codes", "kvconfig._suggest"}
+SHARED = {"kvconfig.errors", "kvconfig.codes", "kvconfig._suggest", "kvconfig.secrets"}
 
 
 def _modules() -> dict[str, Path]:

@@ -54,6 +54,8 @@ def namespace(
     trtllm_cubins: bool | None,
     model_path: Sequence[str],
     download: bool | None,
+    allow_path: Sequence[str] = (),
+    trust_remote_code: bool = False,
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
@@ -77,7 +79,7 @@ def namespace(
     if not isinstance(platform, str) and platform is not None:
         platform = ",".join(platform)
     for name, value, choices in (
-        ("--engine", engine, ("offline", "vllm", "both")),
+        ("--engine", engine, ("offline", "vllm", "both", "auto")),
         ("--hooks", hooks, (None, "none", "enforce")),
         ("--format", fmt, FORMATS),
     ):
@@ -95,6 +97,8 @@ def namespace(
         trtllm_cubins=trtllm_cubins,
         model_path=list(model_path),
         download=download or None,
+        allow_path=list(allow_path),
+        trust_remote_code=trust_remote_code,
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
@@ -103,31 +107,18 @@ def namespace(
     )
 
 
-def _outcomes(args: argparse.Namespace, command: Sequence[str] | None, many: bool) -> list[Outcome]:
-    """The CLI's outcomes, without its lines on stderr (each error is in its outcome)."""
-    from kvconfig.cli.outcomes import read_all
-
-    s, slots = read_all(args, list(command) if command else None, many)
-    if s.engine != "offline":
-        from kvconfig.cli.engine_runs import run
-
-        slots = run(args, s, slots, many)
-    out = []
-    for slot in slots:
-        assert slot.outcome is not None
-        out.append(slot.outcome)
-    return out
-
-
 def outcomes(args: argparse.Namespace, command: Sequence[str] | None, many: bool) -> list[Outcome]:
-    """The CLI's outcomes, without its lines on stderr (each error is in its outcome)."""
+    """The CLI's outcomes, without its lines on stderr (each error is in its outcome);
+    files the deployments name are read only under the command's allowed roots."""
     from kvconfig.cli.outcomes import read_all
+    from kvconfig.load.roots import of_command, reading_within
 
-    s, slots = read_all(args, list(command) if command else None, many)
-    if s.engine != "offline":
-        from kvconfig.cli.engine_runs import run
+    with reading_within(of_command(args)):
+        s, slots = read_all(args, list(command) if command else None, many)
+        if s.engine != "offline":
+            from kvconfig.cli.engine_runs import run
 
-        slots = run(args, s, slots, many)
+            slots = run(args, s, slots, many)
     out = []
     for slot in slots:
         assert slot.outcome is not None

@@ -21,6 +21,10 @@ def plan_fleet(
     platform: str | Sequence[str] | None = None,
     env: Mapping[str, str] | Sequence[str] | None = None,
     hooks: str | None = None,
+    model_path: Sequence[str] = (),
+    download: bool | None = None,
+    allow_path: Sequence[str] = (),
+    trust_remote_code: bool = False,
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
@@ -29,10 +33,13 @@ def plan_fleet(
     connector, router and offload tier computes, the findings where two disagree).
     ``paths``: one native fleet file, or the engines' files (``role:`` prefixes allowed).
     ``engine="vllm"`` or ``"both"`` plans every engine with vLLM's own start-up.
-    ``plan.verdict`` is ``reject`` when the CLI exits 1."""
+    ``plan.verdict`` is ``reject`` when the CLI exits 1. ``trust_remote_code`` is taken
+    as the CLI takes it, and a fleet's engines never run a model folder's code yet."""
     from kvconfig.cli.outcomes import env_pairs
     from kvconfig.errors import InputError
     from kvconfig.fleet import plan_fleet as fleet_plan
+    from kvconfig.load.hub import ModelPaths
+    from kvconfig.load.roots import of_command, reading_within
 
     args = namespace(
         "lint",
@@ -42,24 +49,30 @@ def plan_fleet(
         hooks=hooks,
         vllm_version=None,
         trtllm_cubins=None,
-        model_path=(),
-        download=None,
+        model_path=model_path,
+        download=download,
+        allow_path=allow_path,
+        trust_remote_code=trust_remote_code,
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
     )
     if not args.deployments and not command:
         raise InputError("no fleet given", key="--fleet", hint="plan_fleet('fleet.yaml')")
-    return fleet_plan(
-        args.deployments,
-        command=list(command) if command else None,
-        platform=args.platform,
-        env=env_pairs(args.env),
-        hooks=hooks,
-        engine="vllm" if engine != "offline" else "offline",
-        jobs=jobs,
-        timeout=engine_timeout,
-    )
+    with reading_within(of_command(args)):
+        return fleet_plan(
+            args.deployments,
+            command=list(command) if command else None,
+            platform=args.platform,
+            env=env_pairs(args.env),
+            hooks=hooks,
+            # auto: offline; an engine kvconfig cannot derive is unknown (KV401)
+            engine="vllm" if engine in ("vllm", "both") else "offline",
+            jobs=jobs,
+            timeout=engine_timeout,
+            model_paths=ModelPaths.parse(model_path) if model_path else None,
+            download=download or None,
+        )
 
 
 @kvconfig_errors
@@ -74,6 +87,8 @@ def explain(
     trtllm_cubins: bool | None = None,
     model_path: Sequence[str] = (),
     download: bool | None = None,
+    allow_path: Sequence[str] = (),
+    trust_remote_code: bool = False,
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
@@ -94,6 +109,8 @@ def explain(
         trtllm_cubins=trtllm_cubins,
         model_path=model_path,
         download=download,
+        allow_path=allow_path,
+        trust_remote_code=trust_remote_code,
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
@@ -116,6 +133,8 @@ def export(
     trtllm_cubins: bool | None = None,
     model_path: Sequence[str] = (),
     download: bool | None = None,
+    allow_path: Sequence[str] = (),
+    trust_remote_code: bool = False,
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
@@ -134,6 +153,8 @@ def export(
         trtllm_cubins=trtllm_cubins,
         model_path=model_path,
         download=download,
+        allow_path=allow_path,
+        trust_remote_code=trust_remote_code,
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,

@@ -47,6 +47,7 @@ def load_engines(
     trtllm_cubins: bool | None = None,
     model_path: Sequence[str] = (),
     download: bool | None = None,
+    allow_path: Sequence[str] = (),
 ) -> list[Input]:
     """Every deployment the files (folders: their YAML files) and the ``vllm serve``
     ``command`` hold, in order: a serve config, native file or command is one, an operator
@@ -54,9 +55,7 @@ def load_engines(
     documents included) one per vLLM engine. Raises ``InputError`` for bad input.
     """
     from kvconfig.cli import outcomes as O
-    from kvconfig.cli import targets as T
-    from kvconfig.errors import UnsupportedArchitecture
-    from kvconfig.load.deployment import load_engine, load_noted
+    from kvconfig.load.roots import of_command, reading_within
 
     args = namespace(
         "load",
@@ -68,6 +67,7 @@ def load_engines(
         trtllm_cubins=trtllm_cubins,
         model_path=model_path,
         download=download,
+        allow_path=allow_path,
     )
     s = O.settings(args)
     common: dict[str, Any] = {
@@ -80,6 +80,19 @@ def load_engines(
         "download": download or None,
     }
     found: list[Input] = []
+    with reading_within(of_command(args)):
+        _read_engines(args, command, common, found)
+    return found
+
+
+def _read_engines(
+    args: Any, command: Sequence[str] | None, common: dict[str, Any], found: list[Input]
+) -> None:
+    """Append each engine ``load_engines`` reads to ``found``."""
+    from kvconfig.cli import targets as T
+    from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.load.deployment import load_engine, load_noted
+
     for target in T.named(args, list(command) if command else None, many=True):
         for item in T.read(target):
             try:
@@ -92,7 +105,6 @@ def load_engines(
                 found.append(Input(item.source, None, (), item.engine, err))
                 continue
             found.append(Input(item.source, loaded.deployment, loaded.notices, item.engine))
-    return found
 
 
 @kvconfig_errors
@@ -107,6 +119,8 @@ def plan_deployments(
     trtllm_cubins: bool | None = None,
     model_path: Sequence[str] = (),
     download: bool | None = None,
+    allow_path: Sequence[str] = (),
+    trust_remote_code: bool = False,
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
@@ -127,6 +141,8 @@ def plan_deployments(
         trtllm_cubins=trtllm_cubins,
         model_path=model_path,
         download=download,
+        allow_path=allow_path,
+        trust_remote_code=trust_remote_code,
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
@@ -150,6 +166,8 @@ def lint(
     trtllm_cubins: bool | None = None,
     model_path: Sequence[str] = (),
     download: bool | None = None,
+    allow_path: Sequence[str] = (),
+    trust_remote_code: bool = False,
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
@@ -168,6 +186,8 @@ def lint(
         trtllm_cubins=trtllm_cubins,
         model_path=model_path,
         download=download,
+        allow_path=allow_path,
+        trust_remote_code=trust_remote_code,
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
@@ -207,6 +227,7 @@ def load_deployment(
     trtllm_cubins: bool | None = None,
     model_path: Sequence[str] = (),
     download: bool | None = None,
+    allow_path: Sequence[str] = (),
 ) -> Deployment:
     """One deployment from a vLLM serve YAML, a native kvconfig file, or a ``vllm serve``
     argv (a list of words). For operator files and notices use ``load``.
@@ -217,18 +238,22 @@ def load_deployment(
     """
     from kvconfig.load.deployment import load as load_one
     from kvconfig.load.hub import ModelPaths
+    from kvconfig.load.roots import allowed_roots, reading_within
 
     arg: str | Sequence[str] = str(target) if isinstance(target, Path) else target
-    return load_one(
-        arg,
-        platform=platform,
-        env=env,
-        vllm_version=vllm_version,
-        hooks=hooks,
-        trtllm_cubins=trtllm_cubins,
-        model_paths=ModelPaths.parse(model_path) if model_path else None,
-        download=download,
-    )
+    given = [arg] if isinstance(arg, str) else []
+    folders = [*allow_path, *(str(rule).rpartition("=")[2] for rule in model_path)]
+    with reading_within(allowed_roots(given, folders)):
+        return load_one(
+            arg,
+            platform=platform,
+            env=env,
+            vllm_version=vllm_version,
+            hooks=hooks,
+            trtllm_cubins=trtllm_cubins,
+            model_paths=ModelPaths.parse(model_path) if model_path else None,
+            download=download,
+        )
 
 
 @kvconfig_errors

@@ -35,12 +35,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, command = args_list[:cut], args_list[cut + 1 :]
+    from kvconfig import secrets
+    from kvconfig.load import roots
+
+    secrets.forget()
     try:
         args = build_parser().parse_args(args_list)
         handler: Callable[[argparse.Namespace, list[str] | None], tuple[str, int]] = _HANDLERS[
             args.command
         ]
-        text, code = handler(args, command)
+        with roots.reading_within(roots.of_command(args)):
+            text, code = handler(args, command)
+        text = secrets.redact(text)
     except KVConfigError as err:
         say(str(err))
         return 2

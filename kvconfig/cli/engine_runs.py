@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from kvconfig.cli import outcomes as O
 from kvconfig.cli import targets as T
 from kvconfig.errors import InputError
+from kvconfig.load import jsontext
 
 if TYPE_CHECKING:
     from kvconfig.engine import Target
@@ -55,7 +56,12 @@ def run(args: argparse.Namespace, s: O.Settings, slots: list[O.Slot], many: bool
                 slots[i] = O.error_slot(slots[i].item, O.label(slots[i].platform), err)
                 continue
             asked.append(i)
-        answers = engine.plans(targets, jobs=args.jobs, timeout=args.engine_timeout)
+        answers = engine.plans(
+            targets,
+            jobs=args.jobs,
+            timeout=args.engine_timeout,
+            trust_remote_code=bool(getattr(args, "trust_remote_code", False)),
+        )
     for i, answer in zip(asked, answers, strict=True):
         slot = slots[i]
         assert slot.platform is not None
@@ -139,7 +145,7 @@ def _mapped(words: tuple[str, ...], paths: ModelPaths | None) -> tuple[str, ...]
         head, eq, tail = word.partition("=") if word.startswith("--") else ("", "", word)
         if tail.lstrip().startswith("{"):
             try:
-                data = json.loads(tail)
+                data = jsontext.loads(tail)
             except ValueError:
                 data = None
             if isinstance(data, dict) and isinstance(data.get("model"), str):

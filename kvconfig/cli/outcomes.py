@@ -324,6 +324,11 @@ def _key_lines(item: T.Item) -> dict[str, int]:
 
 
 def say(text: str) -> None:
-    """One line on stderr, ``kvconfig: ...``."""
-    line = " ".join(text.split("\n"))
+    """One line on stderr, ``kvconfig: ...`` (secrets masked: ``kvconfig.secrets``)."""
+    from kvconfig.secrets import redact
+
+    line = " ".join(redact(text).split("\n"))
+    # one line whatever the input held: control characters (a form feed, a NUL, U+2028)
+    # are written as escapes
+    line = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line)
     print(f"kvconfig: {line}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from collections.abc import Sequence
 from typing import NoReturn
@@ -34,6 +35,30 @@ class _Parser(argparse.ArgumentParser):
                 for sub in action.choices.values():
                     found.extend(sub._option_string_actions)
         return sorted(set(found))
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (argparse type: nan, inf and 0 are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive, finite number of seconds, got {text!r}"
+        )
+    return value
+
+
+def _jobs(text: str) -> int:
+    """A positive count of child processes (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,6 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
             "(e.g. /mnt/models=./models); the longest PATTERN wins",
         )
         p.add_argument(
+            "--allow-path",
+            action="append",
+            default=[],
+            metavar="DIR",
+            help="also read files the deployments name under DIR (by default only under the "
+            "working folder and the given files' folders: docs/security.md)",
+        )
+        p.add_argument(
             "--download",
             action="store_true",
             default=None,
@@ -105,14 +138,21 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--jobs",
-            type=int,
+            type=_jobs,
             default=1,
             metavar="N",
             help="with --engine vllm|both: at most N vLLM child processes (about 2 GiB each)",
         )
         p.add_argument(
+            "--trust-remote-code",
+            action="store_true",
+            help="with --engine vllm|both: let vLLM run code from the deployments' model "
+            "folders (config.json auto_map), as vLLM's own --trust-remote-code; without it "
+            "that code never runs (docs/security.md). Never for files you do not trust",
+        )
+        p.add_argument(
             "--engine-timeout",
-            type=float,
+            type=_seconds,
             default=300.0,
             metavar="SECONDS",
             help="with --engine vllm|both: the longest one deployment's start-up may take",

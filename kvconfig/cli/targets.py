@@ -31,6 +31,34 @@ class Item(NamedTuple):
     """An operator file's engine."""
 
 
+MAX_FOLDER_ENTRIES = 100_000
+"""Most files and folders kvconfig looks at below a folder named on the command line."""
+
+
+def yaml_files(folder: Path, source: str) -> list[str]:
+    """The ``.yaml`` and ``.yml`` regular files below ``folder`` (links to folders are not
+    followed, ``.git`` is skipped, unreadable folders are passed over), sorted; refuses a
+    folder with more than ``MAX_FOLDER_ENTRIES`` entries below it."""
+    import os
+
+    found: list[str] = []
+    seen = 0
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        seen += len(dirs) + len(files)
+        if seen > MAX_FOLDER_ENTRIES:
+            raise InputError(
+                f"the folder holds more than {MAX_FOLDER_ENTRIES} files and folders",
+                source=source,
+                hint="pass the folder that holds the deployment files, or the files",
+            )
+        for name in files:
+            full = os.path.join(root, name)
+            if name.endswith((".yaml", ".yml")) and os.path.isfile(full):
+                found.append(full)
+    return sorted(found)
+
+
 def named(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[str | list[str]]:
     """The files (folders expanded), ``-`` and the command, in the order given."""
     items: list[str] = list(getattr(args, "deployments", None) or [])
@@ -41,9 +69,7 @@ def named(args: argparse.Namespace, command: list[str] | None, many: bool) -> li
     for item in items:
         path = Path(item)
         if item != STDIN and path.is_dir():
-            found = sorted(
-                str(p) for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
-            )
+            found = yaml_files(path, item)
             if not found:
                 raise InputError(
                     "the folder holds no .yaml or .yml files",

@@ -54,6 +54,10 @@ class Target:
     platform: Any
     """A ``kvconfig.load.platforms.PlatformId``."""
     env: Mapping[str, str] = field(default_factory=dict)
+    """The deployment's environment (only the variables that change the plan reach vLLM:
+    ``kvconfig.engine.pool.plan_variable``)."""
+    settings: Mapping[str, str] = field(default_factory=dict)
+    """kvconfig's own ``KVCONFIG_*`` settings for the hooks, from the caller."""
     cubins: bool = True
     hooks: str = "none"
     download: bool = False
@@ -85,9 +89,17 @@ def description(version: str | None, platform: Any) -> str:
 
 
 def plans(
-    targets: Sequence[Target], *, jobs: int = 1, timeout: float = 300.0
+    targets: Sequence[Target],
+    *,
+    jobs: int = 1,
+    timeout: float = 300.0,
+    trust_remote_code: bool = False,
 ) -> list[PlanResult | InputError]:
-    """The plan of each target from vLLM's start-up, or the InputError that stops it."""
+    """The plan of each target from vLLM's start-up, or the InputError that stops it.
+
+    vLLM runs code from a model's folder only with ``trust_remote_code`` (kvconfig's own
+    ``--trust-remote-code``): a deployment that asks for it without gets KV901 and vLLM's
+    own classes, or an input error when vLLM cannot build the model without its code."""
     why = available()
     if why is not None:
         raise InputError(
@@ -103,18 +115,35 @@ def plans(
             cwd=t.cwd,
             gpu=_gpu(t.platform),
             env=dict(t.env),
+            settings=dict(t.settings),
             cubins=t.cubins,
             hooks=t.hooks,
             download=t.download,
         )
         for t in targets
     ]
-    with Pool(jobs=jobs, timeout=timeout) as pool:
+    with Pool(jobs=jobs, timeout=timeout, trust_remote_code=trust_remote_code) as pool:
         answers = pool.ask_all(requests)
     out: list[PlanResult | InputError] = []
     for t, answer in zip(targets, answers, strict=True):
         missing = incomplete_config(answer)
-        if missing is not None:
+        ignored = answer.data.get("remote_code") == "ignored"
+        if (
+            ignored
+            and answer.status == "refused"
+            and "trust_remote_code" in str(answer.data.get("message"))
+        ):
+            out.append(
+                InputError(
+                    "vLLM cannot build this model without running code from its folder "
+                    "(trust_remote_code), and kvconfig runs no code from the files it reads",
+                    source=t.source,
+                    key="trust-remote-code",
+                    hint="if you trust the model folder, rerun with kvconfig's "
+                    "--trust-remote-code; or use --engine offline",
+                )
+            )
+        elif missing is not None:
             out.append(
                 InputError(
                     missing,
@@ -125,15 +154,14 @@ def plans(
                 )
             )
         elif answer.status in ("ok", "refused"):
-            out.append(
-                plan_result(
-                    answer,
-                    source=t.source,
-                    platform=t.platform,
-                    description=description(answer.vllm_version, t.platform),
-                    stood_in=emulate.STOOD_IN,
-                )
+            plan = plan_result(
+                answer,
+                source=t.source,
+                platform=t.platform,
+                description=description(answer.vllm_version, t.platform),
+                stood_in=emulate.STOOD_IN,
             )
+            out.append(_contained(plan, t, ignored))
         elif answer.status == "arguments":
             out.append(
                 InputError(
@@ -154,6 +182,40 @@ def plans(
                 )
             )
     return out
+
+
+def _contained(plan: PlanResult, target: Target, ignored: bool) -> PlanResult:
+    """``plan`` with KV901 (remote code not run) and KV902 (variables not passed on)."""
+    from kvconfig.codes import FindingCode
+    from kvconfig.engine.pool import plan_variable
+    from kvconfig.plan.result import Found
+    from kvconfig.plan.result import sort as sort_findings
+
+    found = []
+    if ignored:
+        found.append(
+            Found(
+                FindingCode.REMOTE_CODE_IGNORED,
+                None,
+                "the deployment sets trust_remote_code; vLLM's start-up ran without it (no code "
+                "from the model's folder) and built the model with vLLM's own classes",
+                ("rerun with kvconfig's --trust-remote-code if you trust the model folder",),
+            )
+        )
+    dropped = sorted(k for k, v in target.env.items() if not plan_variable(k, v))
+    if dropped:
+        found.append(
+            Found(
+                FindingCode.ENGINE_ENV_DROPPED,
+                None,
+                f"not passed to vLLM's start-up: {', '.join(dropped)} (only VLLM_* and library "
+                "variables that change the plan, never paths, LD_* or PYTHON*)",
+                (),
+            )
+        )
+    if not found:
+        return plan
+    return plan._replace(findings=tuple(sort_findings([*plan.findings, *found])))
 
 
 def both(offline: PlanResult, vllm: PlanResult) -> PlanResult:

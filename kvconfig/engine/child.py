@@ -2,9 +2,11 @@
 
 The parent (``kvconfig.engine.pool``) starts one child per emulated GPU and process
 environment. The child reads JSON lines on stdin: first its set-up (the GPU, the
-FlashInfer cubin setting, its cache and scratch folders), then one request per line
+FlashInfer cubin setting, the stub CUDA driver, its scratch folder, whether vLLM may run
+code from a model's folder), then one request per line
 (``{"id", "argv", "cwd"}``), and answers each request with one JSON line on the stdout
-it was started with. vLLM's own output (it logs to stdout) goes to stderr.
+it was started with; its ready line names the kvconfig root it imported. vLLM's own
+output (it logs to stdout) goes to stderr.
 
 An answer is ``{"id", "status": "ok", "facts"}``, ``{"id", "status": "refused", "step",
 "error", "message", "facts"}`` (vLLM raised) or ``{"id", "status": "arguments",
@@ -54,14 +56,23 @@ def main() -> NoReturn:
     emulate.install(
         gpu,
         cubins=bool(setup["cubins"]),
-        cache=Path(setup["cache"]),
+        driver=Path(setup["driver"]),
         scratch=Path(setup["scratch"]),
     )
     startup.remember_runners()
+    startup.TRUST_REMOTE_CODE = setup.get("trust_remote_code") is True
     import vllm
 
+    import kvconfig
+
     _answer(
-        out, {"ready": True, "vllm_version": vllm.__version__, "seconds": time.perf_counter() - t0}
+        out,
+        {
+            "ready": True,
+            "vllm_version": vllm.__version__,
+            "kvconfig": str(Path(kvconfig.__file__).resolve().parents[1]),
+            "seconds": time.perf_counter() - t0,
+        },
     )
     for line in sys.stdin:
         if not line.strip():

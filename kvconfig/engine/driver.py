@@ -4,7 +4,7 @@ vLLM's compiled extensions (``vllm._C``, its FlashAttention and FlashMLA extensi
 the CUDA libraries they pull in link against the CUDA driver. A shared library that
 exports the driver's entry points, each returning ``CUDA_ERROR_NO_DEVICE``, is enough
 for them to load and register their ops; nothing ever calls into it for work. It is
-built once with the system C compiler into the cache folder (keyed by its source).
+built with the system C compiler into the pool's scratch folder, once per pool.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def driver_source() -> str:
 
 
 def stub_driver(cache: Path) -> Path:
-    """The stub ``libcuda.so.1``, built once into ``cache`` with the system C compiler."""
+    """The stub ``libcuda.so.1``, built once into ``cache`` with the system C compiler
+    (the pool passes its scratch folder)."""
     source = driver_source()
     digest = hashlib.sha256(source.encode()).hexdigest()[:12]
     target = cache / f"libcuda-stub-{digest}" / "libcuda.so.1"

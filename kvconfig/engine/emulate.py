@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig.engine.cuda import patch_torch
-from kvconfig.engine.driver import stub_driver
 from kvconfig.engine.pool import Gpu
 
 STOOD_IN = (
@@ -228,9 +227,9 @@ def _patch_worker(gpu: Gpu, scratch: Path) -> None:
     worker_cls.compile_or_warm_up_model = compile_or_warm_up_model
 
 
-def install(gpu: Gpu, *, cubins: bool, cache: Path, scratch: Path) -> None:
-    """Make this process's vLLM see ``gpu``; call before anything imports vLLM's platform."""
-    driver = stub_driver(cache)
+def install(gpu: Gpu, *, cubins: bool, driver: Path, scratch: Path) -> None:
+    """Make this process's vLLM see ``gpu`` (with the stub CUDA driver at ``driver``); call
+    before anything imports vLLM's platform."""
     ctypes.CDLL(str(driver), mode=ctypes.RTLD_GLOBAL)
     # Triton links its driver helpers against the driver it finds here
     os.environ["TRITON_LIBCUDA_PATH"] = str(driver.parent)

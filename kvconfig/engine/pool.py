@@ -5,11 +5,23 @@ its caches), so start-ups run in child processes (``kvconfig.engine.child``), ne
 the caller. A child emulates one GPU in one process environment and serves every
 deployment that shares them, one after the other; ``jobs`` children run at once.
 
-A child's environment is built here, not inherited: the deployment's own variables,
-the Hugging Face cache settings, the kvconfig hooks' mode (``off`` unless the kvconfig
-hooks are assumed installed), and private cache folders for vLLM, Triton and torch
-under one scratch folder that is removed when the pool closes. The Hugging Face Hub is
-offline unless downloads were allowed.
+A child is contained (docs/security.md):
+
+* its environment is built here, never inherited: the deployment's variables that change
+  the plan (``plan_variable``: ``VLLM_*`` and ``LIBRARY_VARIABLES``, never ``LD_*``,
+  ``PYTHON*`` or a path), ``PASSED_ON`` of the caller's, kvconfig's own hook settings,
+  and every home, cache and temporary folder (HOME, XDG, TMPDIR, vLLM, Triton, Inductor,
+  FlashInfer, CUDA) inside the child's scratch folder;
+* Python runs isolated (``-I``: no ``PYTHONPATH``, ``sitecustomize`` from it, user site or
+  working folder on the path) with the root of the kvconfig that started it first on its
+  path; the child checks that it imported that kvconfig;
+* the Hugging Face Hub is offline and proxies point at a closed port unless downloads
+  were allowed;
+* vLLM runs no code from a model's folder unless the pool was made with
+  ``trust_remote_code`` (kvconfig's ``--trust-remote-code``);
+* each child leads its own session; closing it kills the session's group and any process
+  that still carries the child's ``KVCONFIG_ENGINE_SCRATCH``; closing the pool removes
+  the scratch folder.
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ import json
 import os
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,126 +39,61 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from kvconfig.engine.request import Answer, Gpu, Request
+from kvconfig.engine.sandbox import (
+    CHILD_CODE,
+    SCRATCH_VARIABLE,
+    child_env,
+    end_processes,
+    plan_variable,
+    processes_of,
+    root,
+)
 from kvconfig.errors import InputError
 
-#: Variables of the caller's environment a child keeps (everything else is dropped).
-PASSED_ON = (
-    "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER",
-    "HF_HOME", "HF_HUB_CACHE", "HF_ENDPOINT", "HF_TOKEN", "HF_HUB_OFFLINE",
-    "HUGGINGFACE_HUB_CACHE", "CC",
-)  # fmt: skip
+__all__ = [
+    "SCRATCH_VARIABLE",
+    "Answer",
+    "Gpu",
+    "Pool",
+    "Request",
+    "child_env",
+    "end_processes",
+    "plan_variable",
+    "pool",
+    "processes_of",
+]
 
 START_TIMEOUT = 300.0
 """Seconds a child may take to import vLLM and install the emulation."""
 
 
-@dataclass(frozen=True, slots=True)
-class Gpu:
-    """The GPU a child emulates (as ``torch.cuda`` names it)."""
-
-    name: str
-    capability: tuple[int, int]
-    memory_bytes: int
-    count: int = 8
-    """Devices the host reports (tensor parallelism needs that many)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """One deployment for vLLM's start-up."""
-
-    argv: tuple[str, ...]
-    """What follows ``vllm serve`` on the command line."""
-    cwd: str
-    """The working folder vLLM starts in (relative paths resolve from it)."""
-    gpu: Gpu
-    env: Mapping[str, str] = field(default_factory=dict)
-    """The deployment's own environment variables."""
-    cubins: bool = True
-    """FlashInfer's TRTLLM cubins are reachable (``has_nvidia_artifactory``)."""
-    hooks: str = "none"
-    """``none``: the kvconfig hooks are off; ``enforce``, ``strict`` or ``warn``: vLLM's
-    plugin loader loads them in that mode (``KVCONFIG_MODE``)."""
-    download: bool = False
-    """Allow the Hugging Face Hub (otherwise local folders and the cache only)."""
-
-    def key(self) -> tuple[object, ...]:
-        """Requests with the same key can share one child."""
-        return (self.gpu, self.cubins, self.hooks, self.download, tuple(sorted(self.env.items())))
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A child's answer to one request (see ``kvconfig.engine.child``)."""
-
-    status: str
-    """``ok``, ``refused`` (vLLM raised), ``arguments`` (vLLM's parser rejected the
-    command), ``timeout`` or ``crashed`` (the child died)."""
-    data: Mapping[str, Any]
-    vllm_version: str | None = None
-    seconds: float = 0.0
-
-
-def _cache_folder() -> Path:
-    base = os.environ.get("KVCONFIG_CACHE") or str(Path.home() / ".cache" / "kvconfig")
-    return Path(base) / "engine"
-
-
-def _child_env(request: Request, scratch: Path) -> dict[str, str]:
-    env = {k: os.environ[k] for k in PASSED_ON if k in os.environ}
-    env.update(request.env)
-    root = Path(__file__).resolve().parents[2]
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["KVCONFIG_MODE"] = "off" if request.hooks == "none" else request.hooks
-    env.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-    env["VLLM_NO_USAGE_STATS"] = "1"
-    env["VLLM_DO_NOT_TRACK"] = "1"
-    env["VLLM_CACHE_ROOT"] = str(scratch / "vllm")
-    env["VLLM_CONFIG_ROOT"] = str(scratch / "vllm-config")
-    env["TRITON_CACHE_DIR"] = str(_cache_folder() / "triton")
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "inductor")
-    env["TORCHDYNAMO_DISABLE"] = "1"
-    env["TMPDIR"] = str(scratch / "tmp")
-    (scratch / "tmp").mkdir(parents=True, exist_ok=True)
-    if not request.download:
-        env["HF_HUB_OFFLINE"] = "1"
-        env["TRANSFORMERS_OFFLINE"] = "1"
-    return env
-
-
 class _Child:
-    """One running engine child."""
+    """One running engine child, leader of its own session."""
 
-    def __init__(self, request: Request, scratch: Path, python: str) -> None:
+    def __init__(self, request: Request, scratch: Path, python: str, setup: Mapping[str, Any]):
         self.key = request.key()
         folder = Path(tempfile.mkdtemp(prefix="child-", dir=scratch))
+        self.folder = folder
         self.log_path = folder / "stderr.log"
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [python, "-m", "kvconfig.engine.child"],
+            [python, "-I", "-B", "-u", "-c", CHILD_CODE, root()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
-            env=_child_env(request, folder),
+            env=child_env(request, folder),
             cwd=str(folder),
+            start_new_session=True,
         )
-        setup = {
-            "gpu": {
-                "name": request.gpu.name,
-                "capability": list(request.gpu.capability),
-                "memory_bytes": request.gpu.memory_bytes,
-            },
-            "cubins": request.cubins,
-            "cache": str(_cache_folder()),
-            "scratch": str(folder),
-        }
-        self._send(setup)
-        ready = self._receive(START_TIMEOUT)
+        try:
+            self._send({**setup, "scratch": str(folder)})
+            ready = self._receive(START_TIMEOUT)
+        except (OSError, ValueError):  # the child died before it read its set-up
+            ready = None
         if ready is None or not ready.get("ready"):
             tail = self.log_tail()
             self.close()
@@ -153,6 +101,14 @@ class _Child:
                 f"vLLM's start-up could not begin: {tail}",
                 key="--engine",
                 hint="check that vLLM imports (python -c 'import vllm'), or use --engine offline",
+            )
+        if ready.get("kvconfig") != root():
+            self.close()
+            raise InputError(
+                f"the engine child imported kvconfig from {ready.get('kvconfig')}, "
+                f"not from {root()}",
+                key="--engine",
+                hint="run kvconfig from one installation",
             )
         self.vllm_version = str(ready.get("vllm_version"))
 
@@ -207,25 +163,44 @@ class _Child:
         return self.proc.poll() is None
 
     def close(self) -> None:
+        """End the child and every process of its session, then the stragglers that left
+        it (found by their ``KVCONFIG_ENGINE_SCRATCH``)."""
         with contextlib.suppress(Exception):
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=10)
+        with contextlib.suppress(OSError):
+            # the session's group outlives its leader while any member is alive
+            os.killpg(self.proc.pid, signal.SIGKILL)
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
-        self._log.close()
+        self.proc.wait()
+        end_processes(self.folder)
+        for stream in (self.proc.stdout, self._log):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.close()
 
 
 class Pool:
     """Engine children for a batch of requests; use as a context manager."""
 
-    def __init__(self, jobs: int = 1, timeout: float = 300.0, python: str | None = None) -> None:
+    def __init__(
+        self,
+        jobs: int = 1,
+        timeout: float = 300.0,
+        python: str | None = None,
+        *,
+        trust_remote_code: bool = False,
+    ) -> None:
         self.jobs = max(1, jobs)
         self.timeout = timeout
         self.python = python or sys.executable
+        self.trust_remote_code = trust_remote_code
+        """vLLM may run code from a model's folder (kvconfig's ``--trust-remote-code``)."""
         self._scratch = Path(tempfile.mkdtemp(prefix="kvconfig-engine-"))
+        self._driver: Path | None = None
         self._idle: list[_Child] = []
         self.started = 0
         """Children started so far."""
@@ -243,6 +218,7 @@ class Pool:
             children, self._idle = self._idle, []
         for child in children:
             child.close()
+        end_processes(self._scratch)
         if os.environ.get("KVCONFIG_ENGINE_LOG"):
             print(f"kvconfig: the engine children's logs are in {self._scratch}", file=sys.stderr)
             return
@@ -254,10 +230,30 @@ class Pool:
                 if child.key == request.key() and child.alive():
                     return self._idle.pop(i)
             self.started += 1
-        return _Child(request, self._scratch, self.python)
+            if self._driver is None:
+                from kvconfig.engine.driver import stub_driver
+
+                try:
+                    self._driver = stub_driver(self._scratch / "driver")
+                except RuntimeError as err:
+                    raise InputError(
+                        str(err), key="--engine", hint="or use --engine offline"
+                    ) from None
+        setup = {
+            "gpu": {
+                "name": request.gpu.name,
+                "capability": list(request.gpu.capability),
+                "memory_bytes": request.gpu.memory_bytes,
+            },
+            "cubins": request.cubins,
+            "driver": str(self._driver),
+            "trust_remote_code": self.trust_remote_code,
+        }
+        return _Child(request, self._scratch, self.python, setup)
 
     def _release(self, child: _Child) -> None:
         if not child.alive():
+            child.close()
             return
         with self._lock:
             self._idle.append(child)
@@ -298,9 +294,11 @@ class Pool:
 
 
 @contextlib.contextmanager
-def pool(jobs: int = 1, timeout: float = 300.0) -> Iterator[Pool]:
+def pool(
+    jobs: int = 1, timeout: float = 300.0, *, trust_remote_code: bool = False
+) -> Iterator[Pool]:
     """A pool of engine children, closed (children stopped, scratch removed) on exit."""
-    p = Pool(jobs=jobs, timeout=timeout)
+    p = Pool(jobs=jobs, timeout=timeout, trust_remote_code=trust_remote_code)
     try:
         yield p
     finally:

@@ -70,6 +70,23 @@ def parse(argv: list[str]) -> Any | str:
     return args
 
 
+TRUST_REMOTE_CODE = False
+"""vLLM may run code from a model's folder (kvconfig's own ``--trust-remote-code``; the
+engine child sets it from its set-up). Never from what the deployment says."""
+
+
+def _remote_code(args: Any) -> str | None:
+    """Apply kvconfig's rule to a deployment's ``trust_remote_code``: ``None`` when it does
+    not ask for it, ``trusted`` when kvconfig's command line allows it, ``ignored`` when
+    it is turned off (vLLM then builds the model with its own classes, or refuses)."""
+    if not getattr(args, "trust_remote_code", False):
+        return None
+    if TRUST_REMOTE_CODE:
+        return "trusted"
+    args.trust_remote_code = False
+    return "ignored"
+
+
 def _engine_args(args: Any) -> Any:
     from vllm.engine.arg_utils import AsyncEngineArgs
 
@@ -133,6 +150,7 @@ def start(argv: list[str]) -> dict[str, Any]:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     step = "parse"
+    remote_code = None
     core = None
     runner = None
     cfg = None
@@ -140,6 +158,7 @@ def start(argv: list[str]) -> dict[str, Any]:
         args = parse(argv)
         if isinstance(args, str):
             return {"status": "arguments", "message": args}
+        remote_code = _remote_code(args)
         timings["parse"] = time.perf_counter() - t0
         step = "config"
         cfg = _engine_args(args).create_engine_config()
@@ -171,7 +190,7 @@ def start(argv: list[str]) -> dict[str, Any]:
         facts["connectors"] = connectors.read(runner, cfg, facts["block_size_requested"])
         # ----
         facts["timings"] = timings
-        return {"status": "ok", "facts": facts}
+        return {"status": "ok", "facts": facts, "remote_code": remote_code}
     except Exception as err:
         traceback.print_exception(err, file=sys.stderr)
         partial: dict[str, Any] | None = None
@@ -188,6 +207,7 @@ def start(argv: list[str]) -> dict[str, Any]:
             "message": str(err),
             "where": where(err),
             "facts": partial,
+            "remote_code": remote_code,
         }
     finally:
         _teardown(core)

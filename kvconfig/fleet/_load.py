@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvconfig.errors import InputError
 from kvconfig.fleet.model import Loaded
+from kvconfig.load import jsontext
 
 if TYPE_CHECKING:
     pass
@@ -36,7 +37,7 @@ PARALLEL_OPTIONS = {
 def _json(value: Any, source: str, key: str) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return jsontext.loads(value)
         except json.JSONDecodeError as err:
             raise InputError(
                 f"invalid JSON: {err.msg} at column {err.colno}",

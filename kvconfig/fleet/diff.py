@@ -36,8 +36,11 @@ def essentials(plan: Mapping[str, Any]) -> dict[str, Any]:
                 "runner": comps.get("runner"),
                 "speculator": comps.get("speculator"),
                 "backends": sorted(
-                    [str(b.get("name")), b.get("kernel_block_size")]
-                    for b in g.get("backends") or ()
+                    (
+                        [str(b.get("name")), b.get("kernel_block_size")]
+                        for b in g.get("backends") or ()
+                    ),
+                    key=lambda nk: (nk[0], str(nk[1])),
                 ),
             }
         )
@@ -69,7 +72,7 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
         out.append(f"vLLM: {ea['vllm_version']} vs {eb['vllm_version']}")
     ga = {g["id"]: g for g in ea["groups"]}
     gb = {g["id"]: g for g in eb["groups"]}
-    for gid in sorted(set(ga) | set(gb), key=lambda x: (x is None, x)):
+    for gid in sorted(set(ga) | set(gb), key=_order):
         x, y = ga.get(gid), gb.get(gid)
         if x is None or y is None:
             out.append(f"group {gid}: only in {'B' if x is None else 'A'}")
@@ -83,7 +86,7 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
             out.append(f"group {gid} backends: {fa} vs {fb}")
     ca = {c["name"]: c for c in ea.get("connectors", [])}
     cb = {c["name"]: c for c in eb.get("connectors", [])}
-    for name in sorted(set(ca) | set(cb)):
+    for name in sorted(set(ca) | set(cb), key=_order):
         x, y = ca.get(name), cb.get(name)
         if x is None or y is None:
             out.append(f"connector {name}: only in {'B' if x is None else 'A'}")
@@ -94,29 +97,86 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _order(value: Any) -> tuple[bool, bool, float, str]:
+    """Sort key for ids and names of any JSON scalar type (numbers first, in order)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return (value is None, not number, float(value) if number else 0.0, str(value))
+
+
+_SCALAR = (str, int, float, bool, type(None))
+
+
+def _shape(item: Mapping[str, Any], source: str) -> None:
+    """Refuse (one line) a plan whose fields the diff reads have the wrong JSON types."""
+
+    def bad(where: str) -> InputError:
+        return InputError(
+            f"not a kvconfig plan: {where} has an unexpected type",
+            source=source,
+            hint="pass files of 'kvconfig plan --format json'",
+        )
+
+    def scalars(node: Any, keys: Sequence[str], where: str) -> None:
+        if not isinstance(node, Mapping):
+            raise bad(where)
+        for key in keys:
+            if not isinstance(node.get(key), _SCALAR):
+                raise bad(f"{where}.{key}")
+
+    def rows(node: Any, where: str) -> list[Any]:
+        if node is None:
+            return []
+        if not isinstance(node, list):
+            raise bad(where)
+        return node
+
+    inner = item.get("plan", item)
+    scalars(inner, ("vllm_version",), "plan")
+    for i, g in enumerate(rows(inner.get("groups"), "groups")):
+        scalars(g, ("id", "kind", "block_size", "kernel_block_size"), f"groups[{i}]")
+        comps = g.get("components")
+        if comps is not None:
+            scalars(comps, ("runner", "speculator"), f"groups[{i}].components")
+        for j, b in enumerate(rows(g.get("backends"), f"groups[{i}].backends")):
+            scalars(b, ("name", "kernel_block_size"), f"groups[{i}].backends[{j}]")
+    for holder in (item, inner):
+        for i, c in enumerate(rows(holder.get("connectors"), "connectors")):
+            scalars(c, ("name", "kernel_block_size", "pages_per_block"), f"connectors[{i}]")
+
+
+MAX_PLAN_BYTES = 16 * 1024 * 1024
+"""Largest plan file ``kvconfig diff`` reads (a fleet of hundreds of engines is far less)."""
+
+
 def _read(path: str) -> list[tuple[str, Mapping[str, Any]]]:
     """The plans in a file: one plan, a list of plans, a fleet plan's engines, or a
     worker's digest export (``plan-{rank}.digest.json``)."""
+    from kvconfig.load import jsontext
+    from kvconfig.load.yamlfile import decode, read_bytes
+
+    # a regular file (never a FIFO, device or folder), at most MAX_PLAN_BYTES, UTF-8
+    text = decode(read_bytes(Path(path), path, MAX_PLAN_BYTES, what="plan file"), path)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError(f"cannot read the file: {err.strerror}", source=path) from None
+        data = jsontext.loads(text)
     except ValueError as err:
         raise InputError(f"not JSON: {err}", source=path, hint="pass plan JSON files") from None
+    out: list[tuple[str, Mapping[str, Any]]] = []
     if isinstance(data, Mapping) and "engines" in data and "kvconfig_fleet" in data:
-        return [(str(e.get("name")), e) for e in data["engines"] if isinstance(e, Mapping)]
-    if isinstance(data, Mapping) and "kvconfig_digest" in data:
-        return [(f"rank {data.get('rank')}", data)]
-    items = data if isinstance(data, list) else [data]
-    out = []
-    for i, item in enumerate(items):
-        if not isinstance(item, Mapping) or "groups" not in item:
-            raise InputError(
-                "not a kvconfig plan",
-                source=path,
-                hint="pass files of 'kvconfig plan --format json'",
-            )
-        out.append((str(item.get("source") or i), item))
+        engines = data["engines"] if isinstance(data["engines"], list) else []
+        out = [(str(e.get("name")), e) for e in engines if isinstance(e, Mapping)]
+    elif isinstance(data, Mapping) and "kvconfig_digest" in data:
+        out = [(f"rank {data.get('rank')}", data)]
+    else:
+        for i, item in enumerate(data if isinstance(data, list) else [data]):
+            if not isinstance(item, Mapping) or "groups" not in item:
+                raise InputError(
+                    "not a kvconfig plan",
+                    source=path,
+                    hint="pass files of 'kvconfig plan --format json'",
+                )
+            out.append((str(item.get("source") or i), item))
+    for _, item in out:
+        _shape(item, path)
     return out
 
 

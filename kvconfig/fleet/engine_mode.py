@@ -87,7 +87,8 @@ def request(e: Engine, peers_file: str) -> Any:
         argv=(*argv, *_flags(given)),
         cwd=cwd,
         gpu=_gpu(e.result.platform),
-        env={**e.env, "KVCONFIG_FLEET_PEERS": peers_file},
+        env=dict(e.env),
+        settings={"KVCONFIG_FLEET_PEERS": peers_file},
         cubins=bool(dep.trtllm_cubins),
         hooks="enforce" if dep.hooks == "enforce" else "none",
     )

@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from schemas.deployment import Deployment
 
 
+MAX_PARALLEL = 1024
+"""Largest parallel size (tensor, pipeline, data, context) a fleet engine may have."""
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     """One engine as the fleet file (or a deployment argument) describes it."""
@@ -98,9 +102,19 @@ class Engine:
         if value is None or isinstance(value, bool):
             return default
         try:
-            return int(value)
-        except (TypeError, ValueError):
+            number = int(value)
+        except (TypeError, ValueError, OverflowError):
             return default
+        if name.endswith("-parallel-size") and not 1 <= number <= MAX_PARALLEL:
+            from kvconfig.errors import InputError
+
+            raise InputError(
+                f"expected an integer from 1 to {MAX_PARALLEL}, got {number}",
+                source=self.spec.source,
+                key=name,
+                hint="e.g. 1, 2, 4 or 8",
+            )
+        return number
 
     @property
     def tp(self) -> int:

@@ -35,6 +35,19 @@ KV_ROLES = {"kv_producer": "prefill", "kv_consumer": "decode", "kv_both": "both"
 Reader = Callable[[Path], "list[EngineSpec] | None"]
 
 
+def _split(command: str, source: str) -> list[str]:
+    """A command string's words by shell quoting rules; unbalanced quotes are bad input."""
+    try:
+        return shlex.split(command)
+    except ValueError as err:
+        raise InputError(
+            f"cannot split the command: {err}",
+            source=source,
+            key="command",
+            hint="check the quotes in the command",
+        ) from None
+
+
 def _operator_files(path: Path) -> list[EngineSpec] | None:
     from kvconfig.fleet.operators import read_operator_file
 
@@ -192,7 +205,7 @@ def read_fleet_file(path: str, *, platform: str | None = None) -> FleetInput:
             source = e.deployment
         else:
             cmd = e.command
-            argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
+            argv = _split(cmd, f"{path}#{e.name}") if isinstance(cmd, str) else list(cmd or [])
             target = tuple(argv)
             source = f"{path}#{e.name}"
         engines.append(
@@ -286,7 +299,7 @@ def read_deployments(
     if command:
         argv = list(command)
         if len(argv) == 1 and " " in argv[0]:
-            argv = shlex.split(argv[0])
+            argv = _split(argv[0], "<command>")
         engines.append(
             EngineSpec(
                 name=name_for("command"),

@@ -33,6 +33,7 @@ from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
+from kvconfig.load import jsontext
 from kvconfig.load.argv_config import ConfigReader, _default_reader, config_tokens
 from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
 from kvconfig.load.argv_table import human_readable_int, options, third_is_not_append
@@ -59,7 +60,7 @@ def _is_option(token: str) -> bool:
 
 def _dotted_value(text: str) -> Any:
     try:
-        return json.loads(text)
+        return jsontext.loads(text)
     except json.JSONDecodeError:
         try:
             return human_readable_int(text)

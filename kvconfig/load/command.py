@@ -68,7 +68,9 @@ def split_command(words: Sequence[str], source: str = "<command>") -> Command:
             name, _, value = tokens.pop(0).partition("=")
             env[name] = value
     from kvconfig.load.operator_engine import server_start
+    from kvconfig.secrets import remember_env
 
+    remember_env(env)
     started = server_start(tokens)
     if started is None:
         raise InputError(

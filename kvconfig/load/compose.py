@@ -31,8 +31,20 @@ MAX_ENV_FILE_BYTES = 256 * 1024
 _VAR = re.compile(r"\$(\$|\{|[A-Za-z_][A-Za-z0-9_]*)")
 
 
+def outside(name: str, base: Path) -> bool:
+    """Whether a file a compose file names lies outside what kvconfig may read (an absolute
+    or ``..`` path, or a link, leading out of the allowed roots: ``kvconfig.load.roots``)."""
+    from kvconfig.load import roots
+
+    return not roots.inside(base / name, base)
+
+
 def read_env_file(path: Path, source: str) -> dict[str, str] | None:
-    """A ``KEY=VALUE`` file (comments, ``export``, quotes), or None when it does not exist."""
+    """A ``KEY=VALUE`` file (comments, ``export``, quotes), or None when it does not exist.
+
+    Every value is remembered as a secret (``kvconfig.secrets``): none is ever printed."""
+    from kvconfig import secrets
+
     if not path.is_file():
         return None
     text = _yaml.decode(_yaml.read_bytes(path, source, MAX_ENV_FILE_BYTES, what="env file"), source)
@@ -50,6 +62,7 @@ def read_env_file(path: Path, source: str) -> dict[str, str] | None:
         elif " #" in value:
             value = value.split(" #", 1)[0].rstrip()
         out[name.strip()] = value
+    secrets.remember_env(out, every_value=True)
     return out
 
 
@@ -170,7 +183,9 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
     """One engine per service that starts a vLLM server."""
     from kvconfig.load.shell.script import Command, commands
 
-    dotenv = read_env_file(base / ".env", str(Path(doc.source).parent / ".env")) or {}
+    dotenv = {}
+    if not outside(".env", base):
+        dotenv = read_env_file(base / ".env", str(Path(doc.source).parent / ".env")) or {}
     interp = Interpolation({**dotenv, **env}, doc.source)
     services = doc.data["services"]
     out: list[Engine] = []
@@ -303,6 +318,9 @@ def _environment(
         name = item.get("path") if isinstance(item, dict) else item
         if not isinstance(name, str):
             continue
+        if outside(name, base):
+            sources.append(f"env_file {name} (outside the repository: not read)")
+            continue
         read = read_env_file(base / name, name)
         if read is None:
             sources.append(f"env_file {name}")
@@ -350,6 +368,14 @@ def _gpu_count(svc: Mapping[str, Any]) -> int | None:
 
 
 def _mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
+    """(path in the container, folder here) of the bind mounts whose folder kvconfig may
+    read (``kvconfig.load.roots``); the others are not followed."""
+    from kvconfig.load import roots
+
+    return [(c, h) for c, h in _bind_mounts(svc, base) if roots.inside(Path(h), base)]
+
+
+def _bind_mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for item in svc.get("volumes") or []:
         if isinstance(item, str):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kvconfig.errors import InputError
+from kvconfig.load import jsontext
 from kvconfig.load import yamlfile as _yaml
 
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
@@ -18,7 +19,14 @@ few MiB, most of it resources without a vLLM container)."""
 
 def read_stream(stream: BinaryIO, source: str = "<stdin>", limit: int = MAX_MANIFEST_BYTES) -> str:
     """Text from a stream (standard input), at most ``limit`` bytes."""
-    raw = stream.read(limit + 1)
+    try:
+        raw = stream.read(limit + 1)
+    except (OSError, ValueError) as err:  # closed, not readable, a device error
+        raise InputError(
+            f"cannot read: {getattr(err, 'strerror', None) or err}",
+            source=source,
+            hint="pipe the deployment into kvconfig, or pass its file",
+        ) from None
     if len(raw) > limit:
         raise InputError(
             f"is over {limit} bytes; kvconfig reads at most {limit} bytes",
@@ -79,7 +87,7 @@ def load_documents(
             raise template_error(source, found[0], found[1]) from None
         if text.lstrip()[:1] in ("{", "["):
             try:
-                data = json.loads(text)
+                data = jsontext.loads(text)
             except (json.JSONDecodeError, RecursionError):
                 raise err from None
             return [_yaml.Document(source, data, {})], skipped

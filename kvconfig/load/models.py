@@ -18,6 +18,7 @@ from typing import Any
 
 from kvconfig.derive.inputs import Model
 from kvconfig.errors import InputError, describe
+from kvconfig.load import jsontext
 from kvconfig.load.serve import Options
 from kvconfig.load.yamlfile import decode, read_bytes
 
@@ -38,7 +39,7 @@ def read_model(path: Path, source: str, key: str) -> Model:
     raw = read_bytes(cfg_path, str(cfg_path), MAX_CONFIG_BYTES, what="config.json")
     text = decode(raw, str(cfg_path), what="config.json")
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(
             f"invalid JSON: {err.msg} at column {err.colno}",
@@ -79,6 +80,13 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
     path = Path(os.path.expanduser(value))
     if not path.is_absolute():
         path = opts.base / path
+    try:
+        path.exists()
+    except (OSError, ValueError) as err:  # a name too long, a NUL byte
+        why = err.strerror if isinstance(err, OSError) else str(err)
+        raise opts.err(
+            key, f"{describe(value)} is not a usable path ({why})", "e.g. model: ./qwen3-8b"
+        ) from None
     if path.is_file() and path.name != "config.json":
         raise opts.err(
             key,
@@ -86,6 +94,14 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
             "point it at the folder that holds the model's config.json",
         )
     if path.exists():
+        from kvconfig.load import roots
+
+        if not roots.inside(path, opts.base):
+            raise opts.err(
+                key,
+                f"{value!r} lies outside the repository; kvconfig does not read it",
+                "allow its folder with --allow-path DIR, or map it with --model-path PATTERN=DIR",
+            )
         return _short(path)
     uri = _MODEL_URI.match(opts.model_uri or "")
     names = [value]

@@ -108,6 +108,11 @@ class Engine:
             out[name] = value
         return out
 
+    def __post_init__(self) -> None:
+        from kvconfig.secrets import remember_env
+
+        remember_env(self.env)
+
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 #: python's own options that take a value (before ``-m``).

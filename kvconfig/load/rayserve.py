@@ -91,7 +91,18 @@ def _collect(  # noqa: PLR0917 (a walk carrying its state)
     for i, config in enumerate(configs):
         where = (*path, "llm_configs", i)
         if isinstance(config, str):
+            from kvconfig.load import roots
+
             file = Path(config) if Path(config).is_absolute() else base / config
+            if not roots.inside(file, base):
+                raise InputError(
+                    f"{config!r} lies outside the repository; kvconfig does not read it",
+                    source=doc.source,
+                    line=doc.line(*where),
+                    key="llm_configs",
+                    hint="put the LLM config beside the Serve config, or allow its folder "
+                    "with --allow-path DIR",
+                )
             sub = _yaml.load(file, config)
             if not isinstance(sub.data, dict):
                 raise InputError(

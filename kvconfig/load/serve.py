@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kvconfig._suggest import did_you_mean
 from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError, describe
+from kvconfig.load import jsontext
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.checks import check_backend
 from kvconfig.mirror import versions
@@ -133,7 +134,7 @@ def _option(opts: Options, raw_key: str, value: Any, line: int | None, version: 
 def maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return jsontext.loads(value)
         except json.JSONDecodeError:
             return value
     return value
@@ -186,7 +187,7 @@ def json_option(opts: Options, name: str) -> dict[str, Any] | None:
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = jsontext.loads(value)
         except json.JSONDecodeError as err:
             raise opts.err(
                 name,

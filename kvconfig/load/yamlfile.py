@@ -73,6 +73,10 @@ def read_bytes(path: Path, source: str, limit: int, *, what: str = "file") -> by
         raise InputError(
             f"cannot read: {err.strerror or err}", source=source, hint="check the path"
         ) from None
+    except ValueError:  # a NUL byte in the name
+        raise InputError(
+            "not a usable path (it holds a NUL byte)", source=source, hint="check the path"
+        ) from None
     if stat.S_ISDIR(st.st_mode):
         raise InputError(
             "is a folder, not a file",

@@ -85,7 +85,9 @@ def export_schemas(output: str | None) -> str:
 
 def export_plan(outcomes: Sequence[Outcome], output: str | None) -> tuple[str, int]:
     """Write the plan JSON (to ``output`` atomically, or to stdout)."""
-    text = render_json(outcomes)
+    from kvconfig.secrets import redact
+
+    text = redact(render_json(outcomes))
     code = 1 if any(o.verdict == "reject" for o in outcomes) else 0
     if output is None:
         return text, code

@@ -21,6 +21,7 @@ from kvconfig.fleet.components.groups import (
     groups_of,
 )
 from kvconfig.fleet.model import Engine
+from kvconfig.load import jsontext
 from kvconfig.mirror import speculative, versions
 from kvconfig.mirror.connectors.nixl import compatibility_factors, compatibility_hash
 from kvconfig.mirror.connectors.registry import (
@@ -71,7 +72,7 @@ def _speculative_factors(engine: Engine) -> dict[str, Any] | None:
         import json
 
         try:
-            spec = json.loads(spec)
+            spec = jsontext.loads(spec)
         except ValueError:
             spec = {}
     spec = spec if isinstance(spec, Mapping) else {}
