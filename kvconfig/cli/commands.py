@@ -137,6 +137,7 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
         engine="vllm" if args.engine != "offline" else "offline",
         jobs=args.jobs,
         timeout=args.engine_timeout,
+        python=args.vllm_python,
     )
 
 

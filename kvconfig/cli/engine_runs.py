@@ -50,7 +50,9 @@ def run(args: argparse.Namespace, s: O.Settings, slots: list[O.Slot], many: bool
                 slots[i] = O.error_slot(slots[i].item, O.label(slots[i].platform), err)
                 continue
             asked.append(i)
-        answers = engine.plans(targets, jobs=args.jobs, timeout=args.engine_timeout)
+        answers = engine.plans(
+            targets, jobs=args.jobs, timeout=args.engine_timeout, python=args.vllm_python
+        )
     for i, answer in zip(asked, answers, strict=True):
         slot = slots[i]
         assert slot.platform is not None

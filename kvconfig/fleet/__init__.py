@@ -36,6 +36,7 @@ def fleet_document(
     engine: str = "offline",
     jobs: int = 1,
     timeout: float = 300.0,
+    python: str | None = None,
 ) -> dict[str, Any]:
     """The fleet plan as its JSON document (what ``--format json`` prints).
 
@@ -53,7 +54,7 @@ def fleet_document(
     if engine == "vllm":
         from kvconfig.fleet import engine_mode
 
-        engines = engine_mode.with_vllm(engines, jobs=jobs, timeout=timeout)
+        engines = engine_mode.with_vllm(engines, jobs=jobs, timeout=timeout, python=python)
     found = P.issues(engines, fleet.router, plans)
     return P.fleet_json(fleet, engines, found, engine)
 

@@ -38,6 +38,8 @@ class EngineSpec:
     ``--kv-transfer-config`` (whichever sets it: the deployment or the fleet)."""
     where: str = ""
     """Where the engine is declared (``fleet.yaml:12``), for input errors."""
+    vllm_version: str | None = None
+    """The engine's own vLLM release (default: the fleet's)."""
 
     def key(self, extra: Mapping[str, Any] | None = None) -> str:
         """Engines with the same key have the same plan."""
@@ -52,6 +54,7 @@ class EngineSpec:
                 dict(self.defaults),
                 dict(self.env),
                 self.hooks,
+                self.vllm_version,
                 [dict(o) for o in self.offload],
                 dict(extra or {}),
             ],
