@@ -113,7 +113,7 @@ def release(
             source=source,
             line=line,
             key=key,
-            hint=f"a release such as {KNOWN[-1]} (known: {', '.join(KNOWN)}), or nightly",
+            hint=f"a release number or nightly; kvconfig knows {', '.join(KNOWN)}",
         )
     known = sorted(KNOWN, key=lambda v: _number(v) or (0, 0, 0))
     at_or_below = [v for v in known if (_number(v) or (0, 0, 0)) <= number]
