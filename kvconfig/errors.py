@@ -390,3 +390,8 @@ class ConnectorRefusal(KVConfigError):
 class HandshakeChecked(KVConfigError):
     """The engine mode's NIXL stand-in: vLLM's handshake checks passed, so the stand-in
     stops the handshake before its transfer descriptors (``kvconfig.engine.connectors``)."""
+
+
+class MachineryError(KVConfigError):
+    """kvconfig's engine code failed against the installed vLLM (it cannot find what it
+    drives): not vLLM's answer, so never reported as vLLM refusing a deployment."""

@@ -108,7 +108,9 @@ def test_the_serve_parser_is_found_where_each_release_keeps_it() -> None:
 
     parser = startup.serve_function("make_arg_parser")
     assert parser.__module__ in versions.SERVE_ARGUMENTS
-    with pytest.raises(startup.MachineryError, match="cannot find no_such_function"):
+    from kvconfig.errors import MachineryError
+
+    with pytest.raises(MachineryError, match="cannot find no_such_function"):
         startup.serve_function("no_such_function")
 
 

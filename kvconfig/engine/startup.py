@@ -37,10 +37,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kvconfig.engine import readout
-
-
-class MachineryError(Exception):
-    """kvconfig's engine code failed against the installed vLLM: not vLLM's answer."""
+from kvconfig.errors import MachineryError
 
 
 def serve_function(name: str) -> Any:
