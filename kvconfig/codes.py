@@ -147,6 +147,13 @@ class FindingCode(str, Enum):
         Severity.INFO,
         "vLLM changes the block size itself (hybrid alignment)",
     )
+    RELEASE_ASSUMED = (
+        "KV502",
+        "release-assumed",
+        Severity.WARNING,
+        "kvconfig has no rules for the vLLM release named: the plan assumes the nearest "
+        "release it knows",
+    )
     VLLM_REFUSES = (
         "KV601",
         "vllm-refuses",

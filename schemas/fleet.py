@@ -98,6 +98,9 @@ class FleetEngine(Strict):
     """The engine's environment (``PYTHONHASHSEED``, ``VLLM_KV_CACHE_LAYOUT``, ...)."""
     hooks: Literal["none", "enforce"] | None = None
     """Whether the kvconfig vLLM hooks run in this engine; default: the fleet's."""
+    vllm_version: str | None = None
+    """The vLLM release this engine runs; default: the fleet's (a fleet may mix releases,
+    and the NIXL compatibility hash of each engine carries its own)."""
 
     @model_validator(mode="after")
     def _one_source(self) -> FleetEngine:
@@ -166,7 +169,7 @@ class FleetFile(Strict):
     platform: str | None = None
     """The engines' GPU when an engine does not name its own."""
     vllm_version: str = versions.DEFAULT
-    """The vLLM release every engine runs."""
+    """The vLLM release the engines run unless an engine names its own."""
     hooks: Literal["none", "enforce"] = "none"
     """Whether the kvconfig vLLM hooks run in the engines."""
     engines: list[FleetEngine] = Field(min_length=1)

@@ -180,11 +180,14 @@ def write(case: Case, folder: Path) -> Path:
     return path
 
 
-def offline_plan(path: Path, case: Case) -> dict[str, Any] | str:
-    """kvconfig's offline plan JSON, or the one-line input error."""
+def offline_plan(path: Path, case: Case, version: str | None = None) -> dict[str, Any] | str:
+    """kvconfig's offline plan JSON (for vLLM ``version``; default: the default release),
+    or the one-line input error."""
     from kvconfig.cli import main
 
     args = ["plan", str(path), "--platform", case.platform, "--format", "json"]
+    if version:
+        args += ["--vllm-version", version]
     for k, v in case.env.items():
         args += ["--env", f"{k}={v}"]
     out, err = io.StringIO(), io.StringIO()
@@ -216,8 +219,15 @@ class Result:
         return "agree" if not self.differences else "differ"
 
 
-def run(selected: Sequence[Case], *, jobs: int = 1) -> list[Result]:
-    """Plan every case offline and through vLLM's start-up, and compare."""
+def run(
+    selected: Sequence[Case],
+    *,
+    jobs: int = 1,
+    version: str | None = None,
+    python: str | None = None,
+) -> list[Result]:
+    """Plan every case offline (with ``version``'s rules) and through the start-up of the
+    vLLM ``python`` has installed (default: this interpreter's), and compare."""
     from kvconfig import engine
     from kvconfig.engine.compare import differences
     from kvconfig.load.platforms import parse_platform
@@ -225,12 +235,12 @@ def run(selected: Sequence[Case], *, jobs: int = 1) -> list[Result]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         paths = [write(c, folder) for c in selected]
-        offline = [offline_plan(p, c) for p, c in zip(paths, selected, strict=True)]
+        offline = [offline_plan(p, c, version) for p, c in zip(paths, selected, strict=True)]
         targets = [
             engine.serve_config_target(str(p), parse_platform(c.platform), env=c.env)
             for p, c in zip(paths, selected, strict=True)
         ]
-        planned = engine.plans(targets, jobs=jobs)
+        planned = engine.plans(targets, jobs=jobs, python=python)
     results = []
     for case, off, eng in zip(selected, offline, planned, strict=True):
         eng_value: dict[str, Any] | str = str(eng) if isinstance(eng, Exception) else eng.to_json()
@@ -278,12 +288,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--json", help="write the summary here")
+    parser.add_argument("--vllm-version", help="the release the offline side plans for")
+    parser.add_argument("--vllm-python", help="the interpreter with that release installed")
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first N cases")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    results = run(cases(args.cases, args.seed), jobs=args.jobs)
+    chosen = cases(args.cases + args.skip, args.seed)[args.skip :]
+    results = run(chosen, jobs=args.jobs, version=args.vllm_version, python=args.vllm_python)
     data = summary(results)
     data["seconds"] = round(time.perf_counter() - start, 1)
     data["seed"] = args.seed
+    data["vllm_version"] = args.vllm_version
     text = json.dumps(data, indent=1)
     if args.json:
         Path(args.json).write_text(text + "\n")

@@ -77,6 +77,7 @@ MISMATCH = {
 
 SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "KVConfigError": (("boom",), {}),
+    "MachineryError": (("kvconfig cannot find make_arg_parser",), {}),
     "InputError": (("bad",), {"source": "f.yaml", "line": 3, "key": "k", "hint": "h"}),
     "UnsupportedArchitecture": (("XForCausalLM", "m/config.json", "kvconfig: 1"), {}),
     "DeploymentError": (("two", ("layers", 0), "fix"), {}),
@@ -161,7 +162,15 @@ def test_load_deployment_takes_every_option_the_cli_has() -> None:
     lint = sub.choices["lint"]  # type: ignore[attr-defined]
     options = {a.dest for a in lint._actions if a.option_strings and a.dest != "help"}
     # how to print, which planner runs and the fleet command: not what the deployment is
-    options -= {"format", "engine", "jobs", "engine_timeout", "fleet", "trust_remote_code"}
+    options -= {
+        "format",
+        "engine",
+        "jobs",
+        "engine_timeout",
+        "vllm_python",
+        "fleet",
+        "trust_remote_code",
+    }
     params = set(inspect.signature(kvconfig.load_deployment).parameters)
     assert options <= params, options - params
 

@@ -113,7 +113,7 @@ def test_every_spec_kind_of_the_release_is_a_backend_per_kind_key(kind: str) -> 
     [
         ({"speculative_method": "medusa"}, ("speculative_method",)),
         ({"kv_cache_dtype": "fp9"}, ("kv_cache_dtype",)),
-        ({"vllm_version": "0.32.0"}, ("vllm_version",)),
+        ({"vllm_version": "0.99.0"}, ("vllm_version",)),
     ],
 )
 def test_names_the_release_does_not_know_are_refused(

@@ -24,8 +24,11 @@ def describe() -> dict[str, Any]:
     """The option table of the installed vLLM's serve parser."""
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     import vllm
-    from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    from kvconfig.engine.startup import serve_function
+
+    make_arg_parser = serve_function("make_arg_parser")
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
     options: dict[str, list[Any]] = {}
@@ -55,6 +58,7 @@ def main() -> int:
     out = ROOT / "kvconfig" / "mirror" / "data" / f"vllm-{data['vllm_version']}" / "argv.json"
     rows = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in data["options"].items())
     text = f'{{"vllm_version": {json.dumps(data["vllm_version"])}, "options": {{\n{rows}\n}}}}\n'
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")
     print(f"wrote {out.relative_to(ROOT)}: {len(data['options'])} option strings")
     return 0

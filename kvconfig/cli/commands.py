@@ -148,6 +148,7 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
         timeout=args.engine_timeout,
         model_paths=model_paths,
         download=args.download or None,
+        python=args.vllm_python,
     )
 
 

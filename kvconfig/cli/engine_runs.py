@@ -61,6 +61,7 @@ def run(args: argparse.Namespace, s: O.Settings, slots: list[O.Slot], many: bool
             jobs=args.jobs,
             timeout=args.engine_timeout,
             trust_remote_code=bool(getattr(args, "trust_remote_code", False)),
+            python=args.vllm_python,
         )
     for i, answer in zip(asked, answers, strict=True):
         slot = slots[i]

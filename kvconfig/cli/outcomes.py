@@ -49,6 +49,10 @@ class Settings(NamedTuple):
     model_paths: ModelPaths | None
     engine: str
     """``offline``, ``vllm``, ``both`` or ``auto``."""
+    configured_version: str | None = None
+    """The repository configuration's ``vllm_version`` (``[tool.kvconfig]`` or
+    ``.kvconfig.toml``): below ``--vllm-version``, above an image tag or a pinned install
+    (docs/inputs.md). The reader of that file fills it in; None until then."""
 
 
 def settings(args: argparse.Namespace) -> Settings:
@@ -199,8 +203,9 @@ def _load(args: argparse.Namespace, s: Settings, item: T.Item) -> Loaded | Unsup
     }
     try:
         if item.engine is not None:
-            return load_engine(item.engine, **common)
+            return load_engine(item.engine, **common, configured_version=s.configured_version)
         target = item.target if item.target != T.STDIN else item.source
+        common["vllm_version"] = args.vllm_version or s.configured_version
         return load_noted(target, doc=item.doc, **common)
     except UnsupportedArchitecture as err:
         return err

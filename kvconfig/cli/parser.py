@@ -157,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help="with --engine vllm|both: the longest one deployment's start-up may take",
         )
+        p.add_argument(
+            "--vllm-python",
+            metavar="PATH",
+            help="with --engine vllm|both: run vLLM's start-up with this interpreter (e.g. "
+            "the serving image's /usr/bin/python3) and the vLLM installed for it",
+        )
         p.add_argument("--format", choices=formats, default="text")
 
     p_plan = sub.add_parser("plan", help="print the plan of one deployment")

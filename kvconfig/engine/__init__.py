@@ -63,8 +63,13 @@ class Target:
     download: bool = False
 
 
-def available() -> str | None:
-    """Why the engine mode cannot run here (None: it can)."""
+def available(python: str | None = None) -> str | None:
+    """Why the engine mode cannot run here (None: it can). ``python``: the interpreter of
+    the engine children (``--vllm-python``; default: kvconfig's own)."""
+    if python is not None:
+        if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+            return f"--vllm-python {python} is not an executable file"
+        return None
     if importlib.util.find_spec("vllm") is None:
         return "vLLM is not installed (pip install 'kvconfig[vllm]')"
     return None
@@ -94,13 +99,16 @@ def plans(
     jobs: int = 1,
     timeout: float = 300.0,
     trust_remote_code: bool = False,
+    python: str | None = None,
 ) -> list[PlanResult | InputError]:
     """The plan of each target from vLLM's start-up, or the InputError that stops it.
 
     vLLM runs code from a model's folder only with ``trust_remote_code`` (kvconfig's own
     ``--trust-remote-code``): a deployment that asks for it without gets KV901 and vLLM's
-    own classes, or an input error when vLLM cannot build the model without its code."""
-    why = available()
+    own classes, or an input error when vLLM cannot build the model without its code.
+    ``python``: the interpreter the engine children run (``--vllm-python``: the serving
+    image's, with its vLLM); kvconfig's own by default."""
+    why = available(python)
     if why is not None:
         raise InputError(
             f"--engine vllm needs vLLM: {why}", key="--engine", hint="or use --engine offline"
@@ -122,7 +130,9 @@ def plans(
         )
         for t in targets
     ]
-    with Pool(jobs=jobs, timeout=timeout, trust_remote_code=trust_remote_code) as pool:
+    with Pool(
+        jobs=jobs, timeout=timeout, trust_remote_code=trust_remote_code, python=python
+    ) as pool:
         answers = pool.ask_all(requests)
     out: list[PlanResult | InputError] = []
     for t, answer in zip(targets, answers, strict=True):
@@ -178,6 +188,9 @@ def plans(
                     key="--engine",
                     hint="raise --engine-timeout, or run with --engine offline"
                     if answer.status == "timeout"
+                    else "kvconfig's engine mode does not yet drive this vLLM release; use "
+                    "--engine offline, and please report it"
+                    if answer.status == "machinery"
                     else "rerun with KVCONFIG_ENGINE_LOG=1 to keep the child's log",
                 )
             )

@@ -18,12 +18,16 @@ The steps are vLLM's, in vLLM's order, with its own code:
 
 An exception raised by vLLM in any step is vLLM refusing the deployment: it comes back
 with the step, the exception's type and vLLM's text, and whatever the runner had
-decided by then. Runs in the engine child (imports vLLM).
+decided by then. An exception raised by kvconfig's own engine code (``kvconfig/engine``:
+the lookup of vLLM's parser, the emulation, the readout) is not vLLM's answer: it comes
+back as ``{"status": "machinery"}``, which the parent reports as an input error, never as
+a refusal. Runs in the engine child (imports vLLM).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import os
 import sys
@@ -33,11 +37,39 @@ from collections.abc import Iterator
 from typing import Any
 
 from kvconfig.engine import readout
+from kvconfig.errors import MachineryError
+
+
+def serve_function(name: str) -> Any:
+    """``make_arg_parser`` or ``validate_parsed_serve_args`` of the installed vLLM."""
+    from kvconfig.mirror.versions import SERVE_ARGUMENTS
+
+    for module in (*SERVE_ARGUMENTS, "vllm.entrypoints.cli.serve"):
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except ModuleNotFoundError as err:
+            if err.name is None or not module.startswith(err.name):
+                raise
+            continue
+        if found is not None:
+            return found
+    raise MachineryError(
+        f"kvconfig cannot find {name} of vLLM's serve command in vLLM "
+        f"{_installed_version()} (looked in {', '.join(SERVE_ARGUMENTS)} and "
+        "vllm.entrypoints.cli.serve)"
+    )
+
+
+def _installed_version() -> str:
+    import vllm
+
+    return str(getattr(vllm, "__version__", "?"))
 
 
 def _parser() -> Any:
-    from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    make_arg_parser = serve_function("make_arg_parser")
 
     top = FlexibleArgumentParser(prog="vllm")
     subs = top.add_subparsers(dest="subparser", required=True)
@@ -55,8 +87,7 @@ def _quiet_stderr() -> Iterator[io.StringIO]:
 
 def parse(argv: list[str]) -> Any | str:
     """vLLM's parse of ``vllm serve ARGV``, or the message its parser exits with."""
-    from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
-
+    validate_parsed_serve_args = serve_function("validate_parsed_serve_args")
     parser = _parser()
     with _quiet_stderr() as err:
         try:
@@ -193,6 +224,15 @@ def start(argv: list[str]) -> dict[str, Any]:
         return {"status": "ok", "facts": facts, "remote_code": remote_code}
     except Exception as err:
         traceback.print_exception(err, file=sys.stderr)
+        if isinstance(err, MachineryError) or ours(err):
+            return {
+                "status": "machinery",
+                "step": step,
+                "error": type(err).__name__,
+                "message": f"kvconfig's engine mode failed against vLLM {_installed_version()} "
+                f"in step {step} ({type(err).__name__}: {err}); this is not vLLM's answer",
+                "where": _innermost(err),
+            }
         partial: dict[str, Any] | None = None
         if cfg is not None:
             partial = {"groups": []}
@@ -211,6 +251,30 @@ def start(argv: list[str]) -> dict[str, Any]:
         }
     finally:
         _teardown(core)
+
+
+ENGINE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+"""kvconfig's engine code: an exception raised in it is kvconfig's failure."""
+
+
+def _innermost(error: BaseException) -> str | None:
+    frames = traceback.extract_tb(error.__traceback__)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
+
+
+def ours(error: BaseException) -> bool:
+    """Whether ``error`` was raised by kvconfig's engine code (the emulation, the readout,
+    the connectors' readers) rather than by vLLM's: of the frames that are either, the
+    innermost is kvconfig's (an import of a name a release lacks raises in importlib, called
+    from kvconfig's code). Then the exception is not vLLM's answer."""
+    marker = f"{os.sep}vllm{os.sep}"
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = os.path.abspath(frame.filename)
+        if path.startswith(ENGINE):
+            return True
+        if marker in path:
+            return False
+    return False
 
 
 def _config_facts(cfg: Any) -> dict[str, Any]:

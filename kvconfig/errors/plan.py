@@ -270,3 +270,8 @@ class KernelBlockSizeMismatch(KVConfigError):
         if self.detail:
             text = f"{text} {self.detail}"
         return text
+
+
+class MachineryError(KVConfigError):
+    """kvconfig's engine code failed against the installed vLLM (it cannot find what it
+    drives): not vLLM's answer, so never reported as vLLM refusing a deployment."""

@@ -38,6 +38,7 @@ def fleet_document(
     timeout: float = 300.0,
     model_paths: Any = None,
     download: bool | None = None,
+    python: str | None = None,
 ) -> dict[str, Any]:
     """The fleet plan as its JSON document (what ``--format json`` prints).
 
@@ -57,7 +58,7 @@ def fleet_document(
     if engine == "vllm":
         from kvconfig.fleet import engine_mode
 
-        engines = engine_mode.with_vllm(engines, jobs=jobs, timeout=timeout)
+        engines = engine_mode.with_vllm(engines, jobs=jobs, timeout=timeout, python=python)
     from kvconfig.fleet.rules.common import sort
 
     found = sort([*P.issues(engines, fleet.router, plans), *P.underived_issues(underived)])

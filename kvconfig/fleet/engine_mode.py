@@ -118,6 +118,7 @@ def with_vllm(
     jobs: int = 1,
     timeout: float = 300.0,
     fleets: Sequence[Sequence[int]] | None = None,
+    python: str | None = None,
 ) -> list[Engine]:
     """The engines planned again by vLLM's start-up, with vLLM's connector facts.
 
@@ -142,7 +143,7 @@ def with_vllm(
     children = len({reqs[k].key() for k in keys}) or 1
     out: dict[str, Engine] = {}
     try:
-        with Pool(jobs=max(jobs, children), timeout=timeout) as pool:
+        with Pool(jobs=max(jobs, children), timeout=timeout, python=python) as pool:
             answers = dict(zip(keys, pool.ask_all([reqs[k] for k in keys]), strict=True))
             for k in keys:
                 e, a = distinct[k], answers[k]

@@ -46,6 +46,8 @@ class EngineSpec:
     """The operator file's engine (``kvconfig.load.engines.Engine``) this spec stands for:
     read with the same loader as ``kvconfig lint`` (its mounts, notes, model URI and
     environment kept), not rebuilt from ``target``."""
+    vllm_version: str | None = None
+    """The engine's own vLLM release (default: the fleet's)."""
 
     def key(self, extra: Mapping[str, Any] | None = None) -> str:
         """Engines with the same key have the same plan."""
@@ -60,6 +62,7 @@ class EngineSpec:
                 dict(self.defaults),
                 dict(self.env),
                 self.hooks,
+                self.vllm_version,
                 [dict(o) for o in self.offload],
                 dict(extra or {}),
                 _engine_key(self.engine),

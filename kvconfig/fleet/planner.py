@@ -77,7 +77,9 @@ class Planner:
             spec.target,
             cwd=spec.cwd,
             platform=spec.platform,
-            vllm_version=self.vllm_version,
+            vllm_version=versions.release(
+                spec.vllm_version or self.vllm_version, source=spec.where or spec.source
+            ).version,
             given=spec.given,
             defaults=spec.defaults,
             override=override,

@@ -222,6 +222,7 @@ def read_fleet_file(path: str, *, platform: str | None = None) -> FleetInput:
                 hooks=e.hooks or fleet.hooks,
                 offload=tuple(_offload_entry(t) for t in tiers),
                 where=where,
+                vllm_version=e.vllm_version,
             )
         )
     r = fleet.router

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kvconfig.codes import FindingCode
 from kvconfig.load import checks, validate
 from kvconfig.load import serve as _serve
 from kvconfig.load import yamlfile as _yaml
@@ -107,20 +108,29 @@ def load_noted(
     doc: _yaml.Document | None = None,
 ) -> Loaded:
     """``load``, with the notices; ``doc`` is the file's document when already parsed."""
-    version = versions.check(vllm_version) if vllm_version else versions.DEFAULT
+    named = versions.release(vllm_version) if vllm_version else None
+    version = named.version if named is not None else versions.DEFAULT
+    assumed = (
+        (Notice(FindingCode.RELEASE_ASSUMED, named.message()),)
+        if named is not None and named.assumed
+        else ()
+    )
     extra_env = dict(env or {})
     overrides = _overrides(platform, hooks, trtllm_cubins)
     if isinstance(target, str):
         if doc is None:
             doc = _yaml.load(Path(target), target)
         if is_native(doc):
-            return Loaded(_native(doc, target, vllm_version, extra_env, overrides))
+            native_version, notices = _native_release(doc, target, version if named else None)
+            dep = _native(doc, target, native_version, extra_env, overrides)
+            return Loaded(dep, (*assumed, *notices))
         opts = _serve.options_from_yaml(doc, version)
     else:
         opts = options_from_command(target, version, cwd or Path.cwd())
     opts.model_paths = model_paths
     opts.download = download
-    return Loaded(to_deployment(opts, version, extra_env, overrides), tuple(opts.notices))
+    dep = to_deployment(opts, version, extra_env, overrides)
+    return Loaded(dep, (*assumed, *opts.notices))
 
 
 def load_engine(
@@ -133,6 +143,7 @@ def load_engine(
     trtllm_cubins: bool | None = None,
     model_paths: ModelPaths | None = None,
     download: bool | None = None,
+    configured_version: str | None = None,
 ) -> Loaded:
     """The deployment of one engine of an operator file (``kvconfig.load.engines``).
 
@@ -144,8 +155,9 @@ def load_engine(
     """
     from kvconfig.load.engine_options import engine_options, engine_version, located
 
-    version = engine_version(engine, vllm_version)
+    version, assumed = engine_version(engine, vllm_version, configured_version)
     opts = engine_options(engine, version=version, model_paths=model_paths, download=download)
+    opts.notices[:0] = assumed
     overrides = _overrides(platform, hooks, trtllm_cubins)
     dep = located(engine, lambda: to_deployment(opts, version, dict(env or {}), overrides))
     return Loaded(dep, tuple(opts.notices))
@@ -181,6 +193,18 @@ def from_options(
     """The deployment of ``vllm serve`` options; ``overrides`` are deployment fields the
     caller sets (``platform``, ``hooks``, ``trtllm_cubins``, ``source``)."""
     return to_deployment(opts, version, dict(env or {}), dict(overrides or {}))
+
+
+def _native_release(
+    doc: _yaml.Document, source: str, asked: str | None
+) -> tuple[str | None, tuple[Notice, ...]]:
+    """The release a native file plans with: ``--vllm-version``, else its own
+    ``vllm_version`` (a release kvconfig has no rules for is assumed, with KV502)."""
+    said = doc.data.get("vllm_version") if isinstance(doc.data, dict) else None
+    if asked is not None or not isinstance(said, str) or said in versions.KNOWN:
+        return asked, ()
+    named = versions.release(said, source=source, line=doc.line("vllm_version"), key="vllm_version")
+    return named.version, (Notice(FindingCode.RELEASE_ASSUMED, named.message()),)
 
 
 def _native(

@@ -50,26 +50,34 @@ PLAN_OPTIONS = (
 T = TypeVar("T")
 
 
-def engine_version(engine: Engine, asked: str | None) -> str:
-    """The vLLM release to plan an engine for: ``--vllm-version``, else the one its image
-    (or pinned install) names, else the registry's default."""
+def engine_version(
+    engine: Engine, asked: str | None, configured: str | None = None
+) -> tuple[str, list[Notice]]:
+    """The vLLM release to plan an engine for, with KV502 when it is assumed.
+
+    In order: ``asked`` (``--vllm-version``), ``configured`` (the repository
+    configuration's ``vllm_version``), the release the engine's image tag names, the
+    release its script pins (``pip install vllm==X``), else the registry's default.
+    A release kvconfig has no rules for plans with the nearest one it knows (KV502)."""
     from kvconfig.mirror import versions
 
-    if asked:
-        return versions.check(asked)
-    for note in engine.notes:
-        if note.kind == "unknown-vllm-version":
-            raise InputError(
-                note.message,
-                source=engine.source,
-                line=note.line if note.line is not None else engine.line,
-                key=_key(engine, note.key),
-                hint=f"pass --vllm-version {versions.DEFAULT} to plan it as a release kvconfig "
-                "knows",
+    said = asked or configured or engine.vllm_version
+    if not said:
+        unsaid = [n for n in engine.notes if n.kind == "vllm-version-unsaid"]
+        return versions.DEFAULT, [
+            Notice(
+                FindingCode.RELEASE_ASSUMED,
+                f"{engine.name}: {n.message}; this plan assumes vLLM {versions.DEFAULT} (the "
+                f"newest release kvconfig knows), whose rules may differ: {versions.CHECK}",
             )
-    if engine.vllm_version in versions.KNOWN:
-        return str(engine.vllm_version)
-    return versions.DEFAULT
+            for n in unsaid[:1]
+        ]
+    named = versions.release(
+        str(said), source=engine.source, line=engine.line, key="--vllm-version"
+    )
+    if not named.assumed:
+        return named.version, []
+    return named.version, [Notice(FindingCode.RELEASE_ASSUMED, f"{engine.name}: {named.message()}")]
 
 
 def engine_options(

@@ -52,6 +52,7 @@ def size_context(
     flash_attn_version: int | None = None,
     tokens_per_state: int = 1,
     softcap: bool = False,
+    release: str | None = None,
 ) -> SizeContext:
     """The facts a layer's backend reads, derived the way vLLM derives them.
 
@@ -84,7 +85,7 @@ def size_context(
             supports_fa4_hd256=True,
             forced=flash_attn_version,
             batch_invariant=batch_invariant,
-            quantized_kv=_facts.is_quantized(model_cache_dtype),
+            quantized_kv=_facts.is_quantized(model_cache_dtype, release),
             softcap_model=softcap,
         ),
         tokens_per_state=tokens_per_state,

@@ -70,8 +70,14 @@ def kv_quant(kv_cache_dtype: str) -> str:
     return "none"
 
 
-def is_quantized(kv_cache_dtype: str) -> bool:
-    """``is_quantized_kv_cache``."""
+def is_quantized(kv_cache_dtype: str, release: str | None = None) -> bool:
+    """``is_quantized_kv_cache`` of ``release`` (default: the newest known release's)."""
+    from kvconfig.mirror import versions
+
+    if versions.rules(release or versions.KNOWN[-1]).quantized_by_name:
+        return kv_cache_dtype.startswith(("fp8", "nvfp4")) or kv_cache_dtype.endswith(
+            "per_token_head"
+        )
     return kv_quant(kv_cache_dtype) != "none"
 
 

@@ -80,10 +80,20 @@ def invalid_reasons(name: str, r: Request, m: Machine) -> list[str]:
 
 
 def priorities(r: Request, m: Machine) -> list[str]:
-    """``_get_backend_priorities`` for CUDA (non-MLA and MLA)."""
+    """``_get_backend_priorities`` for CUDA (non-MLA and MLA), of the release whose catalog
+    ``m`` carries: the known releases' lists differ only in the backends each release has
+    (``kvconfig.mirror.versions.Rules``), so the list is the newest release's, less the
+    names the release's registry does not have."""
+    names = _priorities(r, m)
+    if m.catalog is None or not m.catalog.registry:
+        return names
+    return [n for n in names if n in m.catalog.registry]
+
+
+def _priorities(r: Request, m: Machine) -> list[str]:
     if r.use_mla:
         if m.major == 10:
-            if is_quantized(r.kv_cache_dtype):
+            if is_quantized(r.kv_cache_dtype, m.release):
                 sparse = ["FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]
             elif r.num_heads is not None and r.num_heads <= 16:
                 sparse = ["FLASH_ATTN_MLA_SPARSE_FA4", "FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE"]

@@ -60,6 +60,11 @@ class Machine(NamedTuple):
     """What a backend asked without a spec reads: the target model's config."""
 
     @property
+    def release(self) -> str | None:
+        """The vLLM release whose rules apply (its catalog's; None: the newest)."""
+        return self.catalog.vllm_version if self.catalog is not None else None
+
+    @property
     def major(self) -> int:
         """Capability major (0 without a capability)."""
         return 0 if self.capability is None else self.capability[0]
@@ -137,7 +142,7 @@ def _fa_kv(kv: str, m: Machine, **kw: object) -> bool:
 def _fa_combination(r: Request, m: Machine) -> str | None:
     if r.has_sink and m.capability is not None and m.capability < (9, 0):
         return "sink not supported on compute capability < 9.0"
-    quantized = is_quantized(r.kv_cache_dtype)
+    quantized = is_quantized(r.kv_cache_dtype, m.release)
     if r.use_mm_prefix and quantized and m.capability == (9, 0):
         return "SM90 FP8 KV with mm_prefix requires Triton"
     if quantized and not _fa_kv(
@@ -201,7 +206,7 @@ def _b12x_combination(r: Request, m: Machine) -> str | None:
         return "b12x currently requires bfloat16 queries"
     if r.kv_cache_dtype == "float16":
         return "b12x does not support float16 KV cache"
-    if is_quantized(r.kv_cache_dtype) and r.kv_cache_dtype not in ("fp8", "fp8_e4m3"):
+    if is_quantized(r.kv_cache_dtype, m.release) and r.kv_cache_dtype not in ("fp8", "fp8_e4m3"):
         return "b12x currently supports only fp8/fp8_e4m3 quantized KV cache dtypes"
     return None
 
@@ -273,7 +278,7 @@ DENSE_TRAITS: dict[str, Traits] = {
         mm_prefix=lambda m: m.fa_ok(4),
         batch_invariant=True,
         attn_types=_ALL_TYPES,
-        kv_check=lambda kv, m: not is_quantized(kv) or _fa_kv(kv, m),
+        kv_check=lambda kv, m: not is_quantized(kv, m.release) or _fa_kv(kv, m),
         combination=_fa_combination,
     ),
     "FLASHINFER": Traits(

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from kvconfig.errors import InputError
 
-KNOWN: tuple[str, ...] = ("0.33.0",)
+KNOWN: tuple[str, ...] = ("0.32.0", "0.33.0")
 """The vLLM releases kvconfig plans for, oldest first. The hooks are built for these too."""
 
 DEFAULT: str = KNOWN[-1]
@@ -57,6 +58,127 @@ def check(
         key=key,
         hint=f"known: {', '.join(KNOWN)}",
     )
+
+
+_RELEASE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(.*)$")
+_NEWEST_WORDS = ("nightly", "latest", "main", "dev", "head")
+"""Names of no fixed release that mean vLLM's newest code (image tags, wheel channels)."""
+
+
+CHECK = "check the deployment with --engine vllm next to the vLLM that runs it"
+"""What a plan for an assumed release recommends (docs/engine.md)."""
+
+
+class Release(NamedTuple):
+    """The release a deployment plans with, for a release it names."""
+
+    version: str
+    """A known release: the one named, or the one assumed for it."""
+    named: str
+    """What the deployment (or the command line) named."""
+    assumed: bool
+    """Whether ``version`` stands in for a release kvconfig has no rules for."""
+
+    def message(self) -> str:
+        """The finding (KV502) that says which release's rules the plan used."""
+        which = "the newest" if self.version == KNOWN[-1] else "the nearest"
+        return (
+            f"kvconfig has no rules for vLLM {self.named}; this plan assumes vLLM "
+            f"{self.version} ({which} release it knows), whose rules may differ: {CHECK}"
+        )
+
+
+def _number(version: str) -> tuple[int, int, int] | None:
+    m = _RELEASE.match(version)
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def release(
+    named: str, *, source: str = "", line: int | None = None, key: str = "--vllm-version"
+) -> Release:
+    """The release to plan with for ``named``: itself when known; otherwise the newest
+    known release for a newer one or a channel (``nightly``, ``latest``), the nearest
+    older known release for one in between or older, flagged ``assumed``. An InputError
+    when ``named`` is no release at all."""
+    if named in KNOWN:
+        return Release(named, named, False)
+    text = named.strip().lower()
+    number = _number(text)
+    if number is None:
+        if any(w in text for w in _NEWEST_WORDS):
+            return Release(KNOWN[-1], named, True)
+        raise InputError(
+            f"{named!r} is not a vLLM release",
+            source=source,
+            line=line,
+            key=key,
+            hint=f"a release number or nightly; kvconfig knows {', '.join(KNOWN)}",
+        )
+    known = sorted(KNOWN, key=lambda v: _number(v) or (0, 0, 0))
+    at_or_below = [v for v in known if (_number(v) or (0, 0, 0)) <= number]
+    chosen = at_or_below[-1] if at_or_below else known[0]
+    return Release(chosen, named, True)
+
+
+class Rules(NamedTuple):
+    """The rules that differ between the known releases, as flags the mirror reads.
+
+    Everything else kvconfig mirrors was compared across the releases' code and is the
+    same; what a release's installed code answers (backends present, their sizes, the
+    options) is its data folder. Differences found (``vllm/v1/worker/utils.py``,
+    ``vllm/platforms/cuda.py``, ``vllm/entrypoints/cli/serve.py`` of each wheel):
+
+    * vLLM 0.32.0 added the packed-tensor rule of ``prepare_kernel_block_sizes`` and
+      ``select_common_block_size``'s per-layer specs (0.31.0's backends take a spec but
+      the vote passes none; 0.30.0's take none): the catalog of each release is generated
+      with the vote's own call, so the sizes need no flag;
+    * vLLM 0.33.0 added ``FLASH_ATTN_MLA_SPARSE_FA4`` to the sparse MLA priorities on
+      SM10x (``kvconfig.mirror.selection.priorities`` drops names the release's
+      registry lacks);
+    * vLLM 0.33.0 moved ``make_arg_parser`` and ``validate_parsed_serve_args`` from
+      ``vllm.entrypoints.launchers.cli_args`` to ``vllm.entrypoints.common.cli_args``
+      (the engine mode and the generators look in both: ``SERVE_ARGUMENTS``).
+    * In all four, the Model Runner V2 speculator re-votes over its draft layers
+      (``DraftModelSpeculator.set_attn`` calls ``init_attn_backend`` without the runner's
+      ``kernel_block_sizes``).
+    """
+
+    packed_keeps_block: bool
+    """``prepare_kernel_block_sizes`` keeps B for a group a block-outermost packed tensor
+    holds (``block_stride > layer_stride``); before, it votes as for any group."""
+    speculator_revotes: bool
+    """The Model Runner V2 speculator runs its own vote over the draft layers."""
+    quantized_by_name: bool
+    """``is_quantized_kv_cache`` tests the name (``fp8*``, ``nvfp4*``, ``*per_token_head``:
+    ``vllm/utils/torch_utils.py``) rather than the quantization mode of the dtype
+    (``vllm/v1/kv_cache_interface.py``, which also counts TurboQuant, UltraQuant and
+    int8). It decides FlashAttention's head-size-256 fallback, the sparse MLA priorities
+    and the FlashAttention and B12X cache checks."""
+
+
+RULES: Mapping[str, Rules] = {
+    "0.32.0": Rules(packed_keeps_block=True, speculator_revotes=True, quantized_by_name=True),
+    "0.33.0": Rules(packed_keeps_block=True, speculator_revotes=True, quantized_by_name=False),
+}
+"""The differing rules of each known release (every release of ``KNOWN`` has a row).
+
+Compared but not yet known (no generated data): vLLM 0.30.0 and 0.31.0 would be
+``Rules(packed_keeps_block=False, speculator_revotes=True, quantized_by_name=True)``;
+their catalogs must be generated with the vote's spec-less call (``tools.catalog.grid``)."""
+
+SERVE_ARGUMENTS: tuple[str, ...] = (
+    "vllm.entrypoints.common.cli_args",
+    "vllm.entrypoints.launchers.cli_args",
+)
+"""Where ``vllm serve`` takes its parser functions from: 0.33.0's module, then the one of
+0.30.0 to 0.32.0. A release that moves them again is looked up in the sub-command itself."""
+
+
+def rules(version: str) -> Rules:
+    """The differing rules of a known release (InputError for an unknown one)."""
+    return RULES[check(version)]
 
 
 class Facts(NamedTuple):

@@ -202,7 +202,7 @@ def _setting(  # noqa: PLR0917 (the setting's key, one argument per fact)
         use_trtllm_attention=use_trtllm_attention,
         cubins=cubins,
         flash_attn_version=flash_attn_version,
-        quantized_cache=is_quantized(kv_cache_dtype),
+        quantized_cache=is_quantized(kv_cache_dtype, vllm_version),
         facts=dict(model_facts),
         catalog=catalog,
     )
@@ -256,6 +256,7 @@ def layer_context(
         flash_attn_version=m.flash_attn_version if config else None,
         tokens_per_state=tokens_per_state,
         softcap=config and bool(m.facts.get("attn_logit_softcapping")),
+        release=m.release,
     )
 
 

@@ -27,6 +27,7 @@ from kvconfig.errors import (
 )
 from kvconfig.load.platforms import parse_platform
 from kvconfig.mirror import block_size as _block_size
+from kvconfig.mirror import versions
 from kvconfig.mirror.dispatch import GroupInput, SpecClass, group_kernel_block_size
 from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.specs import BlockPlan
@@ -124,15 +125,17 @@ def _block_plan(ctx: PlanContext, layers: Sequence[LayerInfo]) -> BlockPlan | No
     return plan
 
 
-def _dispatch(g: Group, voters: list[Declared]) -> int | NoCommonKernelBlockSize:
-    """``prepare_kernel_block_sizes`` for one group and these attention groups."""
+def _dispatch(g: Group, voters: list[Declared], release: str) -> int | NoCommonKernelBlockSize:
+    """``prepare_kernel_block_sizes`` of ``release`` for one group and these attention
+    groups."""
     spec: SpecClass = "mamba" if g.kind == "mamba" else "attention"
     # Every spec kvconfig derives has per-layer views; the specs without them (vLLM's
     # HiSparseHotSpec and HiSparseResidentSpec, vllm/v1/kv_cache_interface.py) serve no
     # layer kvconfig derives. The hooks read the flag off the running engine's specs.
     views = True
     try:
-        k = group_kernel_block_size(GroupInput(spec, g.block_size, views, g.packed, tuple(voters)))
+        packed = g.packed and versions.rules(release).packed_keeps_block
+        k = group_kernel_block_size(GroupInput(spec, g.block_size, views, packed, tuple(voters)))
     except NoCommonKernelBlockSize as err:
         return err
     assert k is not None  # kvconfig forms no encoder-only groups
@@ -142,7 +145,7 @@ def _dispatch(g: Group, voters: list[Declared]) -> int | NoCommonKernelBlockSize
 def _vote_group(ctx: PlanContext, g: Group) -> GroupResult:
     runs = attention_groups(g, EVERYONE)
     everyone = declared(runs)
-    runner = _dispatch(g, everyone)
+    runner = _dispatch(g, everyone, ctx.deployment.vllm_version)
     runner_k: int | None = None
     if isinstance(runner, NoCommonKernelBlockSize):
         ctx.findings.append(F.no_common_size(g, runner, everyone))
@@ -203,11 +206,12 @@ def _speculator_vote(ctx: PlanContext, g: Group, runner_k: int) -> int | None:
     """
     s = ctx.deployment
     drafts = declared(attention_groups(g, DRAFTS))
-    if s.runner == "v1" or s.hooks == "enforce":
+    revotes = versions.rules(s.vllm_version).speculator_revotes
+    if s.runner == "v1" or s.hooks == "enforce" or not revotes:
         values = {narrow(runner_k, d) for d in drafts}
         speculator_k = runner_k if values == {runner_k} else min(values)
     else:
-        own = _dispatch(g, drafts)
+        own = _dispatch(g, drafts, s.vllm_version)
         if isinstance(own, NoCommonKernelBlockSize):
             ctx.findings.append(F.speculator_no_common_size(g, own, runner_k))
             return None
@@ -226,7 +230,7 @@ def _speculator_vote(ctx: PlanContext, g: Group, runner_k: int) -> int | None:
             )
         )
     elif s.runner == "v2" and s.hooks == "enforce":
-        own = _dispatch(g, drafts)
+        own = _dispatch(g, drafts, s.vllm_version)
         if isinstance(own, int) and own != runner_k:
             ctx.findings.append(F.fixed_by_hooks(g, runner_k, own))
     return speculator_k

@@ -15,8 +15,11 @@ from typing import Any
 
 def _serve_options() -> dict[str, dict[str, Any]]:
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    from kvconfig.engine.startup import serve_function
+
+    make_arg_parser = serve_function("make_arg_parser")
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
     options: dict[str, dict[str, Any]] = {}

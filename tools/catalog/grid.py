@@ -14,6 +14,8 @@ those facts mean the same thing at run time.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -173,7 +175,19 @@ def context(p: Point, family: str) -> SizeContext:
         batch_invariant=p.batch_invariant,
         flash_attn_version=p.flash_attn_version,
         tokens_per_state=p.tokens_per_state,
+        release=installed_release(),
     )
+
+
+@functools.cache
+def installed_release() -> str | None:
+    """The installed vLLM as a release kvconfig knows (None: another; the newest rules)."""
+    import vllm
+
+    from kvconfig.mirror import versions
+
+    version = str(vllm.__version__).split("+")[0]
+    return version if version in versions.KNOWN else None
 
 
 def vllm_facts(p: Point, family: str) -> tuple[str, bool, int | None]:
@@ -238,13 +252,25 @@ Sample = tuple[SizeContext, tuple[KernelSize, ...] | None]
 """A context and the sizes vLLM declared there (None: the layer was rejected)."""
 
 
+@functools.cache
+def vote_passes_specs() -> bool:
+    """Whether the installed vLLM's vote (``select_common_block_size``) hands each backend
+    its layers' spec; releases before it was added ask every backend without one."""
+    from vllm.v1.worker.utils import select_common_block_size
+
+    return "kv_cache_specs" in inspect.signature(select_common_block_size).parameters
+
+
 def sizes_for(backend: Any, layer_spec: Any) -> tuple[KernelSize, ...] | None:
-    """What vLLM's vote sees: sizes on the backend-customized spec; None if it rejects it."""
+    """What vLLM's vote sees: sizes on the backend-customized spec (without a spec where
+    the release's vote passes none); None if it rejects it."""
     from vllm.v1.kv_cache_interface import AttentionSpec
 
     try:
         if isinstance(layer_spec, AttentionSpec):
             layer_spec = backend.customize_spec(layer_spec)
+        if not vote_passes_specs():
+            return to_sizes(backend.get_supported_kernel_block_sizes())
         return to_sizes(backend.get_supported_kernel_block_sizes(layer_spec))
     except (ValueError, AssertionError, KeyError, NotImplementedError):
         return None
