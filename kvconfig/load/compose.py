@@ -168,7 +168,9 @@ def _words(value: Any, doc: _yaml.Document, path: tuple[str | int, ...], key: st
 
 def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Engine]:
     """One engine per service that starts a vLLM server."""
+    from kvconfig.load.shell import servers
     from kvconfig.load.shell.script import Command, commands
+    from kvconfig.load.shell.wrappers import shell_script, unwrap
 
     dotenv = read_env_file(base / ".env", str(Path(doc.source).parent / ".env")) or {}
     interp = Interpolation({**dotenv, **env}, doc.source)
@@ -194,92 +196,43 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
         else:
             words = command
         starts: list[tuple[tuple[str, str, list[str]], Command | None]] = []
-        if (
-            words
-            and Path(words[0]).name in ("sh", "bash")
-            and len(words) > 2
-            and words[1] in ("-c", "-lc", "-ec")
-        ):
+        detected = shell_script(words)
+        if detected is not None:
+            at, dialect = detected
             env_for_shell: dict[str, str | None] = {**variables, **{n: None for n in unknown}}
-            for cmd in commands(
-                words[2], env_for_shell, words[3:], unknown_rest=bool(sources),
+            cmds = commands(
+                words[at], env_for_shell, words[at + 1 :], unknown_rest=bool(sources),
                 source=doc.source, line=doc.line(*path, "command") or line, key=label,
-            ):  # fmt: skip
+                dialect=dialect,
+            )  # fmt: skip
+            chosen, problem = servers(cmds, lambda w: server_start(w) is not None)
+            if problem:
+                raise InputError(
+                    f"{problem}; kvconfig cannot tell which one runs",
+                    source=doc.source,
+                    line=line,
+                    key=label,
+                    hint="run each vLLM server in its own service",
+                )
+            for cmd in chosen:
                 start = server_start(cmd.words)
-                if start is not None:
-                    starts.append((start, cmd))
+                assert start is not None
+                starts.append((start, cmd))
         else:
-            start = server_start(words)
+            inner, _, _, _ = unwrap(words)
+            start = server_start(inner if inner is not None else words)
             if start is not None:
                 starts.append((start, None))
         if not starts:
             found.append(f"{label} runs {' '.join(words[:2]) or 'its image'}")
             continue
-        if len(starts) > 1:
-            raise InputError(
-                "two candidate vLLM commands in one service; kvconfig cannot tell which one runs",
-                source=doc.source,
-                line=line,
-                key=label,
-                hint="run each vLLM server in its own service",
-            )
-        (entry, parser, argv), script_cmd = starts[0]
-        check_words(argv, doc.source, line, label)
-        notes: list[Note] = []
-        for name in interp.unset:
-            notes.append(
-                Note(
-                    "unset-variable",
-                    f"${{{name}}} is not set in .env beside the file: compose substitutes "
-                    "an empty string",
-                    line,
-                    name,
+        for k, one in enumerate(starts):
+            out.append(
+                _engine(
+                    one, f"{label}#{k + 1}" if len(starts) > 1 else label, svc, doc, path, base,
+                    interp.unset, variables, unknown, sources, entrypoint, image,
                 )
-            )
-        run_env = dict(variables)
-        if script_cmd is not None:
-            run_env.update({k: v for k, v in script_cmd.env.items() if v is not None})
-            for i, what in script_cmd.unknown:
-                notes.append(
-                    Note(
-                        "unknown-value",
-                        f"{what} in argument {i + 1} is only known at run time",
-                        line,
-                    )
-                )
-        if entry == "dynamo.vllm":
-            from kvconfig.load import dynamo_args
-
-            split = dynamo_args.split_args(argv, line)
-            argv, defaults = split.argv, split.defaults
-            notes += split.notes
-        else:
-            defaults = {}
-        version, vnotes = image_version(image, doc.line(*path, "image") or line)
-        notes += vnotes
-        gpus = _gpu_count(svc)
-        out.append(
-            Engine(
-                name=label,
-                source=doc.source,
-                line=line,
-                argv=tuple(argv),
-                entry=entry
-                if entry != "vllm serve" or entrypoint or not is_vllm_image(image)
-                else "image entry point",
-                parser=parser,
-                env=run_env,
-                env_unknown=tuple(unknown),
-                env_from=tuple(sources),
-                vllm_version=version,
-                image=image,
-                parallelism={"gpus": gpus} if gpus else {},
-                mounts=tuple(_mounts(svc, base)),
-                defaults=defaults,
-                base=str(base),
-                notes=tuple(notes),
-            )
-        )
+            )  # fmt: skip
     if not out:
         raise InputError(
             "no vLLM service found" + (f": {'; '.join(found[:3])}" if found else ""),
@@ -289,6 +242,80 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
             "vllm/vllm-openai image given only command)",
         )
     return out
+
+
+def _engine(  # noqa: PLR0917 (one service's facts)
+    one: tuple[tuple[str, str, list[str]], Any],
+    label: str,
+    svc: Mapping[str, Any],
+    doc: _yaml.Document,
+    path: tuple[str | int, ...],
+    base: Path,
+    unset: list[str],
+    variables: dict[str, str],
+    unknown: list[str],
+    sources: list[str],
+    entrypoint: list[str],
+    image: str | None,
+) -> Engine:
+    line = doc.line(*path)
+    (entry, parser, argv), script_cmd = one
+    check_words(argv, doc.source, line, label)
+    notes: list[Note] = []
+    for name in unset:
+        notes.append(
+            Note(
+                "unset-variable",
+                f"${{{name}}} is not set in .env beside the file: compose substitutes "
+                "an empty string",
+                line,
+                name,
+            )
+        )
+    run_env = dict(variables)
+    if script_cmd is not None:
+        run_env.update({k: v for k, v in script_cmd.env.items() if v is not None})
+        for i, what in script_cmd.unknown:
+            notes.append(
+                Note(
+                    "unknown-value",
+                    f"{what} in argument {i + 1} is only known at run time",
+                    line,
+                )
+            )
+        for w in script_cmd.when:
+            notes.append(Note("run-time-branch", f"this vLLM command runs only on {w}", line))
+    if entry == "dynamo.vllm":
+        from kvconfig.load import dynamo_args
+
+        split = dynamo_args.split_args(argv, line)
+        argv, defaults = split.argv, split.defaults
+        notes += split.notes
+    else:
+        defaults = {}
+    version, vnotes = image_version(image, doc.line(*path, "image") or line)
+    notes += vnotes
+    gpus = _gpu_count(svc)
+    return Engine(
+        name=label,
+        source=doc.source,
+        line=line,
+        argv=tuple(argv),
+        entry=entry
+        if entry != "vllm serve" or entrypoint or not is_vllm_image(image)
+        else "image entry point",
+        parser=parser,
+        env=run_env,
+        env_unknown=tuple(unknown),
+        env_from=tuple(sources),
+        vllm_version=version,
+        image=image,
+        parallelism={"gpus": gpus} if gpus else {},
+        mounts=tuple(_mounts(svc, base)),
+        defaults=defaults,
+        base=str(base),
+        notes=tuple(notes),
+    )
 
 
 def _environment(

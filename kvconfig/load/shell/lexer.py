@@ -16,8 +16,9 @@ from kvconfig.errors import InputError
 class _Part:
     text: str
     quoted: bool
-    kind: str  # "lit", "param", "cmd", "arith", "at" ("$@" in double quotes)
+    kind: str  # "lit", "param", "cmd", "arith", "at" ("$@" in double quotes), "array"
     src: str = ""  # the expansion as written
+    words: list[_Word] = field(default_factory=list)  # the elements of NAME=(...)
 
 
 @dataclass
@@ -49,11 +50,15 @@ _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
 _WORD_ENDS = frozenset(" \t\r\n&|;()<>")
 _REDIRECT = re.compile(r"(\d*)(<<<|<<-|<<|>>|>\||<>|<&|>&|&>>|&>|<|>)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARRAY_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _SPECIAL = "@*#?$!0123456789-"
 
 
 class _Lexer:
-    def __init__(self, text: str, source: str, line0: int | None, key: str) -> None:
+    def __init__(
+        self, text: str, source: str, line0: int | None, key: str, dialect: str = "bash"
+    ) -> None:
+        self.dialect = dialect
         self.text = text
         self.i = 0
         self.line = 1
@@ -61,6 +66,7 @@ class _Lexer:
         self.line0 = line0
         self.key = key
         self.heredocs: list[tuple[str, bool]] = []
+        self.dbracket = False
 
     def err(self, message: str, line: int, hint: str) -> InputError:
         at = None if self.line0 is None else self.line0 + line - 1
@@ -93,6 +99,10 @@ class _Lexer:
                 if self.heredocs:
                     self._skip_heredocs()
                 continue
+            if self.dbracket and c in "<>":
+                out.append(_Op(c, self.line))
+                self.i += 1
+                continue
             m = _REDIRECT.match(self.text, self.i)
             if m and (m.group(1) == "" or self.i == 0 or self.text[self.i - 1] in " \t\n;&|("):
                 op = m.group(2)
@@ -113,6 +123,19 @@ class _Lexer:
                     self.line += 1
                 continue
             word = self._word()
+            if (
+                self.dialect == "bash"
+                and self.peek() == "("
+                and len(word.parts) == 1
+                and not word.parts[0].quoted
+                and _ARRAY_ASSIGN.fullmatch(word.parts[0].text)
+            ):
+                word.parts.append(self._array())
+            text = word.raw() if len(word.parts) == 1 and not word.parts[0].quoted else ""
+            if text == "[[" and self.dialect == "bash" and not redirect_next:
+                self.dbracket = True
+            elif text == "]]":
+                self.dbracket = False
             if redirect_next:
                 if redirect_next in ("<<", "<<-"):
                     self.heredocs.append((word.raw().strip("'\""), redirect_next == "<<-"))
@@ -126,6 +149,35 @@ class _Lexer:
                 "end it with a line holding only its delimiter",
             )
         return out
+
+    def _array(self) -> _Part:
+        """The elements of ``NAME=( ... )`` (bash), the ``(`` under the cursor."""
+        start_line = self.line
+        self.i += 1
+        part = _Part("", False, "array")
+        while self.i < len(self.text):
+            c = self.text[self.i]
+            if c in " \t\r\n":
+                self.line += c == "\n"
+                self.i += 1
+            elif c == "\\" and self.peek(1) == "\n":
+                self.i += 2
+                self.line += 1
+            elif c == "#":
+                while self.i < len(self.text) and self.text[self.i] != "\n":
+                    self.i += 1
+            elif c == ")":
+                self.i += 1
+                return part
+            elif c in "&|;(<>":
+                break
+            else:
+                part.words.append(self._word())
+        raise self.err(
+            f"unterminated array: the ( opened on line {start_line} of the script never closes",
+            start_line,
+            "close it with )",
+        )
 
     def _skip_heredocs(self) -> None:
         while self.heredocs:
@@ -142,7 +194,7 @@ class _Lexer:
                 if (row.lstrip("\t") if strip_tabs else row) == delimiter:
                     break
 
-    def _word(self) -> _Word:
+    def _word(self, ends: frozenset[str] = _WORD_ENDS) -> _Word:
         word = _Word(line=self.line)
         lit: list[str] = []
 
@@ -153,7 +205,7 @@ class _Lexer:
 
         while self.i < len(self.text):
             c = self.text[self.i]
-            if c in _WORD_ENDS:
+            if c in ends:
                 break
             if c == "\\":
                 nxt = self.peek(1)
@@ -181,7 +233,7 @@ class _Lexer:
                 word.parts.append(_Part(body, True, "lit"))
                 self.i = end + 1
                 continue
-            if c == "$" and self.peek(1) == "'":
+            if c == "$" and self.peek(1) == "'" and self.dialect == "bash":
                 flush()
                 self.i += 2
                 word.parts.append(_Part(self._ansi_c(), True, "lit"))
@@ -206,8 +258,12 @@ class _Lexer:
         return word
 
     def _ansi_c(self) -> str:
+        """The body of bash's ``$'...'``, its backslash escapes decoded."""
         out: list[str] = []
-        escapes = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a"}
+        escapes = {
+            "n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "?": "?",
+            "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v",
+        }  # fmt: skip
         start_line = self.line
         while self.i < len(self.text):
             c = self.text[self.i]
@@ -215,7 +271,26 @@ class _Lexer:
                 self.i += 1
                 return "".join(out)
             if c == "\\" and self.peek(1):
-                out.append(escapes.get(self.peek(1), "\\" + self.peek(1)))
+                nxt = self.peek(1)
+                m = (
+                    re.compile(r"x([0-9A-Fa-f]{1,2})").match(self.text, self.i + 1)
+                    or re.compile(r"([0-7]{1,3})").match(self.text, self.i + 1)
+                    or re.compile(r"u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})").match(
+                        self.text, self.i + 1
+                    )
+                )
+                if m is not None:
+                    digits = next(g for g in m.groups() if g is not None)
+                    base = 8 if nxt in "01234567" else 16
+                    code = int(digits, base) & (0xFF if nxt not in "uU" else 0x10FFFF)
+                    self.i = m.end()
+                    if code == 0:  # bash ends the string at a NUL
+                        end = self.text.find("'", self.i)
+                        self.i = len(self.text) if end < 0 else end
+                        continue
+                    out.append(chr(code))
+                    continue
+                out.append(escapes.get(nxt, "\\" + nxt))
                 self.i += 2
                 continue
             if c == "\n":
@@ -228,9 +303,10 @@ class _Lexer:
             "close the quote",
         )
 
-    def _double_quoted(self, word: _Word) -> None:
+    def _double_quoted(self, word: _Word, to_end: bool = False) -> None:
+        """A double-quoted string into ``word`` (``to_end``: the whole text is its body)."""
         start_line = self.line
-        self.i += 1
+        self.i += 0 if to_end else 1
         lit: list[str] = []
 
         def flush() -> None:
@@ -240,6 +316,10 @@ class _Lexer:
 
         while self.i < len(self.text):
             c = self.text[self.i]
+            if c == '"' and to_end:  # "${X-"word"}": the inner quotes nest
+                flush()
+                self._double_quoted(word)
+                continue
             if c == '"':
                 self.i += 1
                 flush()
@@ -267,6 +347,9 @@ class _Lexer:
                 self.line += 1
             lit.append(c)
             self.i += 1
+        if to_end:
+            flush()
+            return
         raise self.err(
             f'unterminated quote: the " opened on line {start_line} of the script never closes',
             start_line,
@@ -354,8 +437,7 @@ class _Lexer:
 def split_words(
     text: str, *, source: str = "", line: int | None = None, key: str = ""
 ) -> list[str]:
-    """A command line split into words by shell quoting rules, nothing expanded
-    (``VLLM_ADDITIONAL_ARGS``, a docker-compose ``command`` string)."""
+    """A command line split into words by shell quoting rules, nothing expanded."""
     lexer = _Lexer(text, source, line, key)
     out: list[str] = []
     for token in lexer.tokens():
