@@ -249,3 +249,27 @@ def test_engines_started_in_the_background_all_run(tmp_path: Path) -> None:
         ("compose/vllm#1", ("Qwen/Qwen3-0.6B", "--port", "8000")),
         ("compose/vllm#2", ("Qwen/Qwen3-0.6B", "--port", "8001")),
     ]
+
+
+def test_kserve_evaluates_vllm_additional_args_as_its_preset_does(tmp_path: Path) -> None:
+    """The presets run ``eval "exec vllm serve ... ${VLLM_ADDITIONAL_ARGS} $@"``: the value
+    is expanded by bash, defaults and arithmetic included, before vLLM sees it."""
+    from kvconfig.load.engines import engines_in
+
+    example = Path(__file__).parent.parent / "examples/operators/kserve-llminferenceservice.yaml"
+    text = example.read_text().replace(
+        'value: "--block-size 64"\n',
+        "value: \"--block-size ${BS:-32} --max-model-len $((4096 * 2)) --x 'a  b'\"\n",
+    )
+    path = tmp_path / "k.yaml"
+    path.write_text(text)
+    prefill = next(e for e in engines_in(path, "k.yaml") if "prefill" in e.name)
+    assert prefill.argv[-7:] == (
+        "--block-size", "32", "--max-model-len", "8192", "--x", "a  b", "--enforce-eager",
+    )  # fmt: skip
+    path.write_text(text.replace("${BS:-32}", "$(cat /etc/bs)"))
+    prefill = next(e for e in engines_in(path, "k.yaml") if "prefill" in e.name)
+    assert [n.message for n in prefill.notes if n.kind == "unknown-value"] == [
+        f"$(cat /etc/bs) in argument {prefill.argv.index('$(cat /etc/bs)') + 1} of vLLM is "
+        "only known at run time"
+    ]

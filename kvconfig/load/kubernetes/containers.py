@@ -163,6 +163,7 @@ def read_container(
         if inner is not None and removed and server_start(inner) is not None:
             expanded, places = expanded[removed:], places[removed:]
             left = [(i - removed, n, why) for i, n, why in left if i >= removed]
+            arg_unknown = [(i - removed, w) for i, w in arg_unknown if i >= removed]
         start = server_start(expanded) if command or not (vllm_image or implicit_entry) else None
         if start is None and not command and (vllm_image or implicit_entry):
             start = ("image entry point", "serve", expanded)
