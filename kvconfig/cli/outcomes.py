@@ -101,7 +101,7 @@ def read_all(
     slots: list[Slot] = []
     for target in T.named(args, command, many):
         try:
-            items = T.read(target)
+            items = T.read(target, s.env)
         except InputError as err:
             if not many:
                 raise

@@ -31,26 +31,215 @@ MAX_ENV_FILE_BYTES = 256 * 1024
 _VAR = re.compile(r"\$(\$|\{|[A-Za-z_][A-Za-z0-9_]*)")
 
 
-def read_env_file(path: Path, source: str) -> dict[str, str] | None:
-    """A ``KEY=VALUE`` file (comments, ``export``, quotes), or None when it does not exist."""
+def read_env_file(
+    path: Path, source: str, lookup: Mapping[str, str] | None = None
+) -> dict[str, str] | None:
+    """A ``.env`` or ``env_file`` file read by compose's rules, or None when it does not
+    exist. ``lookup`` is the environment compose takes values from first (the shell's)."""
     if not path.is_file():
         return None
     text = _yaml.decode(_yaml.read_bytes(path, source, MAX_ENV_FILE_BYTES, what="env file"), source)
+    return parse_env(text, source, lookup or {})
+
+
+_ENV_KEY_CHARS = frozenset("_.-[]")
+_ENV_SPACE = "\t\v\f\r \x85\xa0"
+_ENV_ESCAPE = re.compile(r"\\(?:[abcfnrtv$\"\\]|0[0-9]{0,3})")
+_ENV_ESCAPES = {
+    "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
+    '"': '"', "\\": "\\", "$": "$$", "c": "\\c",
+}  # fmt: skip
+
+
+def parse_env(text: str, source: str, lookup: Mapping[str, str]) -> dict[str, str]:
+    """The variables of an env file, as compose-go's ``dotenv`` parser reads them
+    (compose-spec/compose-go ``dotenv/parser.go``, ``dotenv/env.go``): ``#`` comment lines,
+    ``export``, ``KEY=VALUE`` or ``KEY: VALUE``, a bare ``KEY`` taken from ``lookup``;
+    unquoted values end at the line or at `` #``; single quotes keep their text; double
+    quotes decode ``\\n``-style escapes; values (unquoted and double-quoted) are
+    interpolated from ``lookup`` first, then from the keys above them."""
     out: dict[str, str] = {}
-    for raw in text.splitlines():
-        row = raw.strip()
-        if not row or row.startswith("#"):
+    i, line = 0, 1
+    text = text.removeprefix("\ufeff")
+
+    def err(message: str, hint: str) -> InputError:
+        return InputError(message, source=source, line=line, hint=hint)
+
+    while True:
+        while i < len(text) and text[i].isspace():  # the next statement
+            line += text[i] == "\n"
+            i += 1
+        if i >= len(text):
+            return out
+        if text[i] == "#":
+            end = text.find("\n", i)
+            if end < 0:
+                return out
+            i = end
             continue
-        name, eq, value = row.removeprefix("export ").strip().partition("=")
-        if not eq:
+        m = re.match(r"export[\s]+", text[i:])
+        if m and "\n" not in m.group(0):
+            i += len("export")
+            while i < len(text) and text[i] in _ENV_SPACE:
+                i += 1
+        start, j = i, i
+        sep = ""
+        while j < len(text):
+            c = text[j]
+            if c in _ENV_SPACE:
+                j += 1
+                continue
+            if c in "=:\n":
+                sep = c
+                break
+            if not (c.isalnum() or c in _ENV_KEY_CHARS):
+                row = text[start:].split("\n", 1)[0]
+                raise err(
+                    f"unexpected character {c!r} in the variable name {row!r}",
+                    "write KEY=VALUE, one per line",
+                )
+            j += 1
+        key = text[start:j].rstrip()
+        if " " in key:
+            raise err("a key cannot contain a space", "write KEY=VALUE, one per line")
+        if not sep:  # the file ends after a bare key
+            if key in lookup:
+                out[key] = lookup[key]
+            return out
+        i = j + 1
+        if sep == "\n":
+            line += 1
+            if key in lookup:
+                out[key] = lookup[key]
             continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        out[name.strip()] = value
-    return out
+        while i < len(text) and text[i] in _ENV_SPACE:
+            i += 1
+        scope = {**out, **lookup}
+        quote = text[i] if i < len(text) and text[i] in "'\"" else ""
+        if not quote:
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            value = text[i:end].split(" #", 1)[0].rstrip()
+            out[key] = Interpolation(scope, source).text(value, line, key)
+            i = end
+            continue
+        chars: list[str] = []
+        k, escaped, closed = i + 1, False, False
+        first_line = line
+        while k < len(text):
+            c = text[k]
+            line += c == "\n"
+            if c != quote:
+                if not escaped and c == "\\":
+                    escaped = True
+                elif escaped:
+                    escaped = False
+                    chars.append("\\" + c)
+                else:
+                    chars.append(c)
+                k += 1
+                continue
+            if escaped:
+                escaped = False
+                chars.append(c)
+                k += 1
+                continue
+            closed = True
+            break
+        if not closed:
+            line = first_line
+            row = text[i:].split("\n", 1)[0]
+            raise err(f"unterminated quoted value {row}", f"close the {quote}")
+        value = "".join(chars)
+        if quote == '"':
+            value = _ENV_ESCAPE.sub(_env_escape, value)
+            value = Interpolation(scope, source).text(value, first_line, key)
+        out[key] = value
+        i = k + 1
+
+
+def _env_escape(m: re.Match[str]) -> str:
+    """One escape as compose-go decodes it (``\\0NNN`` becomes Go's ``\\NNN``, which
+    needs three octal digits; what Go refuses stays as rewritten)."""
+    body = m.group(0)[1:]
+    if body[0] == "0":
+        digits = body[1:]
+        if len(digits) == 3 and all(c in "01234567" for c in digits) and int(digits, 8) < 256:
+            return chr(int(digits, 8))
+        return "\\" + digits
+    return _ENV_ESCAPES[body]
+
+
+def split_command(text: str) -> tuple[list[str], str, bool]:
+    """A string ``command``/``entrypoint`` split as compose splits it: (words, the text
+    compose drops, whether the string is invalid).
+
+    compose-go (``types/command.go``) calls ``shellwords.Parse`` of mattn/go-shellwords
+    v1.0.12 (its go.mod) without environment or backtick parsing: quotes and backslashes
+    as a shell has them, but no expansion, ``#`` is no comment, and reading stops at the
+    first unquoted ``;`` ``&`` ``|`` ``<`` ``>`` (a ``2>`` drops its ``2``). A ``(`` that
+    does not open ``$(`` is invalid.
+    """
+    args: list[str] = []
+    buf = ""
+    escaped = double = single = back = dollar = False
+    got = 0  # 0: nothing, 1: a word, 2: a word that closed a quote
+    pos = -1
+    i = -1
+    for r in text:
+        i += 1
+        if escaped:
+            buf += r
+            escaped = False
+            got = 1
+            continue
+        if r == "\\":
+            if single:
+                buf += r
+            else:
+                escaped = True
+            continue
+        if r in " \t\r\n":
+            if single or double or back or dollar:
+                buf += r
+            elif got:
+                args.append(buf)
+                buf, got = "", 0
+            continue
+        if r == "`" and not single and not double and not dollar:
+            back = not back
+        elif r == ")" and not single and not double and not back:
+            dollar = not dollar
+        elif r == "(" and not single and not double and not back:
+            if not dollar and buf.endswith("$"):
+                dollar = True
+                buf += "("
+                continue
+            return args, "", True
+        elif r == '"' and not single and not dollar:
+            if double:
+                got = 2
+            double = not double
+            continue
+        elif r == "'" and not double and not dollar:
+            if single:
+                got = 2
+            single = not single
+            continue
+        elif r in ";&|<>" and not (single or double or back or dollar):
+            if r == ">" and buf and "0" <= buf[0] <= "9":
+                i -= 1
+                got = 0
+            pos = i
+            break
+        got = 1
+        buf += r
+    if got:
+        args.append(buf)
+    if escaped or single or double or back or dollar:
+        return args, "", True
+    dropped = text[pos:].strip() if pos >= 0 else ""
+    return args, dropped, False
 
 
 class Interpolation:
@@ -134,7 +323,8 @@ class Interpolation:
                 source=self.source,
                 line=line,
                 key=key,
-                hint=f"set {name} in the .env file beside the compose file",
+                hint=f"set {name} in the .env file beside the compose file, or pass "
+                f"--env {name}=VALUE (the shell environment compose would use)",
             )
         return value
 
@@ -148,13 +338,33 @@ class Interpolation:
         return node
 
 
-def _words(value: Any, doc: _yaml.Document, path: tuple[str | int, ...], key: str) -> list[str]:
-    from kvconfig.load.shell.lexer import split_words
-
+def _words(
+    value: Any, doc: _yaml.Document, path: tuple[str | int, ...], key: str, notes: list[Note]
+) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
-        return split_words(value, source=doc.source, line=doc.line(*path), key=key)
+        words, dropped, invalid = split_command(value)
+        if invalid:
+            raise InputError(
+                f"{path[-1]}: compose cannot split {value!r} (an unclosed quote or "
+                "backslash, or a '(' that does not open $(...))",
+                source=doc.source,
+                line=doc.line(*path),
+                key=key,
+                hint=f'close the quote, or write {path[-1]} as a list: ["...", "..."]',
+            )
+        if dropped:
+            notes.append(
+                Note(
+                    "dropped-words",
+                    f"compose stops reading {path[-1]} at {dropped[:1]!r}: "
+                    f"{dropped!r} never runs (use sh -c for a pipeline or redirection)",
+                    doc.line(*path),
+                    str(path[-1]),
+                )
+            )
+        return words
     if isinstance(value, list):
         return ["" if v is None else str(v) for v in value]
     raise InputError(
@@ -172,7 +382,7 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
     from kvconfig.load.shell.script import Command, commands
     from kvconfig.load.shell.wrappers import shell_script, unwrap
 
-    dotenv = read_env_file(base / ".env", str(Path(doc.source).parent / ".env")) or {}
+    dotenv = read_env_file(base / ".env", str(Path(doc.source).parent / ".env"), env) or {}
     interp = Interpolation({**dotenv, **env}, doc.source)
     services = doc.data["services"]
     out: list[Engine] = []
@@ -186,9 +396,10 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
         svc = interp.walk(raw, doc, path)
         line = doc.line(*path)
         image = svc.get("image") if isinstance(svc.get("image"), str) else None
-        entrypoint = _words(svc.get("entrypoint"), doc, (*path, "entrypoint"), label)
-        command = _words(svc.get("command"), doc, (*path, "command"), label)
-        variables, unknown, sources = _environment(svc, doc, path, base, label)
+        split_notes: list[Note] = []
+        entrypoint = _words(svc.get("entrypoint"), doc, (*path, "entrypoint"), label, split_notes)
+        command = _words(svc.get("command"), doc, (*path, "command"), label, split_notes)
+        variables, unknown, sources = _environment(svc, doc, path, base, label, interp.variables)
         if entrypoint:
             words = entrypoint + command
         elif is_vllm_image(image):
@@ -230,7 +441,7 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
             out.append(
                 _engine(
                     one, f"{label}#{k + 1}" if len(starts) > 1 else label, svc, doc, path, base,
-                    interp.unset, variables, unknown, sources, entrypoint, image,
+                    interp.unset, variables, unknown, sources, entrypoint, image, split_notes,
                 )
             )  # fmt: skip
     if not out:
@@ -257,11 +468,12 @@ def _engine(  # noqa: PLR0917 (one service's facts)
     sources: list[str],
     entrypoint: list[str],
     image: str | None,
+    split_notes: list[Note],
 ) -> Engine:
     line = doc.line(*path)
     (entry, parser, argv), script_cmd = one
     check_words(argv, doc.source, line, label)
-    notes: list[Note] = []
+    notes: list[Note] = list(split_notes)
     for name in unset:
         notes.append(
             Note(
@@ -318,8 +530,13 @@ def _engine(  # noqa: PLR0917 (one service's facts)
     )
 
 
-def _environment(
-    svc: Mapping[str, Any], doc: _yaml.Document, path: tuple[str | int, ...], base: Path, label: str
+def _environment(  # noqa: PLR0917 (one service's facts)
+    svc: Mapping[str, Any],
+    doc: _yaml.Document,
+    path: tuple[str | int, ...],
+    base: Path,
+    label: str,
+    lookup: Mapping[str, str],
 ) -> tuple[dict[str, str], list[str], list[str]]:
     """(variables, names without a value here, env files that could not be read)."""
     variables: dict[str, str] = {}
@@ -330,7 +547,7 @@ def _environment(
         name = item.get("path") if isinstance(item, dict) else item
         if not isinstance(name, str):
             continue
-        read = read_env_file(base / name, name)
+        read = read_env_file(base / name, name, lookup)
         if read is None:
             sources.append(f"env_file {name}")
         else:

@@ -941,7 +941,12 @@ class _Shell:
         if head == "shift":
             if self.state.args is None or not known:
                 self.state.args = None
-                return 0
+                if self.dialect == "sh":  # dash stops when there is too little to shift
+                    self.state.when = (
+                        *self.state.when,
+                        f"shift on line {line} succeeding (the arguments only known at run time)",
+                    )
+                return None
             try:
                 n = int(words[1]) if len(words) > 1 else 1
             except ValueError:
