@@ -309,6 +309,18 @@ class FindingCode(str, Enum):
         Severity.WARNING,
         "arguments only known at run time (a Secret's VLLM_ADDITIONAL_ARGS) may change the plan",
     )
+    RUNTIME_BRANCH = (
+        "KV810",
+        "runtime-branch",
+        Severity.WARNING,
+        "a launch script runs this vLLM command only on a condition known at run time",
+    )
+    COMMAND_DROPPED = (
+        "KV811",
+        "command-dropped",
+        Severity.WARNING,
+        "docker-compose stops a string command at | ; & < >: the rest never runs",
+    )
 
 
 __all__ = ["FindingCode", "Severity"]

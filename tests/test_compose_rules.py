@@ -151,3 +151,16 @@ def test_the_command_line_env_is_the_shell_environment_compose_uses(tmp_path: Pa
     (item,) = targets.read(str(tmp_path / "compose.yaml"), {"BS": "32", "LEN": "8"})
     assert item.engine is not None
     assert item.engine.argv[3:] == ("32", "--max-model-len", "8")
+
+
+def test_the_dropped_text_is_a_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kvconfig.cli import main
+
+    model = Path(__file__).resolve().parent.parent / "examples" / "models" / "qwen3-8b"
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.33.0\n"
+        f"    command: --model {model} --block-size 16 2>&1 | tee /tmp/log\n"
+    )
+    code = main(["lint", "--platform", "h100", "--format", "json", str(tmp_path / "compose.yaml")])
+    out = capsys.readouterr().out
+    assert code == 0 and '"KV811"' in out and "2>&1 | tee /tmp/log" in out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -111,13 +111,17 @@ def options_from_argv(
     line: int | None = None,
     env: Mapping[str, str] | None = None,
     defaults: Mapping[str, Any] | None = None,
+    read_config: Callable[[str], Any] | None = None,
 ) -> Options:
     """Options from the words vLLM's parser receives (after ``vllm serve``): the value
     argparse stores for each destination, the launcher's ``defaults`` for those left
-    unset; every option is located at ``line``."""
+    unset; every option is located at ``line``. ``read_config`` returns a ``--config``
+    file's data (default: the YAML file)."""
     from kvconfig.load.argv import parse_serve_args
 
-    args = parse_serve_args(argv, version=version, entry=parser, base=base, source=source)
+    args = parse_serve_args(
+        argv, version=version, entry=parser, base=base, source=source, read_config=read_config
+    )
     opts = Options(source, base, env=dict(env or {}))
     for key, value in args.values.items():
         opts.values[key] = value

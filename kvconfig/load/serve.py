@@ -140,8 +140,12 @@ def maybe_json(value: Any) -> Any:
 
 
 def options_from_yaml(doc: _yaml.Document, version: str, base: Path | None = None) -> Options:
-    """Options from a ``vllm serve --config`` YAML document; relative paths in it are
-    relative to ``base`` (default: the file's folder)."""
+    """Options from a ``vllm serve --config`` YAML document, read exactly as
+    ``vllm serve --config FILE`` reads it (one reader for both): vLLM's
+    ``load_config_file`` turns the keys into arguments (``kvconfig.load.argv_config``),
+    then vLLM's argument rules apply (``kvconfig.load.argv``): a dotted key merges into
+    its option, a key given twice keeps the last value. Relative paths in it are relative
+    to ``base`` (default: the file's folder)."""
     if not isinstance(doc.data, dict):
         what = "empty" if doc.data is None else describe(doc.data)
         hint = "write 'option: value' lines, e.g. 'model: ./qwen3-8b'"
@@ -153,31 +157,44 @@ def options_from_yaml(doc: _yaml.Document, version: str, base: Path | None = Non
             line=1,
             hint=hint,
         )
-    opts = Options(doc.source, base or Path(doc.source).resolve().parent)
-    for key, value in doc.data.items():
-        if value is False and "_" in str(key).partition(".")[0] and _dropped(str(key), version):
-            # vLLM's load_config_file writes 'key: false' as --no-KEY, with the key's
-            # underscores; argparse knows only --no-KEY-WITH-DASHES and drops it
-            dashed = str(key).replace("_", "-")
-            opts.notices.append(
-                Notice(
-                    FindingCode.CONFIG_VALUE_DROPPED,
-                    f"{doc.source}:{doc.line(key)}: vLLM drops '{key}: false': it looks for "
-                    f"the option --no-{key}, which does not exist, so {dashed} keeps its "
-                    f"default (write '{dashed}: false')",
-                )
-            )
-            continue
-        _option(opts, str(key), value, doc.line(key), version)
+    from kvconfig.load.argv import options
+    from kvconfig.load.command import options_from_argv
+
+    folder = base or Path(doc.source).resolve().parent
+    name = doc.source if doc.source.split(".")[-1] in ("yaml", "yml") else "config.yaml"
+    table = options(version)
+    lines: dict[str, int | None] = {}
+    for key in doc.data:
+        head = _canonical(str(key)).partition(".")[0]
+        spec = table.get(f"--{head}") or table.get(f"--no-{head}")
+        if spec is not None:
+            lines[str(spec[0]).replace("_", "-")] = doc.line(key)
+    try:
+        opts = options_from_argv(
+            ["--config", name],
+            version=version,
+            base=folder,
+            source=doc.source,
+            read_config=lambda _path: doc.data,
+        )
+    except InputError as err:
+        raise _located(err, doc) from None
+    opts.lines.update(lines)
+    for dest in opts.values:
+        opts.lines.setdefault(dest, None)
     return opts
 
 
-def _dropped(key: str, version: str) -> bool:
-    """Whether vLLM's config-file reader drops ``key: false`` (``load_config_file``)."""
-    from kvconfig.load.argv import options
-
-    table = options(version)
-    return f"--no-{key}" not in table and f"--no-{key.replace('_', '-')}" in table
+def _located(err: InputError, doc: _yaml.Document) -> InputError:
+    """An argument error of the file, at the line of the key it names."""
+    wanted = _canonical(err.key.removeprefix("--")).partition(".")[0]
+    for key in doc.data:
+        head = _canonical(str(key)).partition(".")[0]
+        if wanted and (head == wanted or wanted.startswith(head) or head.startswith(wanted)):
+            return InputError(
+                err.message, source=doc.source, line=doc.line(key), key=str(key), hint=err.hint
+            )
+    return InputError(err.message, source=doc.source, line=err.line, key=err.key, hint=err.hint)
 
 
 def json_option(opts: Options, name: str) -> dict[str, Any] | None:

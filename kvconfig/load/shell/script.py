@@ -712,6 +712,9 @@ class _Shell:
             matched: bool | None = False
             for pat in patterns:
                 regex = self.pattern(pat)
+                if regex is not None and regex.pattern and not regex.pattern.replace(".*", ""):
+                    matched = True  # "*" matches every word, known or not
+                    break
                 if regex is None or subject is None:
                     matched = None
                     self.last_unknown = what if subject is None else pat.raw()
