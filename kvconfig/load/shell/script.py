@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kvconfig.errors import InputError
+from kvconfig.errors import ScriptJumps as _Jump
+from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.lexer import _Lexer, _Part, _source_form, _Word
@@ -59,17 +61,6 @@ class Command:
     """(choice, alternative taken) for every run-time choice above it."""
     replaces: bool = False
     """Run by ``exec``: the script ends with it."""
-
-
-class _Stop(Exception):
-    """The shell stops here: ``exit``, ``exec``, ``${X:?}`` on an unset variable."""
-
-
-class _Jump(Exception):
-    def __init__(self, kind: str, count: int) -> None:
-        super().__init__(kind)
-        self.kind = kind
-        self.count = count
 
 
 @dataclass
