@@ -671,6 +671,9 @@ class _Shell:
         if len(ends) < len(alternatives):
             merged.when = (*start.when, f"the script goes on past {reason}")
         _merge(merged, ends, reason)
+        later = [w for e in ends for w in e.when[len(start.when) + 1 :]]
+        if later:  # a condition one branch added (a shift that may fail) holds after it too
+            merged.when = (*merged.when, *dict.fromkeys(later))
         self.state = merged
         first = statuses[0]
         return first if all(s == first for s in statuses) else None
