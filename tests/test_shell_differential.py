@@ -229,6 +229,16 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     ),
     "exit stops": ('[ -n "$Q" ] || exit 0; vllm serve m', {"Q": None}, BOTH),
     "function with args": ('run() { vllm serve "$1" --tp "$2"; }; run m 4', {}, BOTH),
+    "a shift dash may refuse": (
+        'if [ -n "$Q" ]; then set -- x; fi; if [ -n $Q ]; then shift; fi; vllm serve m',
+        {"Q": None},
+        BOTH,
+    ),
+    "case * on a run-time word": (
+        'case "$Q" in a) vllm serve a;; *) shift;; esac; vllm serve m',
+        {"Q": None},
+        BOTH,
+    ),
     "double bracket": (
         "if [[ $X == a* ]]; then vllm serve 1; else vllm serve 2; fi",
         {"X": "ab"},
