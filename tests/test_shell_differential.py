@@ -239,6 +239,11 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"Q": None},
         BOTH,
     ),
+    "export on one side of a run-time branch": (
+        "if [ -n $KV_A ]; then unset KV_A; fi; KV_A=''; vllm serve m",
+        {"KV_A": None},
+        BOTH,
+    ),
     "double bracket": (
         "if [[ $X == a* ]]; then vllm serve 1; else vllm serve 2; fi",
         {"X": "ab"},

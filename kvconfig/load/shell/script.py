@@ -75,6 +75,7 @@ class _State:
     branch: tuple[tuple[int, int], ...] = ()
     why: dict[str, str] = field(default_factory=dict)
     status: int | None = 0
+    maybe_exported: set[str] = field(default_factory=set)
 
     def copy(self) -> _State:
         return _State(
@@ -88,6 +89,7 @@ class _State:
             self.branch,
             dict(self.why),
             self.status,
+            set(self.maybe_exported),
         )
 
 
@@ -913,6 +915,7 @@ class _Shell:
                 self.state.vars.pop(name, None)
                 self.state.arrays.pop(name, None)
                 self.state.exported.discard(name)
+                self.state.maybe_exported.discard(name)
             return 0
         if head == "set":
             if not known:
@@ -1011,7 +1014,7 @@ class _Shell:
                 self.blind.append(f"the script of {inner[0]} -c")
                 return None
             dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
-            env = {k: self.state.vars.get(k) for k in self.state.exported if k in self.state.vars}
+            env = self.exported_env()
             env.update(local)
             rest_known = not inner_unknown
             sub = _Shell(
@@ -1044,7 +1047,7 @@ class _Shell:
             if replaces:
                 raise _Stop
             return None
-        env = {k: self.state.vars.get(k) for k in self.state.exported if k in self.state.vars}
+        env = self.exported_env()
         env.update(local)
         self.commands.append(
             Command(
@@ -1061,6 +1064,13 @@ class _Shell:
         if replaces and not background:
             raise _Stop
         return None
+
+    def exported_env(self) -> dict[str, str | None]:
+        """The environment a program started now gets (None: only known at run time)."""
+        st = self.state
+        env = {k: st.vars.get(k) for k in st.exported if k in st.vars}
+        env.update(dict.fromkeys(st.maybe_exported & set(st.vars)))
+        return env
 
     def opaque(self, what: str) -> int | None:
         """Something that may change any variable: everything not yet known stays unknown."""
@@ -1108,6 +1118,7 @@ class _Shell:
                 self.assign(name, value if known else None, self.last_unknown)
             if head == "export" or "x" in flags:
                 self.state.exported.add(name)
+                self.state.maybe_exported.discard(name)
             if head == "readonly" or "r" in flags:
                 self.state.readonly.add(name)
         return status
@@ -1193,6 +1204,10 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
         else:
             merged.arrays[name] = [None]
     merged.exported = set().union(*(e.exported for e in ends))
+    # exported on one side only: whether a program sees it is known only at run time
+    merged.maybe_exported = set().union(*(e.maybe_exported for e in ends)) | (
+        merged.exported - set[str].intersection(*(e.exported for e in ends))
+    )
     merged.readonly = set().union(*(e.readonly for e in ends))
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
