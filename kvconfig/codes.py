@@ -336,6 +336,18 @@ class FindingCode(str, Enum):
         Severity.WARNING,
         "arguments only known at run time (a Secret's VLLM_ADDITIONAL_ARGS) may change the plan",
     )
+    RUNTIME_BRANCH = (
+        "KV810",
+        "runtime-branch",
+        Severity.WARNING,
+        "a launch script runs this vLLM command only on a condition known at run time",
+    )
+    COMMAND_DROPPED = (
+        "KV811",
+        "command-dropped",
+        Severity.WARNING,
+        "docker-compose stops a string command at | ; & < >: the rest never runs",
+    )
 
     # --- untrusted input: what kvconfig does not run, read or pass on (KV9xx) ---
     REMOTE_CODE_IGNORED = (

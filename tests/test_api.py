@@ -82,6 +82,8 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "UnsupportedArchitecture": (("XForCausalLM", "m/config.json", "kvconfig: 1"), {}),
     "DeploymentError": (("two", ("layers", 0), "fix"), {}),
     "NoCommonBlockSize": ((["A", "B"],), {}),
+    "ScriptStops": (("exit",), {}),
+    "ScriptJumps": (("break", 1), {}),
     "AlignedBlockSizeUnsupported": ((96, ["A"]), {}),
     "GroupingError": (("cannot group",), {}),
     "NoCommonKernelBlockSize": ((128, [("A", "[64]")]), {}),

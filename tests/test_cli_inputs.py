@@ -162,3 +162,21 @@ def test_every_operator_example_lints(path: Path, capsys: pytest.CaptureFixture[
     plans = plans if isinstance(plans, list) else [plans]
     names = [e.name for e in engines_in(path, str(path))]
     assert [p["operator_engine"]["name"] for p in plans] == names
+
+
+def test_a_folder_reports_every_file_and_exits_with_the_worst_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One bad file does not hide the others: each file's outcome is reported."""
+    from kvconfig.cli import main
+
+    (tmp_path / "a-bad.yaml").write_text("model: [\n")
+    (tmp_path / "b-unknown.yaml").write_text("model: m\nblok-size: 16\n")
+    (tmp_path / "c-twice.yaml").write_text("model: m\nkv-transfer-config: '{bad'\n")
+    assert main(["lint", "--platform", "h100", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(":", 2)[1] for line in err] == [
+        f" {tmp_path}/a-bad.yaml",
+        f" {tmp_path}/b-unknown.yaml",
+        f" {tmp_path}/c-twice.yaml",
+    ]

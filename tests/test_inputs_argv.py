@@ -15,7 +15,8 @@ import pytest
 
 from kvconfig.errors import InputError
 from kvconfig.load.argv import parse_serve_args
-from kvconfig.load.argv_table import argv_from_kwargs, human_readable_int, options
+from kvconfig.load.argv_table import argv_from_kwargs, options
+from kvconfig.mirror.argtypes import human_readable_int
 
 pytestmark = pytest.mark.vllm
 vllm = pytest.importorskip("vllm")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
 import pytest
 
 from kvconfig.errors import InputError
@@ -79,7 +83,7 @@ CASES = {
     ),
     "if branches and comments": (
         'if [ "$RANK" = 0 ]; then\n  # the head node\n  vllm serve m\nfi',
-        {},
+        {"RANK": "0"},
         [],
         ["vllm", "serve", "m"],
     ),
@@ -114,7 +118,7 @@ CASES = {
 @pytest.mark.parametrize("name", CASES, ids=CASES.keys())
 def test_the_server_command(name: str) -> None:
     script, env, args, want = CASES[name]
-    starts = [c for c in commands(script, env, args) if server_start(c.words)]
+    starts = [c for c in commands(script, env, args, dialect="bash") if server_start(c.words)]
     assert len(starts) == 1
     assert list(starts[0].words) == want
 
@@ -148,7 +152,7 @@ def test_envfrom_makes_unset_variables_unknown() -> None:
 
 
 def test_lines_count_from_the_script_start() -> None:
-    cmds = commands("set -e\n\nvllm serve m \\\n  --x 1\necho", {}, line=10)
+    cmds = commands("pip install x\n\nvllm serve m \\\n  --x 1\nnvidia-smi", {}, line=10)
     assert [c.line for c in cmds] == [10, 12, 14]
 
 
@@ -177,4 +181,95 @@ def test_split_words_keeps_expansions_as_written() -> None:
         "$X",
         '{"k": 1}',
         "${Y:-z}",
+    ]
+
+
+# ----- the shell inside operator files ------------------------------------------------
+_PROFILE_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: qwen3}
+spec:
+  template:
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          env:
+            - {name: PROFILE, value: throughput}
+          command: ["tini", "--", "/bin/bash", "-o", "pipefail", "-xc"]
+          args:
+            - |
+              if [ "$PROFILE" = throughput ]; then BS=128; else BS=64; fi
+              exec numactl --cpunodebind=0 vllm serve Qwen/Qwen3-8B --block-size $BS
+"""
+
+
+def test_a_pod_script_branch_is_decided_from_the_pod_env(tmp_path: Path) -> None:
+    from kvconfig.load.engines import engines_in
+
+    path = tmp_path / "d.yaml"
+    path.write_text(_PROFILE_DEPLOYMENT)
+    (engine,) = engines_in(path, "d.yaml")
+    assert engine.argv == ("Qwen/Qwen3-8B", "--block-size", "128")
+    path.write_text(_PROFILE_DEPLOYMENT.replace("value: throughput", "value: latency"))
+    (engine,) = engines_in(path, "d.yaml")
+    assert engine.argv == ("Qwen/Qwen3-8B", "--block-size", "64")
+
+
+def test_a_pod_script_branch_on_a_secret_is_only_known_at_run_time(tmp_path: Path) -> None:
+    from kvconfig.cli import main
+
+    path = tmp_path / "d.yaml"
+    path.write_text(
+        _PROFILE_DEPLOYMENT.replace(
+            "{name: PROFILE, value: throughput}",
+            "{name: PROFILE, valueFrom: {secretKeyRef: {name: s, key: p}}}",
+        )
+    )
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        code = main(["lint", str(path)])
+    assert code == 2
+    assert "$BS is only known at run time, and --block-size changes the plan" in err.getvalue()
+
+
+def test_engines_started_in_the_background_all_run(tmp_path: Path) -> None:
+    from kvconfig.load.engines import engines_in
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.33.0\n"
+        '    entrypoint: ["/bin/sh", "-c"]\n    command:\n'
+        '      - "for p in 8000 8001; do vllm serve Qwen/Qwen3-0.6B --port $$p & done; wait"\n'
+    )
+    found = engines_in(path, "c.yaml")
+    assert [(e.name, e.argv) for e in found] == [
+        ("compose/vllm#1", ("Qwen/Qwen3-0.6B", "--port", "8000")),
+        ("compose/vllm#2", ("Qwen/Qwen3-0.6B", "--port", "8001")),
+    ]
+
+
+def test_kserve_evaluates_vllm_additional_args_as_its_preset_does(tmp_path: Path) -> None:
+    """The presets run ``eval "exec vllm serve ... ${VLLM_ADDITIONAL_ARGS} $@"``: the value
+    is expanded by bash, defaults and arithmetic included, before vLLM sees it."""
+    from kvconfig.load.engines import engines_in
+
+    example = Path(__file__).parent.parent / "examples/operators/kserve-llminferenceservice.yaml"
+    text = example.read_text().replace(
+        'value: "--block-size 64"\n',
+        "value: \"--block-size ${BS:-32} --max-model-len $((4096 * 2)) --x 'a  b'\"\n",
+    )
+    path = tmp_path / "k.yaml"
+    path.write_text(text)
+    prefill = next(e for e in engines_in(path, "k.yaml") if "prefill" in e.name)
+    assert prefill.argv[-7:] == (
+        "--block-size", "32", "--max-model-len", "8192", "--x", "a  b", "--enforce-eager",
+    )  # fmt: skip
+    path.write_text(text.replace("${BS:-32}", "$(cat /etc/bs)"))
+    prefill = next(e for e in engines_in(path, "k.yaml") if "prefill" in e.name)
+    assert [n.message for n in prefill.notes if n.kind == "unknown-value"] == [
+        f"$(cat /etc/bs) in argument {prefill.argv.index('$(cat /etc/bs)') + 1} of vLLM is "
+        "only known at run time"
     ]

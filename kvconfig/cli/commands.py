@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     secrets.forget()
     try:
         args = build_parser().parse_args(args_list)
+        from kvconfig.load.repo_config import effective
+
+        args = effective(args)
         handler: Callable[[argparse.Namespace, list[str] | None], tuple[str, int]] = _HANDLERS[
             args.command
         ]

@@ -52,7 +52,7 @@ class Settings(NamedTuple):
     configured_version: str | None = None
     """The repository configuration's ``vllm_version`` (``[tool.kvconfig]`` or
     ``.kvconfig.toml``): below ``--vllm-version``, above an image tag or a pinned install
-    (docs/inputs.md). The reader of that file fills it in; None until then."""
+    (docs/inputs.md), as ``kvconfig.load.repo_config.effective`` sets it."""
 
 
 def settings(args: argparse.Namespace) -> Settings:
@@ -78,6 +78,7 @@ def settings(args: argparse.Namespace) -> Settings:
         list(parse_platforms(args.platform)) if args.platform else None,
         paths,
         engine,
+        getattr(args, "configured_version", None),
     )
 
 
@@ -105,7 +106,7 @@ def read_all(
     slots: list[Slot] = []
     for target in T.named(args, command, many):
         try:
-            items = T.read(target)
+            items = T.read(target, s.env)
         except InputError as err:
             if not many:
                 raise

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -102,17 +103,18 @@ def source_of(target: str | list[str]) -> str:
     return "<stdin>" if target == STDIN else target
 
 
-def read(target: str | list[str]) -> list[Item]:
-    """The deployments of one target (InputError when it cannot be read)."""
+def read(target: str | list[str], env: Mapping[str, str] | None = None) -> list[Item]:
+    """The deployments of one target (InputError when it cannot be read); ``env`` (the
+    ``--env`` options) is the shell environment docker-compose interpolates from."""
     if isinstance(target, list):
         return [Item("<command>", target)]
     from kvconfig.load import sources
 
     if target == STDIN:
-        found = sources.read_stdin(sys.stdin.buffer)
+        found = sources.read_stdin(sys.stdin.buffer, env=env)
         source = "<stdin>"
     else:
-        found = sources.read_file(Path(target), target)
+        found = sources.read_file(Path(target), target, env=env)
         source = target
     if isinstance(found, list):
         return [Item(e.source, target, engine=e) for e in found]

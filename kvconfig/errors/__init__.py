@@ -27,6 +27,8 @@ from kvconfig.errors.plan import (
     MachineryError,
     NoCommonBlockSize,
     NoCommonKernelBlockSize,
+    ScriptJumps,
+    ScriptStops,
     UnsupportedArchitecture,
     describe,
 )
@@ -46,6 +48,8 @@ __all__ = [
     "MachineryError",
     "NoCommonBlockSize",
     "NoCommonKernelBlockSize",
+    "ScriptJumps",
+    "ScriptStops",
     "UnsupportedArchitecture",
     "describe",
 ]

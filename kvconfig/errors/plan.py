@@ -104,6 +104,26 @@ class DeploymentError(KVConfigError):
         super().__init__(message)
 
 
+class ScriptStops(KVConfigError):
+    """A launch script stops here (``exit``, ``exec``, ``${X:?}`` unset, a special
+    builtin failing in dash). Internal to ``kvconfig.load.shell``, which catches it where
+    the shell would end the script or subshell; it never reaches a caller."""
+
+    def __init__(self, reason: str = "") -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class ScriptJumps(KVConfigError):
+    """``break``/``continue``/``return`` of a launch script leaving ``count`` loops or a
+    function. Internal to ``kvconfig.load.shell``, like ``ScriptStops``."""
+
+    def __init__(self, kind: str, count: int) -> None:
+        self.kind = kind
+        self.count = count
+        super().__init__(f"{kind} {count}")
+
+
 class NoCommonBlockSize(KVConfigError):
     """Without ``--block-size``, no block size suits every attention backend.
 

@@ -36,8 +36,10 @@ from kvconfig.errors import InputError
 from kvconfig.load import jsontext
 from kvconfig.load.argv_config import ConfigReader, _default_reader, config_tokens
 from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
-from kvconfig.load.argv_table import human_readable_int, options, third_is_not_append
+from kvconfig.load.argv_table import options, third_is_not_append
 from kvconfig.mirror import versions
+from kvconfig.mirror.argtypes import human_readable_int
+from kvconfig.mirror.json_options import refusal
 
 #: ``options`` is also read from here (``kvconfig.load.serve``).
 __all__ = ["options", "parse_serve_args"]
@@ -46,6 +48,7 @@ _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _MODEL_OPTION = re.compile(r"^--model(=.+|$)")
 _SERVED_NAME = re.compile(r"^--served[-_]model[-_]name(=.+|$)")
 _CONFIG_OPTION = re.compile(r"^--config(=.+|$)")
+_JSON_HINT = "pass one JSON object in single quotes, or a YAML mapping in a config file"
 
 
 def _is_option(token: str) -> bool:
@@ -275,6 +278,8 @@ def parse_serve_args(
             if not taken:
                 raise err("needs at least one value", name, f"e.g. {name} VALUE")
             stored = taken
+        if isinstance(stored, str) and (problem := refusal(dest, stored, version)):
+            raise err(f"vLLM's parser refuses this value: {problem}", name, _JSON_HINT)
         key = dest.replace("_", "-")
         if third == "append":
             values[key] = [*values.get(key, []), stored]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,22 +24,6 @@ def options(version: str) -> Mapping[str, OptionSpec]:
     with path.open(encoding="utf-8") as f:
         rows = json.load(f)["options"]
     return {k: (str(v[0]), str(v[1]), v[2]) for k, v in rows.items()}
-
-
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
-
-
-def human_readable_int(text: str) -> int:
-    """vLLM's ``human_readable_int``: ``1k`` is 1000, ``1K`` is 1024; raises ValueError."""
-    text = text.strip()
-    match = _HUMAN_INT.fullmatch(text)
-    if match:
-        number, suffix = match.groups()
-        decimal = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-        if suffix in decimal:
-            return int(float(number) * decimal[suffix])
-        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
-    return int(text)
 
 
 def third_is_not_append(table: Mapping[str, OptionSpec], name: str) -> bool:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from kvconfig.codes import FindingCode
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, describe
+from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.serve import Notice, Options
 
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -113,13 +114,17 @@ def options_from_argv(
     line: int | None = None,
     env: Mapping[str, str] | None = None,
     defaults: Mapping[str, Any] | None = None,
+    read_config: Callable[[str], Any] | None = None,
 ) -> Options:
     """Options from the words vLLM's parser receives (after ``vllm serve``): the value
     argparse stores for each destination, the launcher's ``defaults`` for those left
-    unset; every option is located at ``line``."""
+    unset; every option is located at ``line``. ``read_config`` returns a ``--config``
+    file's data (default: the YAML file)."""
     from kvconfig.load.argv import parse_serve_args
 
-    args = parse_serve_args(argv, version=version, entry=parser, base=base, source=source)
+    args = parse_serve_args(
+        argv, version=version, entry=parser, base=base, source=source, read_config=read_config
+    )
     opts = Options(source, base, env=dict(env or {}))
     for key, value in args.values.items():
         opts.values[key] = value
@@ -133,3 +138,66 @@ def options_from_argv(
         if code is not None:
             opts.notices.append(Notice(code, note.message))
     return opts
+
+
+def _canonical(name: str) -> str:
+    """vLLM's normalisation: underscores become dashes before the first dot."""
+    head, dot, rest = name.partition(".")
+    return head.replace("_", "-") + dot + rest
+
+
+def options_from_yaml(doc: _yaml.Document, version: str, base: Path | None = None) -> Options:
+    """Options from a ``vllm serve --config`` YAML document, read exactly as
+    ``vllm serve --config FILE`` reads it (one reader for both): vLLM's
+    ``load_config_file`` turns the keys into arguments (``kvconfig.load.argv_config``),
+    then vLLM's argument rules apply (``kvconfig.load.argv``): a dotted key merges into
+    its option, a key given twice keeps the last value. Relative paths in it are relative
+    to ``base`` (default: the file's folder)."""
+    if not isinstance(doc.data, dict):
+        what = "empty" if doc.data is None else describe(doc.data)
+        hint = "write 'option: value' lines, e.g. 'model: ./qwen3-8b'"
+        if isinstance(doc.data, str) and doc.data.lstrip().startswith("vllm serve"):
+            hint = "to check a command, paste it after '--': kvconfig lint -- vllm serve ..."
+        raise InputError(
+            f"the file is {what}, not a mapping of vllm serve options",
+            source=doc.source,
+            line=1,
+            hint=hint,
+        )
+    from kvconfig.load.argv import options
+
+    folder = base or Path(doc.source).resolve().parent
+    name = doc.source if doc.source.split(".")[-1] in ("yaml", "yml") else "config.yaml"
+    table = options(version)
+    lines: dict[str, int | None] = {}
+    for key in doc.data:
+        head = _canonical(str(key)).partition(".")[0]
+        spec = table.get(f"--{head}") or table.get(f"--no-{head}")
+        if spec is not None:
+            lines[str(spec[0]).replace("_", "-")] = doc.line(key)
+    try:
+        opts = options_from_argv(
+            ["--config", name],
+            version=version,
+            base=folder,
+            source=doc.source,
+            read_config=lambda _path: doc.data,
+        )
+    except InputError as err:
+        raise _located(err, doc) from None
+    opts.lines.update(lines)
+    for dest in opts.values:
+        opts.lines.setdefault(dest, None)
+    return opts
+
+
+def _located(err: InputError, doc: _yaml.Document) -> InputError:
+    """An argument error of the file, at the line of the key it names."""
+    wanted = _canonical(err.key.removeprefix("--")).partition(".")[0]
+    for key in doc.data:
+        head = _canonical(str(key)).partition(".")[0]
+        if wanted and (head == wanted or wanted.startswith(head) or head.startswith(wanted)):
+            return InputError(
+                err.message, source=doc.source, line=doc.line(key), key=str(key), hint=err.hint
+            )
+    return InputError(err.message, source=doc.source, line=err.line, key=err.key, hint=err.hint)

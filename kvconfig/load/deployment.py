@@ -21,7 +21,7 @@ from kvconfig.codes import FindingCode
 from kvconfig.load import checks, validate
 from kvconfig.load import serve as _serve
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.command import options_from_command
+from kvconfig.load.command import options_from_command, options_from_yaml
 from kvconfig.load.platforms import parse_platform
 from kvconfig.load.serve import Notice
 from kvconfig.load.serve_deployment import to_deployment
@@ -124,7 +124,7 @@ def load_noted(
             native_version, notices = _native_release(doc, target, version if named else None)
             dep = _native(doc, target, native_version, extra_env, overrides)
             return Loaded(dep, (*assumed, *notices))
-        opts = _serve.options_from_yaml(doc, version)
+        opts = options_from_yaml(doc, version)
     else:
         opts = options_from_command(target, version, cwd or Path.cwd())
     opts.model_paths = model_paths
@@ -179,7 +179,7 @@ def serve_options(
         path = Path(target) if Path(target).is_absolute() else base / target
         if doc is None:
             doc = _yaml.load(path, target)
-        return _serve.options_from_yaml(doc, version, base=path.resolve().parent)
+        return options_from_yaml(doc, version, base=path.resolve().parent)
     return options_from_command(target, version, base)
 
 

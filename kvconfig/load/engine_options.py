@@ -98,6 +98,13 @@ def engine_options(
     opts.download = download
     _unknown_values(engine, opts)
     opts.notices.extend(_environment(engine))
+    codes = {
+        "run-time-branch": FindingCode.RUNTIME_BRANCH,
+        "dropped-words": FindingCode.COMMAND_DROPPED,
+    }
+    for note in engine.notes:
+        if note.kind in codes:
+            opts.notices.append(Notice(codes[note.kind], f"{engine.name}: {note.message}"))
     return opts
 
 

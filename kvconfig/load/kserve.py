@@ -4,7 +4,8 @@ KServe merges the resource over an ``LLMInferenceServiceConfig`` preset
 (``config/llmisvcconfig/`` in kserve/kserve). The presets run, in the main container,
 ``vllm serve /mnt/models --served-model-name NAME --port PORT`` with
 ``--tensor-parallel-size`` from ``spec.parallelism.tensor``, then the words of the
-``VLLM_ADDITIONAL_ARGS`` variable, then the container's ``args``. With ``spec.prefill``
+``VLLM_ADDITIONAL_ARGS`` variable (the presets' ``bash -c`` script ``eval``s it, so the
+one shell evaluates it), then the container's ``args``. With ``spec.prefill``
 the main workload is the decode pool and ``spec.prefill`` a second engine with its own
 parallelism and template; with ``spec.worker`` the presets add the data-parallel
 options. ``spec.kvCacheOffloading`` adds an ``OffloadingConnector``
@@ -221,7 +222,6 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.env import container_env
     from kvconfig.load.kubernetes.resources import Pod
-    from kvconfig.load.shell.lexer import split_words
 
     template = mapping(workload.get("template"))
     containers = listing(template.get("containers"))
@@ -247,12 +247,10 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
         if isinstance(item, dict) and item.get("name") == "VLLM_ADDITIONAL_ARGS":
             env_line = res.line(*tpath, "containers", index or 0, "env", k) or env_line
     env = container_env(container, res, (*tpath, "containers", index or 0), label)
-    additional = env.known.get("VLLM_ADDITIONAL_ARGS", "")
-    extra_words = split_words(
-        additional, source=res.source, line=env_line, key=f"{label}: VLLM_ADDITIONAL_ARGS"
-    )
+    extra_words, extra_unknown = _additional_args(env, res.source, env_line, label)
     args = [str(a) for a in container.get("args") or []]
     container["args"] = [*preset, *extra_words, *args]
+    arg_unknown = [(2 + len(preset) + i, what) for i, what in extra_unknown]
     container["command"] = ["vllm", "serve"]
     from kvconfig.load.dynamo import _Shim
 
@@ -262,7 +260,9 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
     shim = _Shim(res, tpath, pod_spec, container_at)
     pod = Pod(shim, (), label, role=role, parallelism=parallelism, block_lines=block_lines)  # type: ignore[arg-type]
     out = []
-    for engine in read_container(pod, 0, base, found, entry_label="kserve", env_base=PRESET_ENV):
+    for engine in read_container(
+        pod, 0, base, found, entry_label="kserve", env_base=PRESET_ENV, arg_unknown=arg_unknown
+    ):
         unknown = tuple(n for n in engine.env_unknown if n != "VLLM_ADDITIONAL_ARGS")
         notes = engine.notes
         if "VLLM_ADDITIONAL_ARGS" in engine.env_unknown:
@@ -280,3 +280,34 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
             )
         out.append(replace(engine, model_uri=uri, env_unknown=unknown, notes=notes))
     return out
+
+
+_PRESET_EVAL = 'eval "exec vllm serve ${VLLM_ADDITIONAL_ARGS}"'
+"""How the presets' ``bash -c`` script uses the variable (``eval "exec vllm serve ...
+${VLLM_ADDITIONAL_ARGS} $@"``): expanded, then read again as shell text."""
+
+
+def _additional_args(
+    env: Any, source: str, line: int | None, label: str
+) -> tuple[list[str], list[tuple[int, str]]]:
+    """The words ``VLLM_ADDITIONAL_ARGS`` gives vLLM, and (index, what) of those only
+    known at run time (``$(...)``, a variable from a Secret)."""
+    from kvconfig.load.shell.script import read_script
+
+    additional = env.known.get("VLLM_ADDITIONAL_ARGS", "")
+    if not additional:
+        return [], []
+    reading = read_script(
+        _PRESET_EVAL,
+        {**PRESET_ENV, **env.shell_env()},
+        unknown_rest=bool(env.sources),
+        source=source,
+        line=line,
+        key=f"{label}: VLLM_ADDITIONAL_ARGS",
+        dialect="bash",
+    )
+    runs = [c for c in reading.commands if c.words[:2] == ("vllm", "serve")]
+    if not runs or reading.blind:
+        return [additional], [(0, additional)]
+    cmd = runs[0]
+    return list(cmd.words[2:]), [(i - 2, what) for i, what in cmd.unknown if i >= 2]

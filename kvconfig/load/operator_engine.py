@@ -24,7 +24,8 @@ class Note:
     """``unknown-value`` (a word vLLM receives is not known until run time),
     ``unknown-vllm-version``, ``vllm-version-unsaid``, ``unknown-gpu``,
     ``several-gpus``, ``preferred-gpu``, ``launcher-default``, ``unset-variable``,
-    ``not-read``."""
+    ``not-read``, ``run-time-branch`` (a shell condition only known at run time decides
+    whether the command runs)."""
     message: str
     """One sentence for the report."""
     line: int | None = None

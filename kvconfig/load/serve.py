@@ -19,20 +19,8 @@ from kvconfig._suggest import did_you_mean
 from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError, describe
 from kvconfig.load import jsontext
-from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.checks import check_backend
 from kvconfig.mirror import versions
-
-#: Flags that store the opposite of their name into vLLM's option (argparse store_false).
-NEGATING_FLAGS = frozenset(
-    {"disable-prefix-caching", "enable-hybrid-kv-cache-manager", "disable-mm-embeds"}
-)
-
-#: Options whose value is a JSON object (or a YAML mapping in a config file).
-JSON_OPTIONS = frozenset(
-    {"speculative-config", "attention-config", "hf-overrides", "compilation-config"}
-)
-
 
 if TYPE_CHECKING:
     from kvconfig.load.hub import ModelPaths
@@ -77,60 +65,6 @@ class Options:
         )
 
 
-def _canonical(name: str) -> str:
-    """vLLM's normalisation: underscores become dashes before the first dot."""
-    head, dot, rest = name.partition(".")
-    return head.replace("_", "-") + dot + rest
-
-
-def _option(opts: Options, raw_key: str, value: Any, line: int | None, version: str) -> None:
-    known = versions.facts(version).serve_options
-    key = _canonical(str(raw_key).removeprefix("--"))
-    head, _, nested = key.partition(".")
-    spec = known.get(f"--{head}")
-    if spec is None and head.startswith("no-") and f"--{head[3:]}" in known:
-        spec, head, value = known[f"--{head[3:]}"], head[3:], False
-    if head in NEGATING_FLAGS and isinstance(value, bool):
-        value = not value
-    if spec is None:
-        dashes = "--" if str(raw_key).startswith("--") else ""
-        names = [dashes + k.removeprefix("--") for k in known if k.startswith("--")]
-        raise InputError(
-            f"unknown vLLM {version} option {raw_key!r}",
-            source=opts.source,
-            line=line,
-            key=str(raw_key),
-            hint=did_you_mean(dashes + head, names) or "see 'vllm serve --help'",
-        )
-    dest = str(spec["dest"]).replace("_", "-")
-    opts.lines.setdefault(dest, line)
-    if nested:
-        if dest not in JSON_OPTIONS:
-            raise InputError(
-                f"{head!r} takes no sub-keys",
-                source=opts.source,
-                line=line,
-                key=key,
-                hint=f"write '{head}: value'",
-            )
-        current = opts.values.setdefault(dest, {})
-        if not isinstance(current, dict):
-            raise opts.err(key, f"{head!r} is given both whole and by sub-keys", "use one form")
-        node = current
-        parts = nested.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = maybe_json(value)
-        return
-    if dest in opts.values and dest not in ("model",):
-        first = opts.lines.get(dest)
-        again = (
-            f"set again after line {first}" if first is not None and first != line else "set twice"
-        )
-        raise InputError(again, source=opts.source, line=line, key=head, hint="keep one of them")
-    opts.values[dest] = value
-
-
 def maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         try:
@@ -138,47 +72,6 @@ def maybe_json(value: Any) -> Any:
         except json.JSONDecodeError:
             return value
     return value
-
-
-def options_from_yaml(doc: _yaml.Document, version: str, base: Path | None = None) -> Options:
-    """Options from a ``vllm serve --config`` YAML document; relative paths in it are
-    relative to ``base`` (default: the file's folder)."""
-    if not isinstance(doc.data, dict):
-        what = "empty" if doc.data is None else describe(doc.data)
-        hint = "write 'option: value' lines, e.g. 'model: ./qwen3-8b'"
-        if isinstance(doc.data, str) and doc.data.lstrip().startswith("vllm serve"):
-            hint = "to check a command, paste it after '--': kvconfig lint -- vllm serve ..."
-        raise InputError(
-            f"the file is {what}, not a mapping of vllm serve options",
-            source=doc.source,
-            line=1,
-            hint=hint,
-        )
-    opts = Options(doc.source, base or Path(doc.source).resolve().parent)
-    for key, value in doc.data.items():
-        if value is False and "_" in str(key).partition(".")[0] and _dropped(str(key), version):
-            # vLLM's load_config_file writes 'key: false' as --no-KEY, with the key's
-            # underscores; argparse knows only --no-KEY-WITH-DASHES and drops it
-            dashed = str(key).replace("_", "-")
-            opts.notices.append(
-                Notice(
-                    FindingCode.CONFIG_VALUE_DROPPED,
-                    f"{doc.source}:{doc.line(key)}: vLLM drops '{key}: false': it looks for "
-                    f"the option --no-{key}, which does not exist, so {dashed} keeps its "
-                    f"default (write '{dashed}: false')",
-                )
-            )
-            continue
-        _option(opts, str(key), value, doc.line(key), version)
-    return opts
-
-
-def _dropped(key: str, version: str) -> bool:
-    """Whether vLLM's config-file reader drops ``key: false`` (``load_config_file``)."""
-    from kvconfig.load.argv import options
-
-    table = options(version)
-    return f"--no-{key}" not in table and f"--no-{key.replace('_', '-')}" in table
 
 
 def json_option(opts: Options, name: str) -> dict[str, Any] | None:

@@ -99,11 +99,23 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
         env[runtime] = None
     run_line = doc.line("run")
     script_line = (run_line + 1) if run_line is not None else None
+    from kvconfig.load.shell import servers
+
+    cmds = commands(run, env, source=doc.source, line=script_line, key=label, dialect="bash")
+    chosen, problem = servers(cmds, lambda w: server_start(w) is not None)
     starts = []
-    for cmd in commands(run, env, source=doc.source, line=script_line, key=label):
+    for cmd in chosen:
         start = server_start(cmd.words)
-        if start is not None:
-            starts.append((start, cmd))
+        assert start is not None
+        starts.append((start, cmd))
+    if problem:
+        raise InputError(
+            f"{problem}; kvconfig cannot tell which one runs",
+            source=doc.source,
+            line=starts[1][1].line,
+            key=label,
+            hint="keep one vLLM server per task",
+        )
     if not starts:
         raise InputError(
             "no vLLM server found: the run script starts no 'vllm serve'",

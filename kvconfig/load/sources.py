@@ -11,6 +11,7 @@ output, compose merge keys, up to ``MAX_MANIFEST_BYTES``) goes to the operator r
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -38,8 +39,9 @@ _OPERATOR_KEY = re.compile(
 )
 
 
-def read_file(path: Path, source: str) -> Source:
-    """What the file at ``path`` (named ``source``) holds."""
+def read_file(path: Path, source: str, *, env: Mapping[str, str] | None = None) -> Source:
+    """What the file at ``path`` (named ``source``) holds; ``env`` is the shell
+    environment docker-compose would interpolate from (``--env``)."""
     raw = _yaml.read_bytes(path, source, MAX_MANIFEST_BYTES, what="file")
     if len(raw) > _yaml.MAX_BYTES and not _OPERATOR_KEY.search(
         raw[:65536].decode("utf-8", "replace")
@@ -50,29 +52,40 @@ def read_file(path: Path, source: str) -> Source:
             hint="a file like this is a few KiB: check that this is the right path",
         )
     text = _yaml.decode(raw, source)
-    return read_text(text, source, path.resolve().parent, small=len(raw) <= _yaml.MAX_BYTES)
+    return read_text(
+        text, source, path.resolve().parent, small=len(raw) <= _yaml.MAX_BYTES, env=env
+    )
 
 
-def read_stdin(stream: BinaryIO, source: str = "<stdin>") -> Source:
+def read_stdin(
+    stream: BinaryIO, source: str = "<stdin>", *, env: Mapping[str, str] | None = None
+) -> Source:
     """What standard input holds (``kvconfig lint -``): relative paths are relative to
     the working folder."""
     text = read_stream(stream, source)
-    return read_text(text, source, Path.cwd(), small=len(text) <= _yaml.MAX_BYTES)
+    return read_text(text, source, Path.cwd(), small=len(text) <= _yaml.MAX_BYTES, env=env)
 
 
-def read_text(text: str, source: str, folder: Path, *, small: bool = True) -> Source:
+def read_text(
+    text: str,
+    source: str,
+    folder: Path,
+    *,
+    small: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> Source:
     """What ``text`` holds; ``folder`` is where its relative paths start."""
     if small:
         try:
             doc = _yaml.parse(text, source)
         except InputError:
             if _OPERATOR_KEY.search(text):
-                return engines_in(text, source, base=folder)
+                return engines_in(text, source, base=folder, env=env)
             raise
         if not is_operator_file(doc.data):
             return doc
-        return engines_of([doc], source, folder, text=text)
-    return engines_in(text, source, base=folder)
+        return engines_of([doc], source, folder, text=text, env=env)
+    return engines_in(text, source, base=folder, env=env)
 
 
 __all__ = ["Source", "read_file", "read_stdin", "read_text"]

@@ -36,12 +36,14 @@ SCHEMA_IDS = {
     "plan.schema.json": "urn:kvconfig:schema:plan:1",
     "fleet.schema.json": "urn:kvconfig:schema:fleet:1",
     "fleet-plan.schema.json": "urn:kvconfig:schema:fleet-plan:1",
+    "repo-config.schema.json": "urn:kvconfig:schema:repo-config:1",
 }
 
 
 def schemas() -> dict[str, str]:
     """File name -> JSON Schema text of the native deployment file, the plan, the native
-    fleet file and the fleet plan (docs/fleets.md).
+    fleet file, the fleet plan (docs/fleets.md) and the repository configuration
+    (docs/inputs.md).
 
     The deployment schema describes the file as written: ``kvconfig: 1`` is required
     there, because it is how kvconfig tells a native file from a vllm serve config.
@@ -49,6 +51,7 @@ def schemas() -> dict[str, str]:
     from kvconfig.load.validate import json_schema
     from schemas.fleet import FleetFile, FleetPlan
     from schemas.plan import Plan
+    from schemas.repo_config import RepoConfig
 
     deployment = json_schema()
     deployment["required"] = ["kvconfig", *deployment.get("required", [])]
@@ -58,6 +61,7 @@ def schemas() -> dict[str, str]:
         ("plan.schema.json", Plan.model_json_schema(by_alias=True)),
         ("fleet.schema.json", FleetFile.model_json_schema(by_alias=True)),
         ("fleet-plan.schema.json", FleetPlan.model_json_schema(by_alias=True)),
+        ("repo-config.schema.json", RepoConfig.model_json_schema(by_alias=True)),
     ):
         doc = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

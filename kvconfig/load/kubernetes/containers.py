@@ -3,7 +3,6 @@ with the pod's GPU labels and the container's GPU count."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,6 @@ from kvconfig.load.gpu_labels import GPU_LABELS, INSTANCE_LABELS, instance_gpu
 from kvconfig.load.kubernetes.env import container_env, expand_k8s
 from kvconfig.load.kubernetes.resources import Found, Pod, strings
 from kvconfig.load.operator_engine import Engine, Note, server_start
-
-_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
 
 
 def _gpu_labels(spec: Mapping[str, Any]) -> tuple[list[str], list[str]]:
@@ -91,8 +88,11 @@ def read_container(
     env_base: Mapping[str, str] | None = None,
     env_unknown: Sequence[str] = (),
     entry_label: str | None = None,
+    arg_unknown: Sequence[tuple[int, str]] = (),
 ) -> list[Engine]:
-    """The vLLM engines one container starts (none, one, or an error for two)."""
+    """The vLLM engines one container starts: none, one, or one per server its script
+    starts in the background. ``arg_unknown``: (index in command + args, what is unknown
+    there) for words a caller already knows to be unknown."""
     res = pod.resource
     cpath = (*pod.path, "containers", index)
     container = pod.spec["containers"][index]
@@ -123,17 +123,22 @@ def read_container(
         tuple[str, str, list[str], Mapping[str, str | None], list[tuple[int, str]], int | None]
     ]
     starts = []
-    shell_at = _shell_script(expanded)
-    if shell_at is not None:
+    from kvconfig.load.shell.wrappers import shell_script
+
+    detected = shell_script(expanded)
+    when: tuple[str, ...] = ()
+    if detected is not None:
+        shell_at, dialect = detected
         script = expanded[shell_at]
         item_line = res.line(*places[shell_at])
         script_line = (
             item_line + 1 if item_line is not None and item_line in pod.block_lines else item_line
         )
+        from kvconfig.load.shell import servers
         from kvconfig.load.shell.script import commands
 
         positional = expanded[shell_at + 1 :]
-        for cmd in commands(
+        cmds = commands(
             script,
             env.shell_env(),
             positional,
@@ -141,14 +146,32 @@ def read_container(
             source=res.source,
             line=script_line,
             key=name,
-        ):
+            dialect=dialect,
+        )
+        chosen, problem = servers(cmds, lambda w: server_start(w) is not None)
+        if problem:
+            raise res.err(
+                f"{problem}; kvconfig cannot tell which one runs",
+                cpath,
+                name,
+                "run each vLLM server in its own container, or keep one command",
+            )
+        for cmd in chosen:
             start = server_start(cmd.words)
-            if start is not None:
-                offset = len(cmd.words) - len(start[2])
-                unknown_here = [(i - offset, w) for i, w in cmd.unknown if i >= offset]
-                starts.append((*start, cmd.env, unknown_here, cmd.line))
+            assert start is not None
+            offset = len(cmd.words) - len(start[2])
+            unknown_here = [(i - offset, w) for i, w in cmd.unknown if i >= offset]
+            starts.append((*start, cmd.env, unknown_here, cmd.line))
+            when = cmd.when
         runs = "a shell script"
     else:
+        from kvconfig.load.shell.wrappers import unwrap
+
+        inner, _, _, removed = unwrap(expanded)
+        if inner is not None and removed and server_start(inner) is not None:
+            expanded, places = expanded[removed:], places[removed:]
+            left = [(i - removed, n, why) for i, n, why in left if i >= removed]
+            arg_unknown = [(i - removed, w) for i, w in arg_unknown if i >= removed]
         start = server_start(expanded) if command or not (vllm_image or implicit_entry) else None
         if start is None and not command and (vllm_image or implicit_entry):
             start = ("image entry point", "serve", expanded)
@@ -173,6 +196,7 @@ def read_container(
                 )
             offset = len(expanded) - len(start[2])
             unknown = [(i - offset, f"$({n})") for i, n, _ in left if i >= offset]
+            unknown += [(i - offset, what) for i, what in arg_unknown if i >= offset]
             starts.append((*start, env.shell_env(), unknown, line))
         shown = expanded[:3] if expanded[1:2] == ["-m"] else expanded[:2]
         runs = " ".join(shown) if expanded else f"the image {image or '?'}'s entry point"
@@ -180,17 +204,37 @@ def read_container(
         found.append(Found(name, runs, line))
         return []
     if len(starts) > 1:
-        lines = ", ".join(str(s[5]) for s in starts if s[5] is not None)
-        raise res.err(
-            f"two candidate vLLM commands in one container (lines {lines}); kvconfig cannot "
-            "tell which one runs",
-            cpath,
-            name,
-            "run each vLLM server in its own container, or keep one command",
-        )
+        engines: list[Engine] = []
+        for k, one in enumerate(starts):
+            engines += _engine(pod, index, base, [one], f"{name}#{k + 1}", env, when, entry_label)
+        return engines
+    return _engine(pod, index, base, starts, name, env, when, entry_label)
+
+
+def _engine(  # noqa: PLR0917 (the container's facts)
+    pod: Pod,
+    index: int,
+    base: Path,
+    starts: list[
+        tuple[str, str, list[str], Mapping[str, str | None], list[tuple[int, str]], int | None]
+    ],
+    name: str,
+    env: Any,
+    when: tuple[str, ...],
+    entry_label: str | None,
+) -> list[Engine]:
+    res = pod.resource
+    cpath = (*pod.path, "containers", index)
+    container = pod.spec["containers"][index]
+    line = res.line(*cpath)
+    image = container.get("image") if isinstance(container.get("image"), str) else None
     entry, parser, argv, run_env, unknown, at = starts[0]
     check_words(argv, res.source, at, name)
-    notes: list[Note] = []
+    notes: list[Note] = [
+        Note("run-time-branch", f"this vLLM command runs only on {w}", at, "")
+        for w in when
+        if not w.startswith("the status of")
+    ]
     for i, what in unknown:
         option = argv[i - 1] if 0 < i <= len(argv) and argv[i - 1].startswith("-") else ""
         notes.append(
@@ -253,15 +297,3 @@ def read_container(
             notes=tuple(notes),
         )
     ]
-
-
-def _shell_script(words: Sequence[str]) -> int | None:
-    """Index of the script in ``sh -c SCRIPT ...`` (any ``-xc`` style flag), or None."""
-    if not words or os.path.basename(words[0]) not in _SHELLS:
-        return None
-    i = 1
-    while i < len(words) and words[i].startswith("-"):
-        if "c" in words[i][1:] and not words[i].startswith("--"):
-            return i + 1 if i + 1 < len(words) else None
-        i += 1
-    return None

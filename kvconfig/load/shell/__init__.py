@@ -1,25 +1,98 @@
-"""The simple commands of a ``sh -c`` / ``bash -c`` script, with their words expanded.
+"""One shell: what a ``sh -c`` / ``bash -c`` script runs, decided as bash and dash decide.
 
 Operators keep vLLM's arguments in scripts like::
 
-    export VLLM_USE_V2_MODEL_RUNNER=1 && \\
-      exec vllm serve "$MODEL" --block-size ${BLOCK_SIZE:-128} 2>&1 | tee /tmp/vllm.log
+    if [ "$PROFILE" = throughput ]; then BS=128; else BS=64; fi
+    exec numactl --cpunodebind=0 vllm serve "$MODEL" --block-size $BS 2>&1 | tee /tmp/log
 
-This module splits such a script the way a POSIX shell would, without running it:
-quotes (single, double, ``$'...'``), backslash escapes and line continuations,
-comments, here-documents, the separators ``;`` ``&`` ``&&`` ``||`` ``|`` and newlines,
-redirections (dropped), and the compound-command keywords (``if``/``then``/``do``...,
-whose inner commands are kept). Words are expanded in order of the script:
-``$NAME``, ``${NAME}``, ``${NAME:-word}`` and the other POSIX default forms, the
-positional parameters (``$1``, ``"$@"``), and field splitting of unquoted expansions.
-Assignments (``NAME=value``, ``export NAME=value``, ``env NAME=value cmd``) take effect
-in the order written, whatever branch of an ``if`` they are in. ``eval`` re-reads its
-words as a script.
+kvconfig reads such a script without running it (``lexer`` splits it into words and
+operators, ``parser`` builds the commands, ``script`` evaluates them): quotes (single,
+double, bash's ``$'...'``), escapes and continuations, here-documents, redirections,
+``if``/``elif``/``else``, ``case``, ``for``/``while``/``until``, ``&&``/``||``, ``!``,
+``[ ]``/``test``, functions, ``set --``/``shift``, ``export``/``readonly``/``declare``/
+``local``, subshell and pipeline scope, bash arrays, ``~``, the parameter expansions,
+``$(( ))``, ``eval``, nested ``sh -c`` and the wrappers that run a program (``wrappers``).
+What the shell decides from values kvconfig knows, kvconfig decides the same way; what
+depends on a value it cannot know (a Secret, ``$(...)``, a file test) is only known at
+run time and stays unknown. ``tests/test_shell_differential.py`` holds it to real bash
+and dash.
 
-What a reader cannot know stays unknown, never guessed: a variable whose value comes
-from a Secret or ConfigMap, command substitution ``$(...)``, arithmetic. Such a word
-keeps its text and the command lists what was unknown.
-
-``lexer`` splits a script into words and operators; ``script`` expands the words and
-keeps the simple commands (``commands``, ``split_words``).
+``servers`` picks the vLLM servers a script starts: every one started in the background
+(``&``, a ``for`` loop) runs; alternatives chosen at run time are one server whose
+differing words are only known at run time.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from kvconfig.load.shell.script import Command
+
+
+def servers(
+    cmds: Sequence[Command], is_server: Callable[[Sequence[str]], bool]
+) -> tuple[list[Command], str]:
+    """(the server commands that run, why kvconfig cannot tell which run: "" when it can)."""
+    found = [c for c in cmds if is_server(c.words)]
+    if len(found) <= 1:
+        return found, ""
+    exclusive = any(_exclusive(a, b) for k, a in enumerate(found) for b in found[k + 1 :])
+    if exclusive:
+        merged = _merge(found)
+        if merged is not None:
+            return [merged], ""
+        lines = _lines(found)
+        return found, (
+            f"which of the vLLM commands ({lines}) runs depends on values only known at run time"
+        )
+    blocking = [c for c in found[:-1] if not c.background]
+    if blocking:
+        lines = _lines(found)
+        return found, (
+            f"two vLLM commands run one after the other ({lines}); the second starts "
+            "only when the first exits"
+        )
+    return found, ""
+
+
+def _lines(found: Sequence[Command]) -> str:
+    lines = sorted({c.line for c in found if c.line is not None})
+    if not lines:
+        return "in one script"
+    return ("line " if len(lines) == 1 else "lines ") + ", ".join(map(str, lines))
+
+
+def _exclusive(a: Command, b: Command) -> bool:
+    """Whether a run-time choice sends the script to one or the other, never both."""
+    taken = dict(a.branch)
+    return any(choice in taken and taken[choice] != k for choice, k in b.branch)
+
+
+def _merge(found: Sequence[Command]) -> Command | None:
+    """Alternatives that differ only in some words: one command, those words unknown."""
+    first = found[0]
+    if any(len(c.words) != len(first.words) or c.words[:2] != first.words[:2] for c in found):
+        return None
+    unknown = dict(first.unknown)
+    words = list(first.words)
+    for c in found[1:]:
+        unknown.update(dict(c.unknown))
+    for i in range(len(words)):
+        choices = sorted({c.words[i] for c in found})
+        if len(choices) > 1:
+            if any(w.startswith("-") for w in choices):
+                return None
+            words[i] = " or ".join(choices)
+            unknown[i] = words[i]
+    env = {k: v if all(c.env.get(k) == v for c in found) else None for k, v in first.env.items()}
+    common = [w for w in first.when if all(w in c.when for c in found)]
+    return Command(
+        tuple(words),
+        env,
+        tuple(sorted(unknown.items())),
+        first.line,
+        first.background,
+        tuple(common),
+        (),
+        all(c.replaces for c in found),
+    )

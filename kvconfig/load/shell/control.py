@@ -1,0 +1,286 @@
+"""Control flow: sequences, ``&&``/``||``, pipelines and subshells (their state does not
+reach the script), ``if``, ``case``, ``for``, ``while``/``until``, function definitions,
+and ``fork``, which runs each alternative of a choice only known at run time on its own
+copy of the state and keeps what they agree on. Simple commands are run by the subclass
+(``simple``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from kvconfig.errors import InputError
+from kvconfig.errors import ScriptJumps as _Jump
+from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell import parser as p
+from kvconfig.load.shell.fields import _Fields
+from kvconfig.load.shell.state import MAX_LOOP, MAX_STEPS, _merge, _State
+
+
+class _Control(_Fields):
+    def simple(self, node: p.Simple, background: bool = False) -> int | None:
+        """Run one simple command (``kvconfig.load.shell.simple``)."""
+        raise NotImplementedError
+
+    # ----- running ------------------------------------------------------------------------
+    def run_node(self, node: p.Node) -> int | None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise InputError(
+                f"the script runs more than {MAX_STEPS} commands before starting vLLM",
+                source=self.source,
+                line=self.line0,
+                key=self.key,
+                hint="keep the launch script short",
+            )
+        st = self.state
+        if isinstance(node, p.Sequence):
+            status: int | None = 0
+            for item, background in node.items:
+                if background:
+                    saved = self.state
+                    self.state = saved.copy()
+                    with contextlib.suppress(_Stop):
+                        self.run_node(item) if not isinstance(item, p.Simple) else self.simple(
+                            item, background=True
+                        )
+                    self.state = saved
+                    status = 0
+                else:
+                    status = self.run_node(item)
+                self.state.status = status
+            return status
+        if isinstance(node, p.Simple):
+            status = self.simple(node)
+        elif isinstance(node, p.AndOr):
+            status = self.run_node(node.first)
+            for op, nxt in node.rest:
+                self.state.status = status
+                if status is None:
+                    reason = self.reason(node_line(node.first), "the status of the command")
+                    status = self.fork([[nxt], []], reason, self.run_node)
+                elif (status == 0) == (op == "&&"):
+                    status = self.run_node(nxt)
+        elif isinstance(node, p.Pipeline):
+            status = 0
+            for k, cmd in enumerate(node.commands):
+                saved = self.state
+                self.state = saved.copy()
+                try:
+                    status = self.run_node(cmd)
+                except _Stop:
+                    status = None
+                except _Jump:
+                    status = None
+                self.state = saved
+                del k
+            if node.negate:
+                status = None if status is None else int(status == 0)
+        elif isinstance(node, p.Group):
+            if node.subshell:
+                saved = self.state
+                self.state = saved.copy()
+                try:
+                    status = self.run_node(node.body)
+                except _Stop:
+                    status = None
+                self.state = saved
+            else:
+                status = self.run_node(node.body)
+        elif isinstance(node, p.If):
+            status = self.run_if(node, 0)
+        elif isinstance(node, p.Case):
+            status = self.run_case(node)
+        elif isinstance(node, p.For):
+            status = self.run_for(node)
+        elif isinstance(node, p.Loop):
+            status = self.run_loop(node)
+        elif isinstance(node, p.Function):
+            st.functions[node.name] = node.body
+            status = 0
+        else:  # pragma: no cover - every node kind is handled above
+            raise TypeError(node)
+        self.state.status = status
+        return status
+
+    def reason(self, line: int, what: str) -> str:
+        why = self.last_unknown or "a command's status"
+        at = self.at(line)
+        where = f" on line {at}" if at is not None else ""
+        return f"{what}{where} ({why} only known at run time)"
+
+    def fork(
+        self,
+        alternatives: list[list[p.Node]],
+        reason: str,
+        run: object,
+        before: list[object] | None = None,
+    ) -> int | None:
+        """Run each alternative on its own copy of the state, then keep what they agree on."""
+        self.choices += 1
+        choice = self.choices
+        start = self.state
+        ends: list[_State] = []
+        statuses: list[int | None] = []
+        for k, nodes in enumerate(alternatives):
+            self.state = start.copy()
+            self.state.when = (*start.when, reason)
+            self.state.branch = (*start.branch, (choice, k))
+            try:
+                if before is not None and before[k] is not None:
+                    before[k]()  # type: ignore[operator]
+                status: int | None = 0
+                for node in nodes:
+                    status = run(node)  # type: ignore[operator]
+                ends.append(self.state)
+                statuses.append(status)
+            except _Stop:
+                continue
+        if not ends:
+            self.state = start
+            raise _Stop
+        merged = start.copy()
+        if len(ends) < len(alternatives):
+            merged.when = (*start.when, f"the script goes on past {reason}")
+        _merge(merged, ends, reason)
+        later = [w for e in ends for w in e.when[len(start.when) + 1 :]]
+        if later:  # a condition one branch added (a shift that may fail) holds after it too
+            merged.when = (*merged.when, *dict.fromkeys(later))
+        self.state = merged
+        first = statuses[0]
+        return first if all(s == first for s in statuses) else None
+
+    def run_if(self, node: p.If, k: int) -> int | None:
+        if k >= len(node.clauses):
+            return self.run_node(node.otherwise) if node.otherwise is not None else 0
+        cond, body = node.clauses[k]
+        self.last_unknown = ""
+        status = self.run_node(cond)
+        if status == 0:
+            return self.run_node(body)
+        if status is not None:
+            return self.run_if(node, k + 1)
+        reason = self.reason(cond_line(cond, node.line), "the test")
+        return self.fork(
+            [[body], []],
+            reason,
+            self.run_node,
+            [None, lambda: self.run_if(node, k + 1)],
+        )
+
+    def run_case(self, node: p.Case) -> int | None:
+        subject, what = self.expand_string(node.word)
+        return self.case_from(node, 0, subject, what)
+
+    def case_from(self, node: p.Case, k: int, subject: str | None, what: str) -> int | None:
+        for n in range(k, len(node.items)):
+            patterns, body = node.items[n]
+            matched: bool | None = False
+            for pat in patterns:
+                regex = self.pattern(pat)
+                if regex is not None and regex.pattern and not regex.pattern.replace(".*", ""):
+                    matched = True  # "*" matches every word, known or not
+                    break
+                if regex is None or subject is None:
+                    matched = None
+                    self.last_unknown = what if subject is None else pat.raw()
+                    continue
+                if regex.fullmatch(subject):
+                    matched = True
+                    break
+            if matched is True:
+                return self.run_node(body)
+            if matched is None:
+                reason = self.reason(node.line, "the case")
+                return self.fork(
+                    [[body], []],
+                    reason,
+                    self.run_node,
+                    [None, lambda n=n: self.case_from(node, n + 1, subject, what)],
+                )
+        return 0
+
+    def run_for(self, node: p.For) -> int | None:
+        items: list[str] | None = []
+        if node.words is None:
+            args = self.state.args
+            items = None if args is None else list(args[1:])
+        else:
+            for w in node.words:
+                fields, unknown = self.expand_word(w)
+                if unknown:
+                    self.last_unknown = unknown[0]
+                    items = None
+                    break
+                assert items is not None
+                items.extend(fields)
+        if items is None:
+            reason = self.reason(node.line, "the words of the for loop")
+
+            def once() -> None:
+                self.assign(node.name, None, reason)
+
+            return self.fork([[node.body], []], reason, self.loop_body, [once, None])
+        status: int | None = 0
+        for item in items[:MAX_LOOP]:
+            self.assign(node.name, item)
+            try:
+                status = self.run_node(node.body)
+            except _Jump as jump:
+                if jump.count > 1:
+                    raise _Jump(jump.kind, jump.count - 1) from None
+                if jump.kind == "break":
+                    break
+        return status
+
+    def loop_body(self, body: p.Node) -> int | None:
+        try:
+            return self.run_node(body)
+        except _Jump:
+            return None
+
+    def run_loop(self, node: p.Loop) -> int | None:
+        seen: list[tuple[dict[str, str | None], int]] = []
+        status: int | None = 0
+        for _ in range(MAX_LOOP):
+            self.last_unknown = ""
+            cond = self.run_node(node.condition)
+            if cond is not None:
+                go = (cond == 0) != node.until
+                if not go:
+                    return status
+                before = len(self.commands)
+                try:
+                    status = self.run_node(node.body)
+                except _Jump as jump:
+                    if jump.count > 1:
+                        raise _Jump(jump.kind, jump.count - 1) from None
+                    if jump.kind == "break":
+                        return 0
+                mark = (dict(self.state.vars), len(self.commands) - before)
+                if mark in seen:  # the loop repeats itself: it never ends on its own
+                    del self.commands[before:]
+                    raise _Stop
+                if len(seen) == MAX_LOOP - 1:
+                    self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
+                seen.append(mark)
+                continue
+            reason = self.reason(cond_line(node.condition, node.line), "the loop test")
+            return self.fork([[node.body], []], reason, self.loop_body)
+        self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
+        raise _Stop
+
+
+def node_line(node: p.Node) -> int:
+    line = getattr(node, "line", None)
+    if isinstance(line, int):
+        return line
+    if isinstance(node, p.AndOr):
+        return node_line(node.first)
+    if isinstance(node, p.Sequence) and node.items:
+        return node_line(node.items[0][0])
+    return 1
+
+
+def cond_line(cond: p.Sequence, default: int) -> int:
+    return node_line(cond) if cond.items else default

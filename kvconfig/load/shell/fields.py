@@ -1,0 +1,132 @@
+"""Word expansion with field splitting: a word becomes its fields as the shell splits them
+(``IFS``, ``"$@"``, arrays, unquoted ``${X:-word}``, globs); a word with anything only
+known at run time stays one field, as written.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvconfig.load.shell.globs import _has_glob
+from kvconfig.load.shell.params import _Params
+from kvconfig.load.shell.words import _source_form, _Word
+
+_WORD_DEFAULT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(:?)([-+])(.*)$", re.S)
+
+
+class _Fields(_Params):
+    def expand_word(self, word: _Word) -> tuple[list[str], list[str]]:
+        """The fields of a word, and what in it was unknown (then one field, as written)."""
+        fields: list[str] = []
+        cur: str | None = None
+        unknown: list[str] = []
+        glob = False
+        ifs = self.ifs()
+
+        def split(value: str) -> None:
+            nonlocal cur
+            if not ifs:
+                if value:
+                    cur = (cur or "") + value
+                return
+            ws = "".join(c for c in ifs if c in " \t\n")
+            nws = "".join(c for c in ifs if c not in " \t\n")
+            parts = [f"[{re.escape(ws)}]+"] if ws else []
+            if nws:
+                around = f"[{re.escape(ws)}]*" if ws else ""
+                parts.insert(0, f"{around}[{re.escape(nws)}]{around}")
+            delim = re.compile("|".join(parts))
+            pieces = delim.split(value)
+            delims = delim.findall(value)
+            for k, piece in enumerate(pieces):
+                if k > 0 and cur is not None:
+                    fields.append(cur)
+                    cur = None
+                hard = k < len(delims) and any(c in nws for c in delims[k])
+                if piece:
+                    cur = (cur or "") + piece
+                elif hard:
+                    cur = cur or ""
+
+        parts = list(word.parts)
+        k = -1
+        while k + 1 < len(parts):
+            k += 1
+            part = parts[k]
+            if part.kind == "array":
+                unknown.append("(...)")
+                continue
+            mm = _WORD_DEFAULT.match(part.text) if part.kind == "param" else None
+            if mm is not None and not part.quoted:
+                # ${X:-word} unquoted: the word's own quotes decide how it splits
+                is_set, value = self.lookup(mm.group(1))
+                if value is not None:
+                    present = is_set and (not mm.group(2) or bool(value))
+                    if present == (mm.group(3) == "+"):
+                        parts[k + 1 : k + 1] = self.lexer(mm.group(4))._word(frozenset()).parts
+                        continue
+                    if mm.group(3) == "+":
+                        continue
+            if part.kind in ("param", "at") and part.quoted:
+                value, _what, many = self.param(part.text, True)
+                if many is not None:
+                    if many:
+                        cur = (cur or "") + many[0]
+                        for item in many[1:]:
+                            fields.append(cur)
+                            cur = item
+                    continue
+                if value is None:
+                    unknown.append(_source_form(part))
+                    continue
+                cur = (cur or "") + value
+                continue
+            if part.kind == "lit":
+                if part.quoted:
+                    cur = (cur or "") + part.text
+                    continue
+                text = part.text
+                if k == 0 and text.startswith("~"):
+                    value, _what = self.tilde(text)
+                    if value is None:
+                        unknown.append(text.partition("/")[0])
+                        continue
+                    cur = (cur or "") + value
+                    continue
+                if _has_glob(text):
+                    glob = True
+                if text:
+                    cur = (cur or "") + text
+                continue
+            if part.kind == "param" and re.fullmatch(
+                r"[@*]|[A-Za-z_][A-Za-z0-9_]*\[[@*]\]", part.text
+            ):
+                _, _what, many = self.param(part.text.replace("*", "@"), True)
+                if many is None:
+                    unknown.append(_source_form(part))
+                    continue
+                for n, item in enumerate(many):
+                    if n > 0 and cur is not None:
+                        fields.append(cur)
+                        cur = None
+                    if _has_glob(item):
+                        glob = True
+                    split(item)
+                continue
+            value, _what = self.part_value(part, tilde=False)
+            if value is None:
+                unknown.append(_source_form(part))
+                continue
+            if part.quoted:
+                cur = (cur or "") + value
+                continue
+            if _has_glob(value):
+                glob = True
+            split(value)
+        if cur is not None:
+            fields.append(cur)
+        if not unknown and glob and any(_has_glob(f) for f in fields):
+            unknown.append(word.raw())
+        if unknown:
+            return [word.raw()], unknown
+        return fields, []

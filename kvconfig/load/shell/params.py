@@ -1,0 +1,255 @@
+"""Parameter expansion: ``$NAME``, ``${NAME}`` and every ``${NAME...}`` operator (defaults,
+alternatives, ``?``, lengths, trims, replacements, substrings, case changes, indirection,
+array elements), the expansion of one word without field splitting, ``~`` and shell
+patterns built from words. A value only known at run time comes back as None, with what
+was unknown.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell.arith import arith
+from kvconfig.load.shell.globs import _glob_regex, _replace, _trim
+from kvconfig.load.shell.variables import _Variables
+from kvconfig.load.shell.words import _Part, _source_form, _Word
+
+_PARAM = re.compile(
+    r"^(?P<len>#)?(?P<bang>!)?(?P<name>[A-Za-z_][A-Za-z0-9_]*|[@*#?$!0-9-]|[0-9]+)"
+    r"(?:\[(?P<index>[^\]]*)\])?(?P<op>.*)$",
+    re.S,
+)
+
+
+class _Params(_Variables):
+    # ----- expansions -------------------------------------------------------------------
+    def param(self, body: str, quoted: bool) -> tuple[str | None, str, list[str] | None]:
+        """(value or None, what was unknown, array fields for ``${A[@]}``)."""
+        m = _PARAM.match(body)
+        if m is None or (m.group("bang") and self.dialect != "bash"):
+            return None, "${" + body + "}", None
+        name, index, op = m.group("name"), m.group("index"), m.group("op")
+        if m.group("bang"):
+            if op or index is not None:
+                return None, "${" + body + "}", None
+            is_set, target = self.lookup(name)
+            if target is None:
+                return None, "${" + body + "}", None
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+", target or ""):
+                return None, "${" + body + "}", None
+            name = target
+        if index is not None:
+            if self.dialect != "bash" or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                return None, "${" + body + "}", None
+            values = self.state.arrays.get(name)
+            if values is None:
+                is_set, scalar = self.lookup(name)
+                values = [scalar] if is_set else []
+            if index in ("@", "*"):
+                if m.group("len") and not op:
+                    return str(len(values)), "", None
+                if op or any(v is None for v in values):
+                    return None, "${" + body + "}", None
+                known = [v or "" for v in values]
+                if index == "@":
+                    return " ".join(known), "", known
+                return (self.ifs_join(known) if quoted else " ".join(known)), "", None
+            try:
+                k = arith(index, self.arith_var)
+            except ValueError:
+                return None, "${" + body + "}", None
+            if k is None:
+                return None, "${" + body + "}", None
+            if k < 0:
+                k += len(values)
+            value = values[k] if 0 <= k < len(values) else ""
+            is_set = 0 <= k < len(values)
+            if m.group("len"):
+                if op:
+                    return None, "${" + body + "}", None
+                return (
+                    (None, "${" + body + "}", None)
+                    if value is None
+                    else (str(len(value)), "", None)
+                )
+            return self.operate(name, is_set, value, op, body, quoted)
+        if m.group("len"):
+            if op:
+                return None, "${" + body + "}", None
+            is_set, value = self.lookup(name)
+            if name in ("@", "*"):
+                args = self.state.args
+                return (None, "$#", None) if args is None else (str(len(args) - 1), "", None)
+            if value is None:
+                return None, "${#" + name + "}", None
+            if not is_set and name.isalpha() is False and self.dialect == "sh":
+                return str(len(value)), "", None
+            return str(len(value)), "", None
+        is_set, value = self.lookup(name)
+        return self.operate(name, is_set, value, op, body, quoted)
+
+    def operate(  # noqa: PLR0917 (one branch per operator)
+        self, name: str, is_set: bool, value: str | None, op: str, body: str, quoted: bool
+    ) -> tuple[str | None, str, list[str] | None]:
+        whole = "${" + body + "}"
+        what = self.unknown_why(name) if name.isidentifier() else "$" + name
+        if not op:
+            if value is None:
+                return None, what, None
+            if name in ("@",) and quoted:
+                args = self.state.args
+                return value, "", None if args is None else list(args[1:])
+            return value, "", None
+        mm = re.match(r"(:?)([-=?+])(.*)$", op, re.S)
+        if mm:
+            if value is None:
+                return None, what, None
+            colon, kind, arg = mm.group(1), mm.group(2), mm.group(3)
+            present = is_set and (not colon or bool(value))
+            if kind in "-=":
+                if present:
+                    return value, "", None
+                default, unknown = self.expand_inner(arg, quoted)
+                if default is None:
+                    return None, unknown, None
+                if kind == "=":
+                    if not name.isidentifier():
+                        return None, whole, None
+                    self.assign(name, default)
+                return default, "", None
+            if kind == "+":
+                if not present:
+                    return "", "", None
+                alt, unknown = self.expand_inner(arg, quoted)
+                return (alt, "", None) if alt is not None else (None, unknown, None)
+            if not present:  # "?": the shell prints the message and stops
+                raise _Stop
+            return value, "", None
+        if value is None:
+            return None, what, None
+        mm = re.match(r"(##?|%%?)(.*)$", op, re.S)
+        if mm:
+            pattern = self.pattern_of(mm.group(2))
+            if pattern is None:
+                return None, whole, None
+            return _trim(value, pattern, mm.group(1)), "", None
+        if self.dialect != "bash":
+            return None, whole, None
+        mm = re.match(r"(//?|/#|/%)([^/]*)(?:/(.*))?$", op, re.S)
+        if mm:
+            pattern = self.pattern_of(mm.group(2))
+            repl, unknown = self.expand_inner(mm.group(3) or "", quoted)
+            if pattern is None or repl is None or not mm.group(2):
+                return None, whole, None
+            return _replace(value, pattern, repl, mm.group(1)), "", None
+        mm = re.match(r":([^:]*)(?::(.*))?$", op, re.S)
+        if mm and not mm.group(1).startswith(("-", "=", "?", "+")):
+            try:
+                offset = arith(mm.group(1), self.arith_var)
+                length = None if mm.group(2) is None else arith(mm.group(2), self.arith_var)
+            except ValueError:
+                return None, whole, None
+            if offset is None or (mm.group(2) is not None and length is None):
+                return None, whole, None
+            if offset < 0:
+                offset = max(len(value) + offset, 0) if len(value) + offset >= 0 else len(value) + 1
+            if offset > len(value):
+                return "", "", None
+            if length is None:
+                return value[offset:], "", None
+            end = offset + length if length >= 0 else len(value) + length
+            if end < offset:
+                return None, whole, None
+            return value[offset:end], "", None
+        if op in ("^^", ",,", "^", ","):
+            if op == "^^":
+                return value.upper(), "", None
+            if op == ",,":
+                return value.lower(), "", None
+            if op == "^":
+                return value[:1].upper() + value[1:], "", None
+            return value[:1].lower() + value[1:], "", None
+        return None, whole, None
+
+    def expand_inner(self, text: str, quoted: bool) -> tuple[str | None, str]:
+        """The word of ``${NAME:-word}`` as one string (split later with the outer word)."""
+        lexer = self.lexer(text)
+        if quoted:
+            word = _Word(line=1)
+            lexer._double_quoted(word, to_end=True)
+        else:
+            word = lexer._word(frozenset())
+        value, unknown = self.expand_string(word)
+        return value, unknown
+
+    def expand_string(self, word: _Word) -> tuple[str | None, str]:
+        """A word expanded without field splitting (assignments, ``case`` words)."""
+        out: list[str] = []
+        for k, part in enumerate(word.parts):
+            value, what = self.part_value(part, tilde=k == 0, assignment=True)
+            if value is None:
+                return None, what
+            out.append(value if part.kind != "at" else " ".join(self.state.args or [])[0:0] + value)
+        return "".join(out), ""
+
+    def part_value(
+        self, part: _Part, tilde: bool, assignment: bool = False
+    ) -> tuple[str | None, str]:
+        if part.kind == "lit":
+            if tilde and not part.quoted and part.text.startswith("~"):
+                return self.tilde(part.text)
+            if assignment and not part.quoted and ":~" in part.text and self.dialect == "bash":
+                return None, "~"
+            return part.text, ""
+        if part.kind in ("param", "at"):
+            value, what, fields = self.param(part.text, part.quoted)
+            if fields is not None:
+                return " ".join(fields), ""
+            return value, what or _source_form(part)
+        if part.kind == "arith":
+            text, unknown = self.expand_inner(part.text, True)
+            if text is None:
+                return None, unknown
+            try:
+                number = arith(text, self.arith_var)
+            except ValueError:
+                return None, _source_form(part)
+            return (None, _source_form(part)) if number is None else (str(number), "")
+        return None, _source_form(part)
+
+    def tilde(self, text: str) -> tuple[str | None, str]:
+        head, slash, rest = text.partition("/")
+        if head != "~":
+            return None, head
+        is_set, home = self.lookup("HOME")
+        if not is_set or home is None:
+            return None, "~ ($HOME)"
+        return home + slash + rest, ""
+
+    def pattern_of(self, text: str) -> re.Pattern[str] | None:
+        word = self.lexer(text)._word(frozenset())
+        return self.pattern(word)
+
+    def pattern(self, word: _Word) -> re.Pattern[str] | None:
+        """A shell pattern as a regular expression; None when part of it is unknown."""
+        out: list[str] = []
+        for k, part in enumerate(word.parts):
+            if part.kind == "lit":
+                text = part.text
+                if k == 0 and not part.quoted and text.startswith("~"):
+                    value, _ = self.tilde(text)
+                    if value is None:
+                        return None
+                    out.append(re.escape(value))
+                    continue
+                out.append(re.escape(text) if part.quoted else _glob_regex(text))
+                continue
+            value, _ = self.part_value(part, tilde=False)
+            if value is None:
+                return None
+            out.append(re.escape(value) if part.quoted else _glob_regex(value))
+        try:
+            return re.compile("".join(out), re.S)
+        except re.error:
+            return None

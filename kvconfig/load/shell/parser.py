@@ -1,0 +1,387 @@
+"""The shell grammar: tokens into lists, pipelines and compound commands (POSIX 2.9).
+
+Reserved words (``if``, ``case``, ``for``, ``while``, ``{``, ``!`` ...) count only where
+the grammar expects a command, as in a real shell; redirections were already dropped by
+the lexer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kvconfig.errors import InputError
+from kvconfig.load.shell.lexer import _Lexer
+from kvconfig.load.shell.words import _Op, _Word
+
+
+@dataclass
+class Simple:
+    """A simple command: its words (assignments first) as written."""
+
+    words: list[_Word]
+    line: int
+    opaque: bool = False
+    """A bash ``[[ ]]`` holding operators kvconfig does not evaluate."""
+
+
+@dataclass
+class Pipeline:
+    """``a | b | c`` (``!`` negates the status)."""
+
+    commands: list[Node]
+    negate: bool
+    line: int
+
+
+@dataclass
+class AndOr:
+    """``a && b || c``: the first pipeline, then (operator, pipeline) pairs."""
+
+    first: Node
+    rest: list[tuple[str, Node]]
+
+
+@dataclass
+class Sequence:
+    """Commands run in turn; ``background`` marks the ones ended by ``&``."""
+
+    items: list[tuple[Node, bool]] = field(default_factory=list)
+
+
+@dataclass
+class If:
+    """``if c; then b; elif c; then b; else b; fi``."""
+
+    clauses: list[tuple[Sequence, Sequence]]
+    otherwise: Sequence | None
+    line: int
+
+
+@dataclass
+class Loop:
+    """``while c; do b; done`` (``until`` when ``until``)."""
+
+    condition: Sequence
+    body: Sequence
+    until: bool
+    line: int
+
+
+@dataclass
+class For:
+    """``for name in words; do body; done`` (``words`` None: the positional parameters)."""
+
+    name: str
+    words: list[_Word] | None
+    body: Sequence
+    line: int
+
+
+@dataclass
+class Case:
+    """``case word in p1|p2) body ;; esac``."""
+
+    word: _Word
+    items: list[tuple[list[_Word], Sequence]]
+    line: int
+
+
+@dataclass
+class Group:
+    """``{ body; }``, or ``( body )`` when ``subshell``."""
+
+    body: Sequence
+    subshell: bool
+    line: int
+
+
+@dataclass
+class Function:
+    """``name() body`` (or bash's ``function name body``)."""
+
+    name: str
+    body: Node
+    line: int
+
+
+Node = Simple | Pipeline | AndOr | Sequence | If | Loop | For | Case | Group | Function
+
+_RESERVED = frozenset(
+    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for"}
+    | {"{", "}", "!", "in", "function", "[[", "]]"}
+)
+_ENDS = frozenset({"then", "else", "elif", "fi", "do", "done", "esac", "}"})
+
+
+def word_text(word: _Word) -> str | None:
+    """The word's text when it is plain unquoted literal text (a reserved word's form)."""
+    if len(word.parts) == 1 and word.parts[0].kind == "lit" and not word.parts[0].quoted:
+        return word.parts[0].text
+    return None
+
+
+class _Parser:
+    def __init__(self, tokens: list[_Word | _Op], lexer: _Lexer) -> None:
+        self.tokens = tokens
+        self.k = 0
+        self.lexer = lexer
+
+    def err(self, message: str, line: int) -> InputError:
+        return self.lexer.err(message, line, "check the script's if/fi, do/done, case/esac")
+
+    def peek(self) -> _Word | _Op | None:
+        return self.tokens[self.k] if self.k < len(self.tokens) else None
+
+    def line(self) -> int:
+        tok = self.peek()
+        return tok.line if tok is not None else (self.tokens[-1].line if self.tokens else 1)
+
+    def is_word(self, *texts: str) -> bool:
+        tok = self.peek()
+        return isinstance(tok, _Word) and word_text(tok) in texts
+
+    def is_op(self, *texts: str) -> bool:
+        tok = self.peek()
+        return isinstance(tok, _Op) and tok.text in texts
+
+    def newlines(self) -> None:
+        while self.is_op("\n"):
+            self.k += 1
+
+    def expect_word(self, text: str, opened: str, line: int) -> None:
+        self.newlines()
+        if not self.is_word(text):
+            got = self.peek()
+            found = "the end of the script" if got is None else repr(_show(got))
+            raise self.err(f"{opened} on line {line} expects {text!r}, found {found}", line)
+        self.k += 1
+
+    def program(self) -> Sequence:
+        seq = self.sequence()
+        if self.peek() is not None:
+            tok = self.peek()
+            assert tok is not None
+            raise self.err(f"unexpected {_show(tok)!r}", tok.line)
+        return seq
+
+    def sequence(self, stops: frozenset[str] = _ENDS) -> Sequence:
+        seq = Sequence()
+        while True:
+            self.newlines()
+            tok = self.peek()
+            if tok is None or (isinstance(tok, _Word) and word_text(tok) in stops):
+                return seq
+            if isinstance(tok, _Op) and tok.text in (")", ";;"):
+                return seq
+            node = self.and_or()
+            background = False
+            if self.is_op("&"):
+                background = True
+                self.k += 1
+            elif self.is_op(";", "\n"):
+                self.k += 1
+            seq.items.append((node, background))
+            if not self.is_op("\n") and not background and self.tokens[self.k - 1 :][:1]:
+                prev = self.tokens[self.k - 1]
+                if not (isinstance(prev, _Op) and prev.text in (";", "\n", "&")):
+                    tok = self.peek()
+                    if tok is not None and not (
+                        (isinstance(tok, _Word) and word_text(tok) in stops)
+                        or (isinstance(tok, _Op) and tok.text in (")", ";;"))
+                    ):
+                        raise self.err(f"unexpected {_show(tok)!r}", tok.line)
+
+    def and_or(self) -> Node:
+        first = self.pipeline()
+        rest: list[tuple[str, Node]] = []
+        while self.is_op("&&", "||"):
+            tok = self.peek()
+            assert isinstance(tok, _Op)
+            self.k += 1
+            self.newlines()
+            rest.append((tok.text, self.pipeline()))
+        return AndOr(first, rest) if rest else first
+
+    def pipeline(self) -> Node:
+        line = self.line()
+        negate = False
+        while self.is_word("!"):
+            negate = not negate
+            self.k += 1
+        cmds = [self.command()]
+        while self.is_op("|"):
+            self.k += 1
+            self.newlines()
+            cmds.append(self.command())
+        if len(cmds) == 1 and not negate:
+            return cmds[0]
+        return Pipeline(cmds, negate, line)
+
+    def command(self) -> Node:
+        tok = self.peek()
+        line = self.line()
+        if tok is None:
+            raise self.err("the script ends where a command was expected", line)
+        if isinstance(tok, _Op):
+            if tok.text == "(":
+                self.k += 1
+                body = self.sequence()
+                if not self.is_op(")"):
+                    raise self.err(f"the ( on line {line} is never closed", line)
+                self.k += 1
+                return Group(body, True, line)
+            raise self.err(f"unexpected {_show(tok)!r}", tok.line)
+        text = word_text(tok)
+        if text == "{":
+            self.k += 1
+            body = self.sequence()
+            self.expect_word("}", "the {", line)
+            return Group(body, False, line)
+        if text == "if":
+            self.k += 1
+            clauses = []
+            otherwise = None
+            while True:
+                cond = self.sequence()
+                self.expect_word("then", "the if", line)
+                body = self.sequence()
+                clauses.append((cond, body))
+                if self.is_word("elif"):
+                    self.k += 1
+                    continue
+                if self.is_word("else"):
+                    self.k += 1
+                    otherwise = self.sequence()
+                self.expect_word("fi", "the if", line)
+                return If(clauses, otherwise, line)
+        if text in ("while", "until"):
+            self.k += 1
+            cond = self.sequence()
+            self.expect_word("do", f"the {text}", line)
+            body = self.sequence()
+            self.expect_word("done", f"the {text}", line)
+            return Loop(cond, body, text == "until", line)
+        if text == "for":
+            self.k += 1
+            name_tok = self.peek()
+            if not isinstance(name_tok, _Word) or word_text(name_tok) is None:
+                raise self.err(f"the for on line {line} names no variable", line)
+            name = word_text(name_tok) or ""
+            self.k += 1
+            words: list[_Word] | None = None
+            self.newlines()
+            if self.is_word("in"):
+                self.k += 1
+                words = []
+                while isinstance(self.peek(), _Word):
+                    tok2 = self.peek()
+                    assert isinstance(tok2, _Word)
+                    words.append(tok2)
+                    self.k += 1
+            if self.is_op(";", "\n"):
+                self.k += 1
+            self.expect_word("do", "the for", line)
+            body = self.sequence()
+            self.expect_word("done", "the for", line)
+            return For(name, words, body, line)
+        if text == "case":
+            return self.case(line)
+        if text == "function":
+            self.k += 1
+            name_tok = self.peek()
+            if not isinstance(name_tok, _Word):
+                raise self.err(f"the function on line {line} has no name", line)
+            self.k += 1
+            if self.is_op("("):
+                self.k += 1
+                if not self.is_op(")"):
+                    raise self.err(f"the function on line {line}: expected ()", line)
+                self.k += 1
+            self.newlines()
+            return Function(name_tok.raw(), self.command(), line)
+        if text in _ENDS or text in ("in", "then"):
+            raise self.err(f"unexpected {text!r}", line)
+        return self.simple(line)
+
+    def case(self, line: int) -> Case:
+        self.k += 1
+        word = self.peek()
+        if not isinstance(word, _Word):
+            raise self.err(f"the case on line {line} has no word", line)
+        self.k += 1
+        self.expect_word("in", "the case", line)
+        items: list[tuple[list[_Word], Sequence]] = []
+        while True:
+            self.newlines()
+            if self.is_word("esac"):
+                self.k += 1
+                return Case(word, items, line)
+            if self.is_op("("):
+                self.k += 1
+            patterns: list[_Word] = []
+            while True:
+                pat = self.peek()
+                if not isinstance(pat, _Word):
+                    raise self.err(f"the case on line {line}: expected a pattern", line)
+                patterns.append(pat)
+                self.k += 1
+                if self.is_op("|"):
+                    self.k += 1
+                    continue
+                break
+            if not self.is_op(")"):
+                raise self.err(f"the case on line {line}: expected ')' after a pattern", line)
+            self.k += 1
+            body = self.sequence(_ENDS | {"esac"})
+            items.append((patterns, body))
+            self.newlines()
+            if self.is_op(";;"):
+                self.k += 1
+                continue
+            self.expect_word("esac", "the case", line)
+            return Case(word, items, line)
+
+    def simple(self, line: int) -> Node:
+        words: list[_Word] = []
+        if self.is_word("[["):
+            opaque = False
+            while self.peek() is not None and not self.is_word("]]"):
+                tok = self.peek()
+                if isinstance(tok, _Op):
+                    if tok.text in (";", "\n", "&", "|", ";;"):
+                        raise self.err(f"the [[ on line {line} is never closed", line)
+                    opaque = True
+                else:
+                    assert tok is not None
+                    words.append(tok)
+                self.k += 1
+            if self.peek() is None:
+                raise self.err(f"the [[ on line {line} is never closed", line)
+            tok = self.peek()
+            assert isinstance(tok, _Word)
+            words.append(tok)
+            self.k += 1
+            return Simple(words, line, opaque)
+        while isinstance(self.peek(), _Word):
+            tok = self.peek()
+            assert isinstance(tok, _Word)
+            words.append(tok)
+            self.k += 1
+            if len(words) == 1 and self.is_op("(") and word_text(tok) is not None:
+                nxt = self.tokens[self.k + 1] if self.k + 1 < len(self.tokens) else None
+                if isinstance(nxt, _Op) and nxt.text == ")":
+                    self.k += 2
+                    self.newlines()
+                    return Function(word_text(tok) or "", self.command(), line)
+        return Simple(words, line)
+
+
+def _show(tok: _Word | _Op) -> str:
+    if isinstance(tok, _Op):
+        return "newline" if tok.text == "\n" else tok.text
+    return tok.raw()
+
+
+def parse(lexer: _Lexer) -> Sequence:
+    """The script's commands; InputError for a script the shell would refuse to parse."""
+    return _Parser(lexer.tokens(), lexer).program()

@@ -1,0 +1,214 @@
+"""The quoting half of the shell tokenizer: single and double quotes, bash's ``$'...'``,
+``$``-expansions as written (``$NAME``, ``${...}``, ``$(...)``, ``$((...))``) and
+backticks. ``_Scanner`` holds the cursor over the text; ``kvconfig.load.shell.lexer``
+builds the words and operators on it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvconfig.errors import InputError
+from kvconfig.load.shell.words import _Part, _Word
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SPECIAL = "@*#?$!0123456789-"
+
+
+class _Scanner:
+    def __init__(
+        self, text: str, source: str, line0: int | None, key: str, dialect: str = "bash"
+    ) -> None:
+        self.dialect = dialect
+        self.text = text
+        self.i = 0
+        self.line = 1
+        self.source = source
+        self.line0 = line0
+        self.key = key
+        self.heredocs: list[tuple[str, bool]] = []
+        self.dbracket = False
+
+    def err(self, message: str, line: int, hint: str) -> InputError:
+        at = None if self.line0 is None else self.line0 + line - 1
+        return InputError(message, source=self.source, line=at, key=self.key, hint=hint)
+
+    def peek(self, n: int = 0) -> str:
+        j = self.i + n
+        return self.text[j] if j < len(self.text) else ""
+
+    def _ansi_c(self) -> str:
+        """The body of bash's ``$'...'``, its backslash escapes decoded."""
+        out: list[str] = []
+        escapes = {
+            "n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "?": "?",
+            "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v",
+        }  # fmt: skip
+        start_line = self.line
+        while self.i < len(self.text):
+            c = self.text[self.i]
+            if c == "'":
+                self.i += 1
+                return "".join(out)
+            if c == "\\" and self.peek(1):
+                nxt = self.peek(1)
+                m = (
+                    re.compile(r"x([0-9A-Fa-f]{1,2})").match(self.text, self.i + 1)
+                    or re.compile(r"([0-7]{1,3})").match(self.text, self.i + 1)
+                    or re.compile(r"u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})").match(
+                        self.text, self.i + 1
+                    )
+                )
+                if m is not None:
+                    digits = next(g for g in m.groups() if g is not None)
+                    base = 8 if nxt in "01234567" else 16
+                    code = int(digits, base) & (0xFF if nxt not in "uU" else 0x10FFFF)
+                    self.i = m.end()
+                    if code == 0:  # bash ends the string at a NUL
+                        end = self.text.find("'", self.i)
+                        self.i = len(self.text) if end < 0 else end
+                        continue
+                    out.append(chr(code))
+                    continue
+                out.append(escapes.get(nxt, "\\" + nxt))
+                self.i += 2
+                continue
+            if c == "\n":
+                self.line += 1
+            out.append(c)
+            self.i += 1
+        raise self.err(
+            f"unterminated quote: the $' opened on line {start_line} of the script never closes",
+            start_line,
+            "close the quote",
+        )
+
+    def _double_quoted(self, word: _Word, to_end: bool = False) -> None:
+        """A double-quoted string into ``word`` (``to_end``: the whole text is its body)."""
+        start_line = self.line
+        self.i += 0 if to_end else 1
+        lit: list[str] = []
+
+        def flush() -> None:
+            if lit:
+                word.parts.append(_Part("".join(lit), True, "lit"))
+                lit.clear()
+
+        while self.i < len(self.text):
+            c = self.text[self.i]
+            if c == '"' and to_end:  # "${X-"word"}": the inner quotes nest
+                flush()
+                self._double_quoted(word)
+                continue
+            if c == '"':
+                self.i += 1
+                flush()
+                if not word.parts or all(p.text == "" for p in word.parts):
+                    word.parts.append(_Part("", True, "lit"))
+                return
+            if c == "\\" and self.peek(1) in ('"', "\\", "$", "`", "\n"):
+                if self.peek(1) == "\n":
+                    self.line += 1
+                else:
+                    lit.append(self.peek(1))
+                self.i += 2
+                continue
+            if c == "$":
+                part = self._dollar(quoted=True)
+                if part is not None:
+                    flush()
+                    word.parts.append(part)
+                    continue
+            if c == "`":
+                flush()
+                word.parts.append(_Part(self._backtick(), True, "cmd"))
+                continue
+            if c == "\n":
+                self.line += 1
+            lit.append(c)
+            self.i += 1
+        if to_end:
+            flush()
+            return
+        raise self.err(
+            f'unterminated quote: the " opened on line {start_line} of the script never closes',
+            start_line,
+            "close the quote",
+        )
+
+    def _dollar(self, quoted: bool) -> _Part | None:
+        start = self.i
+        part = self._dollar_part(quoted)
+        if part is not None:
+            part.src = self.text[start : self.i]
+        return part
+
+    def _dollar_part(self, quoted: bool) -> _Part | None:
+        nxt = self.peek(1)
+        if self.text.startswith("$((", self.i):
+            self.i += 3
+            return _Part(self._until_close("((", "))", "$(("), quoted, "arith")
+        if nxt == "(":
+            self.i += 2
+            return _Part(self._until_close("(", ")", "$("), quoted, "cmd")
+        if nxt == "{":
+            self.i += 2
+            body = self._until_close("{", "}", "${")
+            kind = "at" if quoted and body == "@" else "param"
+            return _Part(body, quoted, kind)
+        if nxt and nxt in _SPECIAL:
+            self.i += 2
+            kind = "at" if quoted and nxt == "@" else "param"
+            return _Part(nxt, quoted, kind)
+        m = _NAME.match(self.text, self.i + 1)
+        if m:
+            self.i = m.end()
+            return _Part(m.group(0), quoted, "param")
+        return None
+
+    def _until_close(self, opener: str, closer: str, what: str) -> str:
+        start, start_line, depth = self.i, self.line, 1
+        quote = ""
+        while self.i < len(self.text):
+            c = self.text[self.i]
+            if quote:
+                if c == "\\" and quote == '"':
+                    self.i += 2
+                    continue
+                if c == quote:
+                    quote = ""
+            elif c in "'\"":
+                quote = c
+            elif c == "\\":
+                self.i += 2
+                continue
+            elif self.text.startswith(closer, self.i):
+                depth -= 1
+                if depth == 0:
+                    body = self.text[start : self.i]
+                    self.i += len(closer)
+                    return body
+            elif self.text.startswith(opener, self.i) or (opener == "{" and c == "{"):
+                depth += 1
+            if c == "\n":
+                self.line += 1
+            self.i += 1
+        raise self.err(
+            f"unterminated {what}: opened on line {start_line} of the script, never closed",
+            start_line,
+            f"close it with {closer!r}",
+        )
+
+    def _backtick(self) -> str:
+        start_line = self.line
+        end = self.text.find("`", self.i + 1)
+        if end < 0:
+            raise self.err(
+                f"unterminated quote: the ` opened on line {start_line} of the script never closes",
+                start_line,
+                "close the backtick",
+            )
+        body = self.text[self.i + 1 : end]
+        self.line += body.count("\n")
+        self.i = end + 1
+        return body

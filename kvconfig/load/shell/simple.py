@@ -1,0 +1,279 @@
+"""Simple commands: leading assignments, then the command's words expanded and dispatched
+to a builtin (``:``, ``test``, ``set``, ``shift``, ``exit``, ``break``, ``eval``,
+``source``, ``read`` ...), a function, a nested ``sh -c`` (run by a new ``_Shell``) or a
+program, recorded as a ``Command`` once its wrappers are removed. ``_Shell`` is the whole
+evaluator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+from kvconfig.errors import ScriptJumps as _Jump
+from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell import parser as p
+from kvconfig.load.shell.conditions import _test
+from kvconfig.load.shell.scope import _Scope
+from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
+from kvconfig.load.shell.words import _Part, _Word
+from kvconfig.load.shell.wrappers import SHELLS, script_of, unwrap
+
+
+class _Shell(_Scope):
+    # ----- simple commands -------------------------------------------------------------
+    def simple(self, node: p.Simple, background: bool = False) -> int | None:
+        words = node.words
+        line = self.at(node.line)
+        if node.opaque:
+            self.last_unknown = "a [[ ]] test"
+            return None
+        assigns: list[tuple[str, str | None, str, bool]] = []
+        rest = list(words)
+        subst = False
+        while rest:
+            word0 = rest[0]
+            first = word0.parts[0] if word0.parts else None
+            if first is None or first.kind != "lit" or first.quoted:
+                break
+            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=", first.text)
+            if not m:
+                break
+            rest.pop(0)
+            name, append = m.group(1), bool(m.group(2))
+            if len(word0.parts) > 1 and word0.parts[1].kind == "array":
+                self.assign_array(name, word0.parts[1].words, append)
+                continue
+            value_word = _Word(
+                [_Part(first.text[m.end() :], False, "lit"), *word0.parts[1:]], word0.line
+            )
+            subst = subst or any(part.kind == "cmd" for part in word0.parts)
+            value, what = self.expand_string(value_word)
+            assigns.append((name, value, what, append))
+        expanded: list[str] = []
+        unknown_at: list[tuple[int, str]] = []
+        for w in rest:
+            fields, unknown = self.expand_word(w)
+            for what in unknown:
+                unknown_at.append((len(expanded), what))
+            expanded.extend(fields)
+        if not rest:
+            for name, given, what, append in assigns:
+                value = given
+                if append and given is not None:
+                    _is_set, old = self.lookup(name)
+                    value = None if old is None else (old or "") + given
+                self.assign(name, value, what)
+            return None if subst else 0
+        if not expanded:
+            return 0
+        if any(i == 0 for i, _ in unknown_at):
+            self.last_unknown = unknown_at[0][1]
+            self.blind.append(f"the command {words[0].raw()!r} ({self.last_unknown})")
+            return None
+        local: dict[str, str | None] = {}
+        for name, value, _what, _append in assigns:
+            local[name] = value
+        return self.command(expanded, unknown_at, local, line, background)
+
+    def command(
+        self,
+        words: list[str],
+        unknown_at: list[tuple[int, str]],
+        local: dict[str, str | None],
+        line: int | None,
+        background: bool,
+    ) -> int | None:
+        """Run one expanded command: a builtin, a function, a nested shell or a program."""
+        head = words[0]
+        known = not unknown_at
+
+        def shift_unknown(n: int) -> list[tuple[int, str]]:
+            return [(i - n, w) for i, w in unknown_at if i >= n]
+
+        if head in (":", "true"):
+            return 0
+        if head == "false":
+            return 1
+        if head in ("[", "test", "[["):
+            if head == "[[" and self.dialect != "bash":
+                return 127
+            if not known:
+                self.last_unknown = unknown_at[0][1]
+                return None
+            args = words[1:]
+            if head == "[":
+                if not args or args[-1] != "]":
+                    return 2
+                args = args[:-1]
+            if head == "[[":
+                args = args[:-1]
+            result = _test(args, self.dialect, head == "[[")
+            if result is None:
+                self.last_unknown = "a file or an option test"
+            return result
+        if head in ("echo", "printf") and not (head == "printf" and words[1:2] == ["-v"]):
+            return 0
+        if head in ("export", "readonly", "declare", "typeset", "local"):
+            if head in ("declare", "typeset") and self.dialect != "bash":
+                return 127
+            return self.declare(head, words[1:], unknown_at)
+        if head == "unset":
+            for name in words[1:]:
+                if name.startswith("-"):
+                    continue
+                if name in self.state.readonly:
+                    return 1
+                self.state.vars.pop(name, None)
+                self.state.arrays.pop(name, None)
+                self.state.exported.discard(name)
+                self.state.maybe_exported.discard(name)
+            return 0
+        if head == "set":
+            if not known:
+                self.state.args = None
+                return 0
+            args = words[1:]
+            k = 0
+            while k < len(args):
+                if args[k] == "--":
+                    k += 1
+                    break
+                if args[k] in ("-o", "+o") and k + 1 < len(args):
+                    k += 2
+                    continue
+                if args[k][:1] in "-+" and len(args[k]) > 1:
+                    k += 1
+                    continue
+                break
+            if k < len(args) or "--" in args[:k]:
+                zero = self.state.args[0] if self.state.args else "sh"
+                self.state.args = [zero, *args[k:]]
+            return 0
+        if head == "shift":
+            if self.state.args is None or not known:
+                self.state.args = None
+                if self.dialect == "sh":  # dash stops when there is too little to shift
+                    self.state.when = (
+                        *self.state.when,
+                        f"shift on line {line} succeeding (the arguments only known at run time)",
+                    )
+                return None
+            try:
+                n = int(words[1]) if len(words) > 1 else 1
+            except ValueError:
+                return None
+            if n > len(self.state.args) - 1:
+                if self.dialect == "sh":
+                    raise _Stop
+                return 1
+            self.state.args = [self.state.args[0], *self.state.args[1 + n :]]
+            return 0
+        if head in ("exit", "return"):
+            if head == "return" and self.local_frames:
+                raise _Jump("return", 1)
+            raise _Stop
+        if head in ("break", "continue"):
+            try:
+                count = int(words[1]) if len(words) > 1 else 1
+            except ValueError:
+                count = 1
+            raise _Jump(head, count)
+        if head == "eval":
+            if not known:
+                self.last_unknown = unknown_at[0][1]
+                self.state.args = self.state.args
+                return self.opaque(f"eval of {unknown_at[0][1]}")
+            return self.nested(" ".join(words[1:]), line)
+        if head in (".", "source"):
+            if head == "source" and self.dialect != "bash":
+                return 127
+            target = words[1] if len(words) > 1 else ""
+            if target.endswith("/activate"):
+                self.assign("VIRTUAL_ENV", None, f"the file {target}")
+                return None
+            return self.opaque(f"the file {target or '?'} read by {head}")
+        if head in ("read", "getopts", "mapfile", "readarray") or (
+            head == "printf" and words[1:2] == ["-v"]
+        ):
+            for name in words[1:]:
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    self.assign(name, None, f"{head} on line {line}")
+            return None
+        if head in ("cd", "wait", "trap", "umask", "ulimit", "alias", "hash", "pushd", "popd"):
+            return None if head != "trap" else 0
+        if head == "let":
+            return self.opaque("let") if self.dialect == "bash" else 127
+        if head in self.state.functions and known:
+            return self.call(head, words[1:], local)
+        inner, extra, replaces, unknown_shift = unwrap(words)
+        if inner is None:
+            self.last_unknown = "the command"
+            return None
+        inner_unknown = shift_unknown(unknown_shift)
+        if any(i < unknown_shift for i, _ in unknown_at) or (
+            inner_unknown and inner_unknown[0][0] == 0
+        ):
+            self.blind.append(f"the command {' '.join(words[:2])!r}")
+            return None
+        local = {**local, **extra}
+        if inner and inner[0] != words[0] and inner[0] in self.state.functions and known:
+            return self.call(inner[0], inner[1:], local)
+        script_at = script_of(inner)
+        if script_at is not None and os.path.basename(inner[0]) in SHELLS:
+            if any(i <= script_at for i, _ in inner_unknown):
+                self.last_unknown = "the script"
+                self.blind.append(f"the script of {inner[0]} -c")
+                return None
+            dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
+            env = self.exported_env()
+            env.update(local)
+            rest_known = not inner_unknown
+            sub = _Shell(
+                env,
+                inner[script_at + 1 :] if rest_known else None,
+                self.unknown_rest,
+                self.source,
+                line,
+                self.key,
+                dialect,
+            )
+            sub.depth = self.depth + 1
+            sub.steps = self.steps
+            if sub.depth > MAX_EVAL_DEPTH:
+                self.blind.append(f"{inner[0]} -c nested too deep")
+                return None
+            sub.state.when = self.state.when
+            sub.state.branch = self.state.branch
+            sub.choices = self.choices
+            with contextlib.suppress(_Stop):
+                sub.run_node(p.parse(sub.lexer(inner[script_at])))
+            self.choices = sub.choices
+            self.steps = sub.steps
+            self.blind.extend(sub.blind)
+            self.commands.extend(
+                Command(c.words, c.env, c.unknown, c.line, background or c.background,
+                        c.when, c.branch, replaces and c.replaces)
+                for c in sub.commands
+            )  # fmt: skip
+            if replaces:
+                raise _Stop
+            return None
+        env = self.exported_env()
+        env.update(local)
+        self.commands.append(
+            Command(
+                tuple(inner),
+                env,
+                tuple(inner_unknown),
+                line,
+                background,
+                self.state.when,
+                self.state.branch,
+                replaces,
+            )
+        )
+        if replaces and not background:
+            raise _Stop
+        return None

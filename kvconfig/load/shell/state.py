@@ -1,0 +1,108 @@
+"""The evaluator's limits, the commands it finds and the shell state it carries.
+
+``Command`` is one program a script runs; ``_State`` is what a script has set so far
+(variables, exports, arguments, arrays, functions, the run-time choices above it), copied
+for subshells and for each branch of a choice only known at run time, and ``_merge``
+keeps what the branches agree on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kvconfig.load.shell import parser as p
+
+MAX_EVAL_DEPTH = 8
+"""Deepest nesting of ``eval``, ``sh -c`` and function calls kvconfig follows."""
+
+MAX_STEPS = 20000
+"""Most commands kvconfig evaluates in one script (loops included)."""
+
+MAX_LOOP = 256
+"""Most iterations of one loop kvconfig follows before the rest is unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One simple command of a script that runs a program, its words expanded."""
+
+    words: tuple[str, ...]
+    """The command's words after expansion (wrappers such as ``exec`` removed)."""
+    env: Mapping[str, str | None]
+    """The exported environment it runs with; None: the value is not known."""
+    unknown: tuple[tuple[int, str], ...] = ()
+    """(word index, what was unknown there: ``$SECRET``, ``$(...)``)."""
+    line: int | None = None
+    """Line in the file where the command starts, when known."""
+    background: bool = False
+    """Started with ``&``: the script goes on while it runs."""
+    when: tuple[str, ...] = ()
+    """Why it may not run: conditions only known at run time (empty: it runs when reached)."""
+    branch: tuple[tuple[int, int], ...] = ()
+    """(choice, alternative taken) for every run-time choice above it."""
+    replaces: bool = False
+    """Run by ``exec``: the script ends with it."""
+
+
+@dataclass
+class _State:
+    vars: dict[str, str | None]
+    exported: set[str]
+    args: list[str] | None
+    arrays: dict[str, list[str | None]] = field(default_factory=dict)
+    readonly: set[str] = field(default_factory=set)
+    functions: dict[str, p.Node] = field(default_factory=dict)
+    when: tuple[str, ...] = ()
+    branch: tuple[tuple[int, int], ...] = ()
+    why: dict[str, str] = field(default_factory=dict)
+    status: int | None = 0
+    maybe_exported: set[str] = field(default_factory=set)
+
+    def copy(self) -> _State:
+        return _State(
+            dict(self.vars),
+            set(self.exported),
+            None if self.args is None else list(self.args),
+            {k: list(v) for k, v in self.arrays.items()},
+            set(self.readonly),
+            dict(self.functions),
+            self.when,
+            self.branch,
+            dict(self.why),
+            self.status,
+            set(self.maybe_exported),
+        )
+
+
+def _merge(merged: _State, ends: list[_State], reason: str) -> None:
+    names = set().union(*(set(e.vars) for e in ends)) | set(merged.vars)
+    for name in names:
+        values = {e.vars.get(name, "\0unset") for e in ends}
+        if len(values) == 1:
+            value = values.pop()
+            if value == "\0unset":
+                merged.vars.pop(name, None)
+            else:
+                merged.vars[name] = value
+                if value is None:
+                    merged.why[name] = ends[0].why.get(name, "$" + name)
+        else:
+            merged.vars[name] = None
+            merged.why[name] = f"${name} (set by {reason})"
+    for name in set().union(*(set(e.arrays) for e in ends)):
+        arrays = [e.arrays.get(name) for e in ends]
+        if all(a == arrays[0] for a in arrays) and arrays[0] is not None:
+            merged.arrays[name] = list(arrays[0])
+        else:
+            merged.arrays[name] = [None]
+    merged.exported = set().union(*(e.exported for e in ends))
+    # exported on one side only: whether a program sees it is known only at run time
+    merged.maybe_exported = set().union(*(e.maybe_exported for e in ends)) | (
+        merged.exported - set[str].intersection(*(e.exported for e in ends))
+    )
+    merged.readonly = set().union(*(e.readonly for e in ends))
+    arg_lists = [e.args for e in ends]
+    merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
+    for e in ends:
+        merged.functions.update(e.functions)

@@ -1,0 +1,119 @@
+"""The base of the evaluator: its starting state, the variables as the shell looks them up
+(positional and special parameters, arrays, ``IFS``), assignment (``readonly`` included)
+and the variables of arithmetic. The expansions, control flow and builtins build on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell.arith import arith
+from kvconfig.load.shell.lexer import _Lexer
+from kvconfig.load.shell.state import Command, _State
+
+_DEFAULT_IFS = " \t\n"
+
+
+class _Variables:
+    def __init__(  # noqa: PLR0917 (the script's starting state)
+        self,
+        env: Mapping[str, str | None],
+        args: Sequence[str] | None,
+        unknown_rest: bool,
+        source: str,
+        line0: int | None,
+        key: str,
+        dialect: str,
+    ) -> None:
+        self.state = _State(dict(env), set(env), None if args is None else list(args))
+        for name, value in env.items():
+            if value is None:
+                self.state.why[name] = "$" + name
+        self.unknown_rest = unknown_rest
+        self.source = source
+        self.line0 = line0
+        self.key = key
+        self.dialect = dialect
+        self.commands: list[Command] = []
+        self.blind: list[str] = []
+        self.steps = 0
+        self.choices = 0
+        self.depth = 0
+        self.last_unknown = ""
+        self.local_frames: list[dict[str, tuple[bool, str | None, bool]]] = []
+
+    # ----- errors and lines -----------------------------------------------------------
+    def at(self, line: int) -> int | None:
+        return None if self.line0 is None else self.line0 + line - 1
+
+    def lexer(self, text: str) -> _Lexer:
+        return _Lexer(text, self.source, self.line0, self.key, self.dialect)
+
+    # ----- variables --------------------------------------------------------------------
+    def lookup(self, name: str) -> tuple[bool, str | None]:
+        """(is set, value); a set variable with value None holds an unknown value."""
+        st = self.state
+        if name.isdigit():
+            if st.args is None:
+                return True, None
+            n = int(name)
+            return (n < len(st.args), st.args[n] if n < len(st.args) else "")
+        if name == "#":
+            return True, None if st.args is None else str(max(len(st.args) - 1, 0))
+        if name in ("@", "*"):
+            if st.args is None:
+                return True, None
+            return bool(st.args[1:]), self.ifs_join(st.args[1:])
+        if name == "?":
+            return True, None if st.status is None else str(st.status)
+        if name in "$!-":
+            return True, None
+        if name in st.arrays:
+            values = st.arrays[name]
+            return (bool(values), values[0] if values else "")
+        if name in st.vars:
+            return True, st.vars[name]
+        if self.unknown_rest:
+            return True, None
+        return False, ""
+
+    def ifs(self) -> str:
+        is_set, value = self.lookup("IFS")
+        if not is_set:
+            return _DEFAULT_IFS
+        return value if value is not None else _DEFAULT_IFS
+
+    def ifs_join(self, values: Sequence[str]) -> str:
+        known, value = self.lookup("IFS")
+        sep = " " if not known else (value or "")[:1]
+        return sep.join(values)
+
+    def assign(self, name: str, value: str | None, why: str = "") -> None:
+        st = self.state
+        if name in st.readonly:
+            if self.dialect == "sh":
+                raise _Stop  # dash: assigning a readonly variable stops the script
+            st.status = 1
+            return
+        if name in st.arrays:
+            st.arrays[name][0:1] = [value]
+        st.vars[name] = value
+        if value is None:
+            st.why[name] = why or ("$" + name)
+        else:
+            st.why.pop(name, None)
+
+    def unknown_why(self, name: str) -> str:
+        return self.state.why.get(name, "$" + name)
+
+    def arith_var(self, name: str) -> int | None:
+        _is_set, value = self.lookup(name)
+        if value is None:
+            return None
+        if not value.strip():
+            return 0
+        try:
+            return arith(value, self.arith_var, depth=1)
+        except ValueError:
+            return None

@@ -1,0 +1,132 @@
+"""Programs that run another program: ``exec``, ``timeout``, ``numactl``, ``tini --`` ...
+
+Each entry names the options that take a value, so the wrapped command is found where the
+wrapper itself finds it (the first word that is not one of its options). Sources: the
+manual pages of coreutils (``timeout``, ``nice``, ``stdbuf``, ``env``, ``nohup``),
+util-linux (``taskset``), numactl, tini (``tini [OPTIONS] -- PROGRAM``) and dumb-init.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
+"""Programs that run a script given with ``-c``."""
+
+_VALUED: dict[str, frozenset[str]] = {
+    "exec": frozenset({"-a"}),
+    "command": frozenset(),
+    "builtin": frozenset(),
+    "nohup": frozenset(),
+    "time": frozenset({"-f", "-o", "--format", "--output"}),
+    "timeout": frozenset({"-k", "-s", "--kill-after", "--signal"}),
+    "numactl": frozenset(
+        {"-N", "-m", "-C", "-i", "-p", "-c", "--cpunodebind", "--membind", "--physcpubind"}
+        | {"--interleave", "--preferred", "--preferred-many", "--cpubind"}
+    ),
+    "taskset": frozenset(),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
+    "tini": frozenset({"-p", "-e"}),
+    "dumb-init": frozenset({"-r", "--rewrite"}),
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
+    "ionice": frozenset({"-c", "-n", "--class", "--classdata"}),
+}
+_POSITIONAL = {"timeout": 1, "taskset": 1}
+"""Wrappers with a positional argument before the command (duration, CPU mask)."""
+
+
+def unwrap(
+    words: Sequence[str],
+) -> tuple[list[str] | None, dict[str, str | None], bool, int]:
+    """(the command that runs, ``env NAME=VALUE`` settings, run by ``exec``, words removed).
+
+    None as the command: the words run no program kvconfig can name (``command -v``,
+    ``taskset -p``, ``env -S``).
+    """
+    w = list(words)
+    extra: dict[str, str | None] = {}
+    replaces = False
+    removed = 0
+    while w:
+        head = os.path.basename(w[0])
+        if head not in _VALUED:
+            break
+        valued = _VALUED[head]
+        k = 1
+        positional = _POSITIONAL.get(head, 0)
+        while k < len(w):
+            word = w[k]
+            if word == "--":
+                k += 1
+                break
+            if head == "env" and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word):
+                name, _, value = word.partition("=")
+                extra[name] = value
+                k += 1
+                continue
+            if word.startswith("-") and len(word) > 1 and head not in ("nohup",):
+                if head == "command" and word in ("-v", "-V"):
+                    return None, extra, replaces, removed
+                if head == "taskset" and "p" in word.lstrip("-") and not word.startswith("--"):
+                    return None, extra, replaces, removed
+                if head == "env" and (word in ("-S", "--split-string") or word.startswith("-S")):
+                    return None, extra, replaces, removed
+                name = word.split("=", 1)[0]
+                k += 2 if name in valued and "=" not in word and name == word else 1
+                continue
+            if positional:
+                positional -= 1
+                k += 1
+                continue
+            break
+        if head == "exec":
+            replaces = True
+        if head == "tini" and "--" not in w[1:k] and k < len(w):
+            pass  # tini also runs a program given without --
+        w = w[k:]
+        removed += k
+    return w, extra, replaces, removed
+
+
+def script_of(words: Sequence[str]) -> int | None:
+    """Index of the script in ``sh -c SCRIPT ...`` (``-xc``, ``-o pipefail -c``, ``-lc``)."""
+    if not words or os.path.basename(words[0]) not in SHELLS:
+        return None
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in ("-o", "+o", "-O", "+O"):
+            i += 2
+            continue
+        if word == "--":
+            return None
+        if word[:1] in "-+" and len(word) > 1 and not word.startswith("--"):
+            if "c" in word[1:] and word[0] == "-":
+                return i + 1 if i + 1 < len(words) else None
+            i += 1
+            continue
+        if word.startswith("--"):
+            i += 1
+            continue
+        return None
+    return None
+
+
+def shell_script(words: Sequence[str]) -> tuple[int, str] | None:
+    """The one ``sh -c`` detector (Kubernetes, compose): (index of the script, dialect).
+
+    The words may start with wrappers (``tini --``, ``dumb-init``, ``exec``); the
+    dialect is ``bash`` for bash and ``sh`` (dash, the ``/bin/sh`` of Debian and Ubuntu
+    images, vLLM's included) otherwise.
+    """
+    inner, _, _, removed = unwrap(words)
+    if inner is None:
+        return None
+    at = script_of(inner)
+    if at is None:
+        return None
+    dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
+    return removed + at, dialect

@@ -1,0 +1,367 @@
+"""The shell reader against real bash and dash, on the same scripts.
+
+Each script runs in the real shell with a ``vllm`` program first on PATH that prints
+its arguments and its ``KV_*`` environment, and with the real wrappers (``timeout``,
+``numactl``, ``taskset``, ``nice``, ``stdbuf``, ``tini``, ``dumb-init``). kvconfig reads
+the same script with the same environment. kvconfig may say "only known at run time";
+it may never be wrong:
+
+* every vLLM command kvconfig says runs (nothing unknown, no run-time condition) ran;
+* every vLLM command that ran is one kvconfig names (unknown words match anything),
+  unless kvconfig said it could not see into part of the script;
+* when kvconfig knows everything, the commands that ran are exactly its commands;
+* the known ``KV_*`` variables of a command that runs are those the program saw.
+
+Scripts come from a table of hand-picked constructs and from Hypothesis.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kvconfig.load.shell.script import Command, read_script
+
+_VLLM = r"""#!/bin/sh
+r=
+for a; do r="$r$a$(printf '\037')"; done
+e=
+for n in KV_A KV_B KV_C; do
+  eval "s=\${$n+set}"
+  eval "v=\${$n-}"
+  e="$e$n=$s:$v$(printf '\037')"
+done
+printf '\001%s\002%s\003' "$r" "$e"
+"""
+_WRAPPERS = ("timeout", "numactl", "taskset", "nice", "stdbuf", "tini", "dumb-init")
+_HOME = "/home/kv"
+
+
+@pytest.fixture(scope="module")
+def bindir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    missing = [w for w in _WRAPPERS if shutil.which(w) is None]
+    assert not missing, f"install {missing} (.ci/run installs numactl, tini, dumb-init)"
+    d = tmp_path_factory.mktemp("bin")
+    (d / "vllm").write_text(_VLLM)
+    (d / "vllm").chmod(0o755)
+    (d / "work").mkdir()
+    return d
+
+
+Run = tuple[tuple[str, ...], tuple[tuple[str, str | None], ...]]
+
+
+def real(shell: str, script: str, env: dict[str, str], bindir: Path) -> list[Run]:
+    """The vLLM commands ``shell -c script`` runs: (argv, KV_* variables, None: unset)."""
+    full = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": _HOME, **env}
+    proc = subprocess.run(
+        [shell, "-c", script, "sh"],
+        env=full,
+        cwd=bindir / "work",
+        capture_output=True,
+        timeout=20,
+        check=False,
+    )
+    out = proc.stdout.decode("utf-8", "surrogateescape")
+    runs: list[Run] = []
+    for record in out.split("\001")[1:]:
+        argv_text, _, rest = record.partition("\002")
+        env_text = rest.partition("\003")[0]
+        argv = tuple(argv_text.split("\037")[:-1])
+        seen = []
+        for item in env_text.split("\037")[:-1]:
+            name, _, state = item.partition("=")
+            flag, _, value = state.partition(":")
+            seen.append((name, value if flag == "set" else None))
+        runs.append((("vllm", *argv), tuple(seen)))
+    return runs
+
+
+def _matches(cmd: Command, argv: tuple[str, ...]) -> bool:
+    unknown = {i for i, _ in cmd.unknown}
+
+    def go(i: int, j: int) -> bool:
+        if i == len(cmd.words):
+            return j == len(argv)
+        if i in unknown:
+            return any(go(i + 1, k) for k in range(j, len(argv) + 1))
+        return j < len(argv) and cmd.words[i] == argv[j] and go(i + 1, j + 1)
+
+    return go(0, 0)
+
+
+def check(script: str, env: dict[str, str | None], bindir: Path, shells: tuple[str, ...]) -> None:
+    """kvconfig's reading agrees with each shell for every value the unknowns may take."""
+    for shell in shells:
+        dialect = "bash" if shell == "bash" else "sh"
+        reading = read_script(script, {"HOME": _HOME, **env}, dialect=dialect)
+        vllm = [c for c in reading.commands if os.path.basename(c.words[0]) == "vllm"]
+        sure = [c for c in vllm if not c.unknown and not c.when]
+        unknown_names = [k for k, v in env.items() if v is None]
+        trials = [{}] if not unknown_names else [
+            {k: v for k in unknown_names} for v in ("16", "throughput", "", "a b")
+        ]  # fmt: skip
+        for trial in trials:
+            values = {k: v for k, v in env.items() if v is not None} | trial
+            runs = real(shell, script, values, bindir)
+            ran = Counter(argv for argv, _ in runs)
+            said = Counter(c.words for c in sure)
+            where = f"{shell}: {script!r} with {values}"
+            missing = said - ran
+            assert not missing, f"{where}: kvconfig says {list(missing)} runs; ran {list(ran)}"
+            if not reading.blind:
+                for argv in ran:
+                    assert any(_matches(c, argv) for c in vllm), (
+                        f"{where}: {argv} ran, kvconfig names only {[c.words for c in vllm]}"
+                    )
+                if len(sure) == len(vllm):
+                    assert ran == said, f"{where}: ran {list(ran)}, kvconfig says {list(said)}"
+            for c in sure:
+                known = {n: v for n, v in c.env.items() if n.startswith("KV_") and v is not None}
+                assert any(
+                    argv == c.words and all(dict(e).get(n) == v for n, v in known.items())
+                    for argv, e in runs
+                ), f"{where}: {c.words} runs with {known}; ran {runs}"
+
+
+# (script, environment (None: only known at run time), shells)
+BOTH = ("bash", "dash")
+TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
+    "if on a known value": (
+        'if [ "$PROFILE" = throughput ]; then BS=128; else BS=64; fi\n'
+        "exec vllm serve m --block-size $BS",
+        {"PROFILE": "throughput"},
+        BOTH,
+    ),
+    "if on a run-time value": (
+        'if [ "$PROFILE" = throughput ]; then BS=128; else BS=64; fi\n'
+        "exec vllm serve m --block-size $BS",
+        {"PROFILE": None},
+        BOTH,
+    ),
+    "elif chain": (
+        'if [ "$X" = a ]; then B=1; elif [ -n "$X" ]; then B=2; else B=3; fi; vllm serve $B',
+        {"X": "z"},
+        BOTH,
+    ),
+    "assignment after then": (
+        'if true; then BS=32; fi; vllm serve m --block-size "$BS"',
+        {},
+        BOTH,
+    ),
+    "case": (
+        'case "$GPU" in H100|H200) BS=64;; A*) BS=16;; *) BS=8;; esac; vllm serve m $BS',
+        {"GPU": "A100"},
+        BOTH,
+    ),
+    "case run-time": (
+        'case "$GPU" in H100) vllm serve m --block-size 64;; *) vllm serve m;; esac',
+        {"GPU": None},
+        BOTH,
+    ),
+    "test numbers": (
+        'N=8; if [ "$N" -ge 4 ]; then TP=4; fi; if test "$N" -lt 2; then TP=1; fi; vllm serve $TP',
+        {},
+        BOTH,
+    ),
+    "and-or": ("true && vllm serve a; false && vllm serve b; false || vllm serve c", {}, BOTH),
+    "set --": ('set -- --block-size 16; shift; vllm serve m "$@" $#', {}, BOTH),
+    "declare readonly local": (
+        "f() { local X=in; vllm serve $X; }; X=out; f; readonly Y=1; vllm serve $X $Y",
+        {},
+        BOTH,
+    ),
+    "declare bash": ("declare -x KV_A=1; declare B=2; vllm serve $B", {}, ("bash",)),
+    "subshell scope": ("X=1; (X=2; vllm serve $X); vllm serve $X", {}, BOTH),
+    "pipeline scope": ("X=1; X=2 | true; vllm serve $X | cat", {}, BOTH),
+    "ansi-c quoting": ("vllm serve $'a\\tb' $'\\x41' $'it\\'s'", {}, ("bash",)),
+    "arrays": (
+        'A=(--block-size "1 6"); A+=(x); vllm serve "${A[@]}" ${A[1]} ${#A[@]} $A',
+        {},
+        ("bash",),
+    ),
+    "tilde": ("vllm serve ~/m --x=~ '~'", {}, BOTH),
+    "parameter expansions": (
+        "X=abc.tar.gz; vllm serve ${X%.*} ${X%%.*} ${X#*.} ${X##*.} ${#X} ${U:-d} ${U-e} "
+        '${X:+alt} "${E:=set}" $E',
+        {},
+        BOTH,
+    ),
+    "bash expansions": ("X=abcabc; vllm serve ${X/b/B} ${X//b/B} ${X:1:3} ${X^^}", {}, ("bash",)),
+    "required variable unset": ('vllm serve "${MODEL:?set MODEL}"', {}, BOTH),
+    "eval": ('ARGS="--block-size 16 --x \'{\\"a\\": 1}\'"; eval "vllm serve m $ARGS"', {}, BOTH),
+    "wrappers": (
+        "exec timeout 100 numactl --cpunodebind=0 taskset -c 0 nice -n 5 stdbuf -oL "
+        "tini -s -- dumb-init vllm serve m",
+        {},
+        BOTH,
+    ),
+    "env wrapper": ("env KV_A=1 KV_B=2 vllm serve m", {}, BOTH),
+    "nested shell": (
+        'KV_C=3; export KV_C; bash -o pipefail -xc "vllm serve \\$KV_C" 2>/dev/null',
+        {},
+        BOTH,
+    ),
+    "background engines": (
+        "vllm serve a --port 8000 & vllm serve b --port 8001 & wait",
+        {},
+        BOTH,
+    ),
+    "for loop of engines": (
+        "for i in 0 1 2; do KV_A=$i vllm serve m --port $((8000 + i)) & done; wait",
+        {},
+        BOTH,
+    ),
+    "while loop": ('i=0; while [ "$i" -lt 2 ]; do vllm serve $i; i=$((i+1)); done', {}, BOTH),
+    "export scope": ("export KV_A=1; KV_B=2; KV_C=3 vllm serve m; vllm serve n", {}, BOTH),
+    "IFS": ('IFS=:; X="a:b::c"; vllm serve $X', {}, BOTH),
+    "run-time test keeps branches apart": (
+        'if [ -f /nonexistent/flag ]; then X=1; else X=2; fi; vllm serve "$X"',
+        {},
+        BOTH,
+    ),
+    "exit stops": ('[ -n "$Q" ] || exit 0; vllm serve m', {"Q": None}, BOTH),
+    "function with args": ('run() { vllm serve "$1" --tp "$2"; }; run m 4', {}, BOTH),
+    "a shift dash may refuse": (
+        'if [ -n "$Q" ]; then set -- x; fi; if [ -n $Q ]; then shift; fi; vllm serve m',
+        {"Q": None},
+        BOTH,
+    ),
+    "case * on a run-time word": (
+        'case "$Q" in a) vllm serve a;; *) shift;; esac; vllm serve m',
+        {"Q": None},
+        BOTH,
+    ),
+    "export on one side of a run-time branch": (
+        "if [ -n $KV_A ]; then unset KV_A; fi; KV_A=''; vllm serve m",
+        {"KV_A": None},
+        BOTH,
+    ),
+    "double bracket": (
+        "if [[ $X == a* ]]; then vllm serve 1; else vllm serve 2; fi",
+        {"X": "ab"},
+        ("bash",),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", TABLE, ids=TABLE.keys())
+def test_table_against_real_shells(name: str, bindir: Path) -> None:
+    script, env, shells = TABLE[name]
+    check(script, env, bindir, shells)
+
+
+def test_the_issue_case_is_decided_not_guessed() -> None:
+    script = TABLE["if on a known value"][0]
+    (cmd,) = read_script(script, {"PROFILE": "throughput"}).commands
+    assert cmd.words[-1] == "128"
+    (cmd,) = read_script(script, {"PROFILE": None}).commands
+    assert cmd.words[4] == "$BS" and cmd.unknown == ((4, "$BS"),)
+
+
+# ----- generated scripts ---------------------------------------------------------------
+_NAMES = ("KV_A", "KV_B", "X")
+_VALUES = ("", "16", "a b", "throughput", "-x", "1")
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+_value = st.sampled_from(_VALUES).map(_q)
+_name = st.sampled_from(_NAMES)
+_ref = st.builds(
+    lambda n, form, v: form.format(n=n, v=v),
+    _name,
+    st.sampled_from(
+        [
+            "${n}",
+            '"${n}"',
+            "${{{n}:-{v}}}",
+            '"${{{n}-{v}}}"',
+            "${{{n}:+{v}}}",
+            "${{#{n}}}",
+            '"${{{n}#?}}"',
+            '"${{{n}%?}}"',
+        ]
+    ),
+    st.sampled_from(["d", "'x y'", '"$KV_A"']),
+)
+_word = st.one_of(
+    _value, _ref, st.sampled_from(["m", "--block-size", "'{\"k\": 1}'", '"$@"', "$#"])
+)
+_cond = st.one_of(
+    st.builds(lambda r, v: f"[ {r} = {v} ]", _ref, _value),
+    st.builds(lambda r: f"[ -n {r} ]", _ref),
+    st.builds(lambda r: f'[ -z "{r}" ]', _ref.filter(lambda r: '"' not in r)),
+    st.builds(lambda r, v: f"test {r} != {v}", _ref, _value),
+    st.sampled_from(["true", "false", "! false", "[ -d /nonexistent ]"]),
+)
+
+
+def _end(block: str) -> str:
+    return block + (" " if block.endswith("&") else "; ")
+
+
+def _join(items: list[str]) -> str:
+    """Commands in turn: ``;`` between them, none after one ended by ``&``."""
+    return "".join(c + (" " if c.endswith("&") else "; ") for c in items[:-1]) + items[-1]
+
+
+def _commands(depth: int) -> st.SearchStrategy[str]:
+    simple = st.one_of(
+        st.builds(lambda n, v: f"{n}={v}", _name, _value),
+        st.builds(lambda n, v: f"export {n}={v}", _name, _value),
+        st.builds(lambda ws: "vllm serve " + " ".join(ws), st.lists(_word, max_size=4)),
+        st.builds(lambda ws: "vllm serve " + " ".join(ws) + " &", st.lists(_word, max_size=3)),
+        st.builds(lambda n, v, w: f"{n}={v} vllm serve {w}", _name, _value, _word),
+        st.builds(lambda ws: "set -- " + " ".join(ws), st.lists(_value, max_size=3)),
+        st.just("shift"),
+        st.builds(lambda n: f"unset {n}", _name),
+    )
+    if depth == 0:
+        return simple
+    inner = _commands(depth - 1)
+    block = st.lists(inner, min_size=1, max_size=3).map(_join)
+    return st.one_of(
+        simple,
+        st.builds(lambda c, a: f"if {c}; then {_end(a)}fi", _cond, block),
+        st.builds(lambda c, a, b: f"if {c}; then {_end(a)}else {_end(b)}fi", _cond, block, block),
+        st.builds(
+            lambda r, p, a, b: f"case {r} in {p}) {a} ;; *) {b} ;; esac",
+            _ref,
+            st.sampled_from(["16", "a*", "''", "throughput|1", "?"]),
+            block,
+            block,
+        ),
+        st.builds(lambda a: f"( {_end(a)})", block),
+        st.builds(lambda c, a: f"{c} && {{ {_end(a)}}}", _cond, block),
+        st.builds(
+            lambda ws, a: f"for KV_C in {' '.join(ws)}; do {_end(a)}done",
+            st.lists(_value, max_size=2),
+            block,
+        ),
+    )
+
+
+_script = st.lists(_commands(2), min_size=1, max_size=5).map(_join)
+_env = st.fixed_dictionaries(
+    {}, optional={n: st.one_of(st.none(), st.sampled_from(_VALUES)) for n in _NAMES}
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(script=_script, env=_env)
+def test_generated_scripts_against_real_shells(
+    script: str, env: dict[str, str | None], bindir: Path
+) -> None:
+    check(script, env, bindir, BOTH)
