@@ -35,7 +35,7 @@ def main() -> int:
     emulate.install()
     import pytest
 
-    import hooks
+    from kvconfig import hooks
     from tests.test_hooks_engine import build
     from tools.catalog.emulate import Emulation, emulated
 

@@ -156,7 +156,7 @@ def bench_batch(runs: int, n: int = 1000) -> dict[str, Any]:
 
 def resolver_deployment() -> Any:
     """A 128-layer model with a drafter, in 4 KV-cache groups, on H200."""
-    from schemas.deployment import Deployment, LayerSet
+    from kvconfig.schemas.deployment import Deployment, LayerSet
 
     layers = [
         LayerSet(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 
-from hooks._state import MODES, SUPPORTED_VLLM_VERSIONS, HookStatus, current_status
+from kvconfig.hooks._state import MODES, SUPPORTED_VLLM_VERSIONS, HookStatus, current_status
 
 __all__ = [
     "MODES",
@@ -48,7 +48,7 @@ def install(mode: str | None = None) -> HookStatus:
     ERROR naming what is unchecked (also in ``status().unchecked``) and fall back to
     ``warn`` with nothing patched.
     """
-    from hooks._install import install_locked
+    from kvconfig.hooks._install import install_locked
 
     with _LOCK:
         install_locked(mode)
@@ -57,7 +57,7 @@ def install(mode: str | None = None) -> HookStatus:
 
 def uninstall() -> HookStatus:
     """Remove every patch and restore vLLM's own functions."""
-    from hooks._install import uninstall_locked
+    from kvconfig.hooks._install import uninstall_locked
 
     with _LOCK:
         uninstall_locked()
@@ -79,8 +79,8 @@ def register() -> None:
     except HooksFailed:
         raise
     except Exception as err:
-        from hooks._install import UNCHECKED_ALL
-        from hooks._state import machinery_failed, parse_mode
+        from kvconfig.hooks._install import UNCHECKED_ALL
+        from kvconfig.hooks._state import machinery_failed, parse_mode
 
         machinery_failed("installing the vLLM hooks", UNCHECKED_ALL, err, mode=parse_mode(None))
 

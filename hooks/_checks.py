@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hooks._log import logger
-from hooks._session import Session
-from hooks._state import STATE
-from hooks._vllm import actual_k, describe, expected_k, flat
 from kvconfig.errors import KernelBlockSizeMismatch
+from kvconfig.hooks._log import logger
+from kvconfig.hooks._session import Session
+from kvconfig.hooks._state import STATE
+from kvconfig.hooks._vllm import actual_k, describe, expected_k, flat
 from kvconfig.plan.runtime import RuntimeGroup, RuntimeReport
 
 

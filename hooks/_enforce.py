@@ -36,13 +36,13 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-from hooks._checks import mismatches, settle
-from hooks._log import logger
-from hooks._observe import finish
-from hooks._session import SESSION, Session, SpeculatorRecord
-from hooks._state import STATE, machinery_failed
-from hooks._vllm import real_prepare
 from kvconfig.errors import HooksFailed, KernelBlockSizeMismatch
+from kvconfig.hooks._checks import mismatches, settle
+from kvconfig.hooks._log import logger
+from kvconfig.hooks._observe import finish
+from kvconfig.hooks._session import SESSION, Session, SpeculatorRecord
+from kvconfig.hooks._state import STATE, machinery_failed
+from kvconfig.hooks._vllm import real_prepare
 
 _FORCED: ContextVar[tuple[Any, tuple[int, ...]] | None] = ContextVar(
     "kvconfig_forced_kernel_block_sizes", default=None

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hooks._log import logger
-from hooks._state import STATE, SUPPORTED_VLLM_VERSIONS, machinery_failed, parse_mode
+from kvconfig.hooks._log import logger
+from kvconfig.hooks._state import STATE, SUPPORTED_VLLM_VERSIONS, machinery_failed, parse_mode
 
 MARK = "__kvconfig_original__"
 """Attribute of every wrapper: the function it wraps."""
@@ -287,7 +287,7 @@ def install_locked(mode: str | None) -> None:
         _fall_back("; ".join(problems), requested)
         return
     try:
-        from hooks import _enforce
+        from kvconfig.hooks import _enforce
 
         _apply(_enforce.FACTORIES)
     except Exception as err:
@@ -319,7 +319,7 @@ def _install_connectors() -> None:
     removes every patch and refuses to start, ``enforce`` and ``warn`` log and go on
     without the connector checks."""
     try:
-        from hooks import _connectors
+        from kvconfig.hooks import _connectors
 
         _connectors.install()
     except Exception as err:
@@ -339,7 +339,7 @@ def _install_connectors() -> None:
 def _uninstall_connectors() -> None:
     import sys
 
-    module = sys.modules.get("hooks._connectors")
+    module = sys.modules.get("kvconfig.hooks._connectors")
     if module is not None:
         module.uninstall()
 

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hooks._checks import catalog_error, mismatches, settle, unverified
-from hooks._log import logger
-from hooks._session import Session, SpeculatorRecord
-from hooks._state import STATE
-from hooks._vllm import (
+from kvconfig.errors import InputError, KernelBlockSizeMismatch
+from kvconfig.hooks._checks import catalog_error, mismatches, settle, unverified
+from kvconfig.hooks._log import logger
+from kvconfig.hooks._session import Session, SpeculatorRecord
+from kvconfig.hooks._state import STATE
+from kvconfig.hooks._vllm import (
     Facts,
     actual_k,
     class_path,
@@ -34,7 +35,6 @@ from hooks._vllm import (
     speculator_of,
     to_sizes,
 )
-from kvconfig.errors import InputError, KernelBlockSizeMismatch
 from kvconfig.mirror.catalog import CatalogData, load_catalog
 from kvconfig.plan.runtime import (
     RuntimeDeployment,
@@ -43,7 +43,7 @@ from kvconfig.plan.runtime import (
     RuntimeVoter,
     runtime_report,
 )
-from schemas.sizes import format_sizes
+from kvconfig.schemas.sizes import format_sizes
 
 EXPORT_ENV = "KVCONFIG_PLAN_EXPORT"
 """The environment variable naming where each worker writes its plan."""
@@ -194,7 +194,7 @@ def export(report: RuntimeReport) -> str | None:
     STATE.last_export = path
     logger.info("kvconfig: plan written to %s", path)
     # ---- fleet: the plan digest beside the plan (hooks/_connectors/digest.py)
-    from hooks._connectors.digest import export_digest
+    from kvconfig.hooks._connectors.digest import export_digest
 
     export_digest(path, report.plan.to_json())
     # ----

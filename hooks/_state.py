@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from hooks._log import logger
+from kvconfig.hooks._log import logger
 from kvconfig.mirror import versions
 
 MODES = ("enforce", "strict", "warn", "off")

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hooks._session import Session
+from kvconfig.hooks._session import Session
 from kvconfig.mirror.catalog import SizeContext
 from kvconfig.mirror.dispatch import SpecClass
 from kvconfig.mirror.platform import PlatformId, trtllm_capable, trtllm_usable
-from schemas.sizes import KernelSize, MultipleOf
+from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
 
 def real_prepare(kv_cache_config: Any, attn_groups: Any) -> list[int]:

@@ -9,15 +9,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from schemas.catalog import BackendEntry, Catalog, Conditions, SizeRule
-    from schemas.deployment import (
+    from kvconfig.schemas.catalog import BackendEntry, Catalog, Conditions, SizeRule
+    from kvconfig.schemas.deployment import (
         AttentionSettings,
         CustomBackend,
         Deployment,
         GroupSettings,
         LayerSet,
     )
-    from schemas.plan import (
+    from kvconfig.schemas.plan import (
         BackendVote,
         Components,
         Finding,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         Plan,
         PlatformInfo,
     )
-    from schemas.sizes import KernelSize, MultipleOf
+    from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
 _WHERE = {
     "BackendEntry": "catalog",
@@ -73,5 +73,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        return getattr(importlib.import_module(f"schemas.{_WHERE[name]}"), name)
-    raise AttributeError(f"module 'schemas' has no attribute {name!r}")
+        return getattr(importlib.import_module(f"kvconfig.schemas.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'kvconfig.schemas' has no attribute {name!r}")

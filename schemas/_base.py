@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.sizes import MultipleOf
+from kvconfig.schemas.sizes import MultipleOf
 
 
 class Strict(BaseModel):

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from schemas._base import KernelSizeField as KernelSize
-from schemas._base import Strict
+from kvconfig.schemas._base import KernelSizeField as KernelSize
+from kvconfig.schemas._base import Strict
 
 Vendor = Literal["cuda", "rocm", "xpu", "cpu", "unspecified"]
 """The platform family vLLM detects: CUDA, ROCm, XPU, CPU, or none (a GPU-less host)."""

@@ -23,8 +23,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from kvconfig._suggest import did_you_mean, same_first_word
 from kvconfig.errors import DeploymentError
 from kvconfig.mirror import speculative, versions
-from schemas._fields import CONFIG, MinItems, StrictInt
-from schemas.sizes import MultipleOf
+from kvconfig.schemas._fields import CONFIG, MinItems, StrictInt
+from kvconfig.schemas.sizes import MultipleOf
 
 Role = Literal["target", "draft"]
 """Whether a layer belongs to the served (target) model or to the speculator's drafter."""

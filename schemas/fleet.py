@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from kvconfig.mirror import versions
-from schemas._base import Strict
-from schemas.plan import Plan, Severity
+from kvconfig.schemas._base import Strict
+from kvconfig.schemas.plan import Plan, Severity
 
 PositiveInt = Annotated[int, Field(ge=1, strict=True)]
 

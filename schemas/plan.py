@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from schemas._base import KernelSizeField as KernelSize
-from schemas._base import Strict
-from schemas.deployment import LayerKind, Runner
+from kvconfig.schemas._base import KernelSizeField as KernelSize
+from kvconfig.schemas._base import Strict
+from kvconfig.schemas.deployment import LayerKind, Runner
 
 Severity = Literal["error", "warning", "info"]
 """``error`` rejects the deployment; ``warning`` and ``info`` do not."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from schemas._base import Strict
+from kvconfig.schemas._base import Strict
 
 
 class RepoConfig(Strict):

@@ -108,13 +108,13 @@ def main() -> None:
         try:
             for mode in run["modes"]:
                 os.environ["KVCONFIG_MODE"] = mode
-                hooks = sys.modules.get("hooks")
+                hooks = sys.modules.get("kvconfig.hooks")
                 before = 0
                 if hooks is not None:  # vLLM loads its plugins once per process
                     hooks.install(mode)
                     before = len(hooks.status().unchecked)
                 answer = startup.start(list(run["argv"]))
-                hooks = sys.modules.get("hooks")  # loaded by vLLM's plugin loader
+                hooks = sys.modules.get("kvconfig.hooks")  # loaded by vLLM's plugin loader
                 status = hooks.status() if hooks is not None else None
                 facts = answer.get("facts") or {}
                 results.append(

@@ -25,7 +25,7 @@ from kvconfig import errors
 from kvconfig.codes import FindingCode, Severity
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("kvconfig", "hooks", "schemas")
+PACKAGES = ("kvconfig",)
 
 
 def _modules() -> list[Any]:

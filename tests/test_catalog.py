@@ -13,8 +13,8 @@ from kvconfig.load.platforms import parse_platform
 from kvconfig.mirror import versions
 from kvconfig.mirror.catalog import SizeContext, load_catalog
 from kvconfig.report.catalog import context_for
-from schemas.catalog import Catalog
-from schemas.sizes import MultipleOf, format_sizes
+from kvconfig.schemas.catalog import Catalog
+from kvconfig.schemas.sizes import MultipleOf, format_sizes
 from tools.catalog.learn import FACTS, learn_rules
 
 VERSIONS = versions.KNOWN

@@ -61,7 +61,7 @@ def test_json_contract_keys() -> None:
     assert set(group["components"]) == {"runner", "speculator"}
     finding = doc["findings"][0]
     assert {"code", "severity", "group", "message"} <= set(finding)
-    from schemas.plan import Plan
+    from kvconfig.schemas.plan import Plan
 
     assert Plan.model_validate(doc).model_dump(mode="json", by_alias=True) == doc
 
@@ -206,7 +206,7 @@ def test_backend_per_kind_uses_the_kind_vllms_selector_asks_for() -> None:
     from kvconfig.load.platforms import parse_platform
     from kvconfig.plan.backends import requested_backend
     from kvconfig.plan.context import new_context
-    from schemas.deployment import AttentionSettings, Deployment, LayerSet
+    from kvconfig.schemas.deployment import AttentionSettings, Deployment, LayerSet
 
     layer = LayerSet(kind="chunked_local")
     dep = Deployment(

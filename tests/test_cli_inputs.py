@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kvconfig.cli import main
-from schemas.plan import Plan
+from kvconfig.schemas.plan import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

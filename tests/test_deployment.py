@@ -24,7 +24,7 @@ from kvconfig.cli import main
 from kvconfig.errors import DeploymentError
 from kvconfig.load import validate
 from kvconfig.mirror import versions
-from schemas.deployment import Deployment, LayerSet
+from kvconfig.schemas.deployment import Deployment, LayerSet
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kvconfig.plan.resolve import resolve
-from schemas.deployment import AttentionSettings, Deployment, LayerSet
+from kvconfig.schemas.deployment import AttentionSettings, Deployment, LayerSet
 
 pytest.importorskip("vllm")
 

@@ -25,7 +25,7 @@ from kvconfig.load.deployment import load
 from kvconfig.load.platforms import parse_platform
 from kvconfig.plan.resolve import resolve
 from kvconfig.plan.result import PlanResult
-from schemas.deployment import Deployment
+from kvconfig.schemas.deployment import Deployment
 
 pytestmark = pytest.mark.vllm
 

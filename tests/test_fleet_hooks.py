@@ -146,9 +146,9 @@ def connector_hooks(monkeypatch: pytest.MonkeyPatch) -> Any:
     backends' votes answered by stand-in backends."""
     from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker
 
-    from hooks import _connectors
-    from hooks._connectors import sync
-    from hooks._state import STATE
+    from kvconfig.hooks import _connectors
+    from kvconfig.hooks._connectors import sync
+    from kvconfig.hooks._state import STATE
 
     backends = [_Backend("FLASHINFER", [16, 32, 64])]
     monkeypatch.setattr(

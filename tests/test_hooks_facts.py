@@ -28,7 +28,7 @@ def test_the_trtllm_fact_is_vllms(
 ) -> None:
     from vllm.utils.flashinfer import can_use_trtllm_attention
 
-    from hooks._vllm import Facts
+    from kvconfig.hooks._vllm import Facts
 
     emu = Emulation(
         capability=cap,

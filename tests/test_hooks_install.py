@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-import hooks
-from hooks import _install
-from hooks._state import parse_mode
+from kvconfig import hooks
+from kvconfig.hooks import _install
+from kvconfig.hooks._state import parse_mode
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_importing_hooks_imports_neither_vllm_nor_torch() -> None:
     code = (
-        "import sys, hooks; s = hooks.status(); "
+        "import sys; from kvconfig import hooks; s = hooks.status(); "
         "print('vllm' in sys.modules, 'torch' in sys.modules, s.mode, s.active)"
     )
     out = subprocess.run(
@@ -197,8 +197,8 @@ def test_a_connector_that_cannot_be_patched(
     are installed, the connector checks are reported unchecked."""
     from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker
 
-    from hooks import _connectors
     from kvconfig.errors import HooksFailed
+    from kvconfig.hooks import _connectors
 
     _connectors.uninstall()
     monkeypatch.delattr(base_worker.NixlBaseConnectorWorker, "add_remote_agent")
@@ -234,7 +234,7 @@ def current_values() -> list[Any]:
 
 @needs_vllm
 def test_a_failing_patch_is_rolled_back(clean: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hooks import _enforce
+    from kvconfig.hooks import _enforce
 
     def broken(original: Any) -> Any:
         raise RuntimeError("cannot wrap")

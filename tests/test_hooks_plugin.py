@@ -29,8 +29,10 @@ def installed() -> bool:
         dist = importlib.metadata.distribution("kvconfig")
     except importlib.metadata.PackageNotFoundError:
         return False
-    # an install of this checkout (CI installs it editable), not of another copy
-    return any(ep.group == GROUP for ep in dist.entry_points)
+    # an install of this checkout (CI installs it editable), not of another copy or of
+    # this checkout before its entry point changed
+    _, value = declared_entry_point()
+    return any(ep.group == GROUP and ep.value == value for ep in dist.entry_points)
 
 
 @pytest.fixture
@@ -52,7 +54,7 @@ def plugin_path(tmp_path: Path) -> str:
 
 def test_entry_point_is_hooks_register(plugin_path: str) -> None:
     name, value = declared_entry_point()
-    assert (name, value) == ("kvconfig", "hooks:register")
+    assert (name, value) == ("kvconfig", "kvconfig.hooks:register")
     code = (
         "import importlib.metadata as m, json; "
         f"print(json.dumps([(e.name, e.value) for e in m.entry_points(group={GROUP!r})]))"
@@ -64,14 +66,14 @@ def test_entry_point_is_hooks_register(plugin_path: str) -> None:
         text=True,
         check=True,
     )
-    assert ["kvconfig", "hooks:register"] in json.loads(out.stdout)
+    assert ["kvconfig", "kvconfig.hooks:register"] in json.loads(out.stdout)
 
 
 SCRIPT = """
 import json, os
 import vllm.plugins as plugins
-import hooks
-from hooks import _install
+from kvconfig import hooks
+from kvconfig.hooks import _install
 
 def wrapped():
     return sum(hasattr(v, _install.MARK) for _, v in

@@ -19,7 +19,7 @@ from kvconfig.plan.runtime import (
     catalog_sizes,
     runtime_report,
 )
-from schemas.sizes import MultipleOf
+from kvconfig.schemas.sizes import MultipleOf
 
 CATALOG = load_catalog("0.33.0")
 FI = "vllm.v1.attention.backends.flashinfer.FlashInferBackend"
@@ -90,7 +90,7 @@ def seed(
 
 
 def test_catalog_agrees_with_the_runner_and_plan_validates() -> None:
-    from schemas.plan import Plan
+    from kvconfig.schemas.plan import Plan
 
     report = runtime_report(deployment(seed(256, 64, 64, own=256)), CATALOG)
     assert report.own == {0: 64}
@@ -195,7 +195,7 @@ def test_the_export_names_the_mode_the_hooks_ran_in_as_documented(mode: str) -> 
     from pathlib import Path
     from typing import get_args
 
-    from schemas.plan import PlanHooks
+    from kvconfig.schemas.plan import PlanHooks
 
     report = runtime_report(deployment(seed(256, 64, 64), mode=mode), CATALOG)
     assert report.plan.to_json()["hooks"] == mode

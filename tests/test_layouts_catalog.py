@@ -20,7 +20,7 @@ pytest.importorskip("vllm")
 from kvconfig.mirror.catalog import SizeContext, load_catalog
 from kvconfig.mirror.platform import kv_quant
 from kvconfig.mirror.specs import Spec, customize
-from schemas.sizes import MultipleOf
+from kvconfig.schemas.sizes import MultipleOf
 from tools.catalog import emulate
 from tools.catalog.emulate import Emulation
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import hooks
 import kvconfig
+from kvconfig import hooks
 from kvconfig.cli import main
 from kvconfig.mirror import versions
 

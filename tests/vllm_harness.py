@@ -39,7 +39,7 @@ from typing import Any
 import torch
 
 from kvconfig.plan.result import PlanResult
-from schemas.deployment import Deployment
+from kvconfig.schemas.deployment import Deployment
 from tools.catalog import emulate
 from tools.catalog.emulate import Emulation
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvconfig.plan.result import GroupResult, PlanResult
-from schemas.deployment import Deployment
+from kvconfig.schemas.deployment import Deployment
 from tools.catalog.emulate import Emulation, emulated, load
 
 DTYPES = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}

@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hooks._connectors.handshake import wrap_handshake
-from hooks._connectors.sync import UTILS, wrap_sync
+from kvconfig.hooks._connectors.handshake import wrap_handshake
+from kvconfig.hooks._connectors.sync import UTILS, wrap_sync
 
 NIXL = "vllm.distributed.kv_transfer.kv_connector.v1.nixl.base_worker"
 MOONCAKE = "vllm.distributed.kv_transfer.kv_connector.v1.mooncake.mooncake_connector"

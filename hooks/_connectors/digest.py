@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hooks._connectors.sync import RECORDS
-from hooks._log import logger
+from kvconfig.hooks._connectors.sync import RECORDS
+from kvconfig.hooks._log import logger
 
 
 def _ranks() -> dict[str, int]:

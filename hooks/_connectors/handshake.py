@@ -7,10 +7,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from hooks._connectors.sync import Record
-from hooks._log import logger
-from hooks._state import STATE, machinery_failed
 from kvconfig.errors import HandshakeRefused
+from kvconfig.hooks._connectors.sync import Record
+from kvconfig.hooks._log import logger
+from kvconfig.hooks._state import STATE, machinery_failed
 
 
 def _local_side(worker: Any) -> Any:

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hooks._log import logger
-from hooks._state import STATE, machinery_failed
 from kvconfig.errors import ConnectorBlockSizeMismatch
+from kvconfig.hooks._log import logger
+from kvconfig.hooks._state import STATE, machinery_failed
 
 UTILS = "vllm.distributed.kv_transfer.kv_connector.utils"
 

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from kvconfig.load.operator_engine import Engine
     from kvconfig.load.serve import Notice
     from kvconfig.report.outcome import Outcome
-    from schemas.deployment import Deployment
-    from schemas.plan import Plan
+    from kvconfig.schemas.deployment import Deployment
+    from kvconfig.schemas.plan import Plan
 
 
 class Input(NamedTuple):
@@ -261,7 +261,7 @@ def resolve(deployment: Deployment, *, platform: str | None = None) -> Plan:
     """The offline plan of a deployment (``platform`` overrides the deployment's)."""
     from kvconfig.load.platforms import parse_platform
     from kvconfig.plan.resolve import resolve as resolve_plan
-    from schemas.plan import Plan
+    from kvconfig.schemas.plan import Plan
 
     plat = parse_platform(platform) if platform is not None else None
     return Plan.model_validate(resolve_plan(deployment, plat).to_json())
@@ -269,6 +269,6 @@ def resolve(deployment: Deployment, *, platform: str | None = None) -> Plan:
 
 def typed(outcome: Outcome) -> Plan | None:
     """An outcome's plan as the typed ``schemas.plan.Plan`` (its JSON shape, docs/json.md)."""
-    from schemas.plan import Plan
+    from kvconfig.schemas.plan import Plan
 
     return None if outcome.plan is None else Plan.model_validate(outcome.plan.to_json())

@@ -29,7 +29,7 @@ from kvconfig.engine.pool import Answer
 from kvconfig.mirror.platform import PlatformId
 from kvconfig.plan.result import EngineRun, Found, GroupResult, PlanResult, Voter
 from kvconfig.plan.result import sort as sort_findings
-from schemas.sizes import format_sizes, size_from_json
+from kvconfig.schemas.sizes import format_sizes, size_from_json
 
 #: Texts vLLM raises, and the finding code each refusal is.
 REFUSALS: tuple[tuple[tuple[str, ...], FindingCode], ...] = (

@@ -292,7 +292,7 @@ def _hooks_mode() -> str:
 
     The state is read off the module vLLM imported; importing it here would load the
     plugin where vLLM did not."""
-    plugin = sys.modules.get("hooks")
+    plugin = sys.modules.get("kvconfig.hooks")
     if plugin is None:
         return "none"
     state = plugin.status()

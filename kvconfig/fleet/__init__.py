@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from schemas.fleet import FleetPlan
+    from kvconfig.schemas.fleet import FleetPlan
 
 
 def fleet_document(
@@ -67,7 +67,7 @@ def fleet_document(
 
 def plan_fleet(paths: Sequence[str], **kwargs: Any) -> FleetPlan:
     """The fleet plan as a typed ``schemas.fleet.FleetPlan`` (see ``fleet_document``)."""
-    from schemas.fleet import FleetPlan
+    from kvconfig.schemas.fleet import FleetPlan
 
     return FleetPlan.model_validate(fleet_document(paths, **kwargs))
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kvconfig.plan.result import PlanResult
-    from schemas.deployment import Deployment
+    from kvconfig.schemas.deployment import Deployment
 
 
 MAX_PARALLEL = 1024

@@ -98,7 +98,7 @@ def _key(loc: Sequence[str | int]) -> str:
 
 def _schema_error(err: Any, source: str, doc: Any) -> InputError:
     from kvconfig._suggest import did_you_mean
-    from schemas import fleet as F
+    from kvconfig.schemas import fleet as F
 
     first = err.errors()[0]
     loc = [p for p in first["loc"] if not str(p).startswith("function-")]
@@ -175,7 +175,7 @@ def read_fleet_file(path: str, *, platform: str | None = None) -> FleetInput:
     """A native fleet file."""
     from pydantic import ValidationError
 
-    from schemas.fleet import FleetFile
+    from kvconfig.schemas.fleet import FleetFile
 
     p = Path(path)
     doc = _load_yaml(p, path)

@@ -26,7 +26,7 @@ from kvconfig.load.platforms import parse_platform
 from kvconfig.load.serve import Notice
 from kvconfig.load.serve_deployment import to_deployment
 from kvconfig.mirror import versions
-from schemas.deployment import Deployment
+from kvconfig.schemas.deployment import Deployment
 
 if TYPE_CHECKING:
     from kvconfig.load.hub import ModelPaths

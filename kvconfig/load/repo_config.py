@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kvconfig.errors import InputError
 
 if TYPE_CHECKING:
-    from schemas.repo_config import RepoConfig
+    from kvconfig.schemas.repo_config import RepoConfig
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,7 +55,7 @@ def load(path: Path) -> RepoConfig:
     (pydantic is imported only here: a repository without a configuration never loads it)."""
     from pydantic import ValidationError
 
-    from schemas.repo_config import RepoConfig
+    from kvconfig.schemas.repo_config import RepoConfig
 
     source = str(path)
     raw = path.read_bytes()

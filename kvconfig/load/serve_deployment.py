@@ -34,7 +34,7 @@ from kvconfig.load.serve import (
 )
 from kvconfig.mirror import speculative, versions
 from kvconfig.mirror.connectors.registry import hma_disabled
-from schemas.deployment import AttentionSettings, Deployment, LayerSet
+from kvconfig.schemas.deployment import AttentionSettings, Deployment, LayerSet
 
 MAX_LAYERS = 10_000
 """Most attention layers kvconfig plans for in one deployment (real models have a few hundred)."""

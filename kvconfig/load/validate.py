@@ -18,7 +18,7 @@ from kvconfig._suggest import did_you_mean
 from kvconfig.errors import DeploymentError, InputError, describe
 from kvconfig.load.checks import check_backend, check_env
 from kvconfig.load.yamlfile import Document
-from schemas.deployment import Deployment
+from kvconfig.schemas.deployment import Deployment
 
 
 def deployment(data: Mapping[str, Any], doc: Document | None = None) -> Deployment:
@@ -173,7 +173,12 @@ def _fields_at(loc: Sequence[str | int]) -> list[str]:
     """The keys allowed in the mapping at ``loc`` of a native file."""
     import dataclasses
 
-    from schemas.deployment import AttentionSettings, CustomBackend, GroupSettings, LayerSet
+    from kvconfig.schemas.deployment import (
+        AttentionSettings,
+        CustomBackend,
+        GroupSettings,
+        LayerSet,
+    )
 
     model: Any = Deployment
     if loc[:1] == ["layers"]:

@@ -26,8 +26,8 @@ from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.selection import supports_block_size
 from kvconfig.mirror.specs import MLA_KINDS, BlockPlan, dtype_bytes, per_rank, torch_dtype
 from kvconfig.mirror.traits import Machine
-from schemas.deployment import Deployment
-from schemas.sizes import KernelSize, MultipleOf
+from kvconfig.schemas.deployment import Deployment
+from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
 DEFAULT_BLOCK_SIZE = 16
 """``CacheConfig.DEFAULT_BLOCK_SIZE``."""

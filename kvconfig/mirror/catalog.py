@@ -19,7 +19,7 @@ from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
 from kvconfig.mirror import platform as _facts
 from kvconfig.mirror import versions
-from schemas.sizes import KernelSize, MultipleOf, size_from_json
+from kvconfig.schemas.sizes import KernelSize, MultipleOf, size_from_json
 
 
 class SizeContext(NamedTuple):

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from kvconfig.mirror.platform import is_quantized
 from kvconfig.mirror.traits import DENSE_TRAITS, Machine, Request, Traits
 from kvconfig.mirror.traits_mla import MLA_TRAITS
-from schemas.sizes import KernelSize, MultipleOf
+from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
 TRAITS: dict[str, Traits] = {**DENSE_TRAITS, **MLA_TRAITS}
 """``validate_configuration`` of every CUDA backend kvconfig models, by vLLM name."""

@@ -25,8 +25,8 @@ import math
 from typing import NamedTuple
 
 from kvconfig.mirror.platform import kv_quant
-from schemas.deployment import Deployment, LayerSet
-from schemas.sizes import KernelSize, MultipleOf
+from kvconfig.schemas.deployment import Deployment, LayerSet
+from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
 #: kvconfig layer kinds whose vLLM layer is an ``MLAAttention``.
 MLA_KINDS = frozenset({"mla_attention", "sliding_window_mla", "sparse_mla"})

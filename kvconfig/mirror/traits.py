@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from kvconfig.mirror.catalog import CatalogData, SizeContext
 from kvconfig.mirror.platform import fa_supported, fa_version, is_quantized, supports_trtllm
-from schemas.sizes import KernelSize, MultipleOf
+from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvconfig.errors import NoCommonKernelBlockSize
-from schemas.sizes import KernelSize, accepts, format_sizes
+from kvconfig.schemas.sizes import KernelSize, accepts, format_sizes
 
 Declared = tuple[str, Sequence[KernelSize]]
 """A voter: the backend's vLLM name and the sizes it declares for its layers."""

@@ -19,7 +19,7 @@ from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.specs import BlockPlan, layer_spec, mla_cache_dtype
 from kvconfig.mirror.vote import Declared
 from kvconfig.plan.result import LayerInfo, Voter
-from schemas.deployment import Deployment, LayerSet
+from kvconfig.schemas.deployment import Deployment, LayerSet
 
 #: Spec kinds that ``UniformTypeKVCacheSpecs`` treats as one base type (FullAttentionSpec).
 FULL_FAMILY = frozenset({"full_attention", "mla_attention", "sparse_mla", "indexer"})

@@ -19,8 +19,8 @@ from kvconfig.plan import findings as F
 from kvconfig.plan.assemble import canonical_cache_dtype
 from kvconfig.plan.context import Choice, PlanContext
 from kvconfig.plan.result import LayerInfo
-from schemas.deployment import LayerSet
-from schemas.sizes import MultipleOf
+from kvconfig.schemas.deployment import LayerSet
+from kvconfig.schemas.sizes import MultipleOf
 
 #: kvconfig layer kinds -> vLLM's ``get_attn_spec_kind`` (the keys of ``backend_per_kind``).
 VLLM_KIND = {"sparse_mla": "mla_attention", "chunked_local": "full_attention"}

@@ -20,8 +20,8 @@ from kvconfig.mirror.selection import Selection, select
 from kvconfig.mirror.specs import MLA_KINDS, per_rank
 from kvconfig.mirror.traits import Machine, Request
 from kvconfig.plan.result import Found
-from schemas.deployment import Deployment, LayerSet
-from schemas.sizes import KernelSize
+from kvconfig.schemas.deployment import Deployment, LayerSet
+from kvconfig.schemas.sizes import KernelSize
 
 Choice = tuple[
     Selection, str, "Entry | None", tuple[KernelSize, ...], str, tuple[object, ...],

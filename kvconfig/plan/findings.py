@@ -11,8 +11,8 @@ from kvconfig.mirror.selection import Selection
 from kvconfig.mirror.vote import Declared
 from kvconfig.plan.assemble import Group
 from kvconfig.plan.result import Found, GroupResult, Voter
-from schemas.deployment import Deployment, LayerSet
-from schemas.sizes import KernelSize, format_sizes
+from kvconfig.schemas.deployment import Deployment, LayerSet
+from kvconfig.schemas.sizes import KernelSize, format_sizes
 
 
 def _plural(n: int, word: str) -> str:

@@ -45,8 +45,8 @@ from kvconfig.plan.backends import choose_backends
 from kvconfig.plan.context import PlanContext, new_context
 from kvconfig.plan.fixes import DRAFTS, EVERYONE, agreeing_block_sizes, agreeing_drafter_backends
 from kvconfig.plan.result import GroupResult, LayerInfo, PlanResult, sort
-from schemas.deployment import Deployment
-from schemas.sizes import KernelSize
+from kvconfig.schemas.deployment import Deployment
+from kvconfig.schemas.sizes import KernelSize
 
 
 def resolve(dep: Deployment, platform: PlatformId | None = None) -> PlanResult:

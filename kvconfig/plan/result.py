@@ -16,8 +16,8 @@ from kvconfig.mirror.catalog import Entry
 from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.selection import Selection
 from kvconfig.mirror.vote import Declared
-from schemas.deployment import LayerSet
-from schemas.sizes import KernelSize, size_to_json
+from kvconfig.schemas.deployment import LayerSet
+from kvconfig.schemas.sizes import KernelSize, size_to_json
 
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 

@@ -23,7 +23,7 @@ from kvconfig.mirror.catalog import CatalogData, Entry, SizeContext
 from kvconfig.mirror.dispatch import GroupInput, SpecClass, group_kernel_block_size
 from kvconfig.mirror.platform import PlatformId
 from kvconfig.plan.result import Found, GroupResult, PlanResult, Voter, sort
-from schemas.sizes import KernelSize, format_sizes
+from kvconfig.schemas.sizes import KernelSize, format_sizes
 
 
 @dataclass(frozen=True, slots=True)

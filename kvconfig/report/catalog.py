@@ -9,7 +9,7 @@ from kvconfig.mirror import platform as _facts
 from kvconfig.mirror import versions
 from kvconfig.mirror.catalog import Entry, SizeContext, load_catalog
 from kvconfig.mirror.platform import PlatformId
-from schemas.sizes import format_sizes, size_to_json
+from kvconfig.schemas.sizes import format_sizes, size_to_json
 
 ASSUMED = (
     "head_size 128, 32 query / 8 KV heads per rank (GQA), --kv-cache-dtype auto, "

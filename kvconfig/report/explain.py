@@ -6,7 +6,7 @@ from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError
 from kvconfig.mirror.vote import all_accept
 from kvconfig.plan.result import PlanResult
-from schemas.sizes import format_sizes
+from kvconfig.schemas.sizes import format_sizes
 
 
 def explain_code(text: str) -> str:

@@ -49,9 +49,9 @@ def schemas() -> dict[str, str]:
     there, because it is how kvconfig tells a native file from a vllm serve config.
     """
     from kvconfig.load.validate import json_schema
-    from schemas.fleet import FleetFile, FleetPlan
-    from schemas.plan import Plan
-    from schemas.repo_config import RepoConfig
+    from kvconfig.schemas.fleet import FleetFile, FleetPlan
+    from kvconfig.schemas.plan import Plan
+    from kvconfig.schemas.repo_config import RepoConfig
 
     deployment = json_schema()
     deployment["required"] = ["kvconfig", *deployment.get("required", [])]

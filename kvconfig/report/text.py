@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from kvconfig.codes import FindingCode, Severity
 from kvconfig.plan.result import Found, GroupResult, PlanResult
 from kvconfig.report.outcome import Outcome
-from schemas.sizes import format_sizes
+from kvconfig.schemas.sizes import format_sizes
 
 
 def _layers(names: Sequence[str]) -> str:

@@ -25,7 +25,7 @@ from kvconfig.load.validate import deployment
 from kvconfig.mirror.vote import select_common
 from kvconfig.plan.resolve import resolve
 from kvconfig.plan.result import PlanResult
-from schemas.sizes import KernelSize, MultipleOf, size_to_json
+from kvconfig.schemas.sizes import KernelSize, MultipleOf, size_to_json
 
 H200 = parse_platform("h200")
 
@@ -97,7 +97,7 @@ def _plan(doc: dict[str, Any]) -> PlanResult:
 
 def _declared(doc: dict[str, Any], gid: int, roles: set[str]) -> dict[str, list[KernelSize]]:
     """Backend name -> declared sizes, for the layers of group ``gid`` with one of ``roles``."""
-    from schemas.sizes import size_from_json
+    from kvconfig.schemas.sizes import size_from_json
 
     names = {s["backend"] for s in doc["layers"] if s["group"] == gid and s["role"] in roles}
     return {n: [size_from_json(x) for x in doc["backends"][n]["sizes"]] for n in names}

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kvconfig.errors import NoCommonKernelBlockSize
 from kvconfig.mirror.vote import select_common
-from schemas.sizes import KernelSize, MultipleOf
+from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.vllm

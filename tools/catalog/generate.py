@@ -103,7 +103,7 @@ def build(discovery: Discovery, version: str) -> dict[str, Any]:
         "unimportable_modules": dict(sorted(discovery.failed.items())),
         "backends": sorted(entries, key=lambda e: e["class"]),
     }
-    from schemas.catalog import Catalog
+    from kvconfig.schemas.catalog import Catalog
 
     Catalog.model_validate(doc)
     return doc

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvconfig.mirror.catalog import SizeContext, size_context
-from schemas.sizes import KernelSize, MultipleOf
+from kvconfig.schemas.sizes import KernelSize, MultipleOf
 from tools.catalog import emulate
 
 PLATFORMS: tuple[tuple[str, tuple[int, int] | None], ...] = (

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kvconfig.mirror.catalog import SizeContext
-from schemas.sizes import KernelSize, size_to_json
+from kvconfig.schemas.sizes import KernelSize, size_to_json
 from tools.catalog.grid import Sample
 
 FACTS = (

@@ -15,7 +15,7 @@ from kvconfig.mirror.connectors.registry import (
 )
 from kvconfig.mirror.connectors.stages import layer_index
 from kvconfig.mirror.vote import Declared
-from schemas.sizes import KernelSize, size_from_json
+from kvconfig.schemas.sizes import KernelSize, size_from_json
 
 FULL_ATTENTION_KINDS = frozenset({"full_attention", "mla_attention", "sparse_mla", "indexer"})
 """Plan kinds whose vLLM specs are ``FullAttentionSpec`` (``is_full_attention_spec``)."""

@@ -9,7 +9,7 @@ from kvconfig.plan.result import GroupResult, PlanResult
 from kvconfig.report.html.groups import GroupView, group_figure, readers_of
 from kvconfig.report.html.page import document, esc, finding_block, legend, verdict_badge
 from kvconfig.report.outcome import Outcome
-from schemas.sizes import format_sizes
+from kvconfig.schemas.sizes import format_sizes
 
 
 def view(g: GroupResult, key: str) -> GroupView:
