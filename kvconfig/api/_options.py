@@ -59,6 +59,7 @@ def namespace(
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
+    vllm_python: str | None = None,
     fmt: str = "text",
     **more: Any,
 ) -> argparse.Namespace:
@@ -102,6 +103,7 @@ def namespace(
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
+        vllm_python=vllm_python,
         format=fmt,
         **more,
     )

@@ -28,6 +28,7 @@ def plan_fleet(
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
+    vllm_python: str | None = None,
 ) -> FleetPlan:
     """``kvconfig lint --fleet``: the fleet's plan (every engine's plan, what each
     connector, router and offload tier computes, the findings where two disagree).
@@ -56,6 +57,7 @@ def plan_fleet(
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
+        vllm_python=vllm_python,
     )
     if not args.deployments and not command:
         raise InputError("no fleet given", key="--fleet", hint="plan_fleet('fleet.yaml')")
@@ -70,6 +72,7 @@ def plan_fleet(
             engine="vllm" if engine in ("vllm", "both") else "offline",
             jobs=jobs,
             timeout=engine_timeout,
+            python=vllm_python,
             model_paths=ModelPaths.parse(model_path) if model_path else None,
             download=download or None,
         )
@@ -92,6 +95,7 @@ def explain(
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
+    vllm_python: str | None = None,
 ) -> str:
     """``kvconfig explain``: a plan step by step, or what a finding code (``KV101``) means."""
     from kvconfig.report.explain import explain_code, explain_plan
@@ -114,6 +118,7 @@ def explain(
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
+        vllm_python=vllm_python,
     )
     args.deployment = text
     runs = outcomes(args, command, many=False)
@@ -138,6 +143,7 @@ def export(
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
+    vllm_python: str | None = None,
 ) -> str:
     """``kvconfig export``: the plan JSON of one deployment; with ``output`` it is written
     there (atomically) and the answer is ``wrote PATH``."""
@@ -158,6 +164,7 @@ def export(
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
+        vllm_python=vllm_python,
     )
     runs = outcomes(args, command, many=False)
     return export_plan(runs, str(output) if output is not None else None)[0]

@@ -124,12 +124,14 @@ def plan_deployments(
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
+    vllm_python: str | None = None,
 ) -> list[Outcome]:
     """``kvconfig plan``: one ``Outcome`` per deployment and platform (several platforms:
     a list or a comma string). ``engine``: ``offline`` (kvconfig's resolver), ``vllm``
     (the installed vLLM's own start-up under an emulated GPU, in at most ``jobs`` child
-    processes of at most ``engine_timeout`` seconds each) or ``both`` (each; every
-    difference a finding KV602). Raises ``InputError`` for anything that cannot be read.
+    processes of at most ``engine_timeout`` seconds each, run by ``vllm_python``, the
+    serving image's interpreter, or kvconfig's own) or ``both`` (each; every difference a
+    finding KV602). Raises ``InputError`` for anything that cannot be read.
     """
     args = namespace(
         "plan",
@@ -146,6 +148,7 @@ def plan_deployments(
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
+        vllm_python=vllm_python,
     )
     runs = outcomes(args, command, many=True)
     for run in runs:
@@ -171,6 +174,7 @@ def lint(
     engine: str = "offline",
     jobs: int = 1,
     engine_timeout: float = 300.0,
+    vllm_python: str | None = None,
 ) -> list[Outcome]:
     """``kvconfig lint``: as ``plan``, but a deployment that cannot be read or planned is
     an outcome too (``verdict == "error"``, its ``problem`` the ``InputError``), as the
@@ -191,6 +195,7 @@ def lint(
         engine=engine,
         jobs=jobs,
         engine_timeout=engine_timeout,
+        vllm_python=vllm_python,
     )
     return outcomes(args, command, many=True)
 
