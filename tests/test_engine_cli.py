@@ -34,7 +34,9 @@ def test_engine_vllm_without_vllm_is_one_line_and_exit_2(
 ) -> None:
     from kvconfig import engine
 
-    monkeypatch.setattr(engine, "available", lambda: "vLLM is not installed (pip install x)")
+    monkeypatch.setattr(
+        engine, "available", lambda python=None: "vLLM is not installed (pip install x)"
+    )
     code, out, err = _run(["lint", "--engine", "vllm", "--platform", "gh200", SEED], capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "--engine vllm needs vLLM" in err

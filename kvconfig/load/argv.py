@@ -51,6 +51,12 @@ _CONFIG_OPTION = re.compile(r"^--config(=.+|$)")
 _JSON_HINT = "pass one JSON object in single quotes, or a YAML mapping in a config file"
 
 
+#: A value that still holds a shell expansion (``$(...)``, ``${...}``, backticks) after
+#: kvconfig's shell evaluated what it knows: its text is only known at run time, so
+#: vLLM's JSON parser is not asked about it (the engine's run-time notes handle it).
+_RUN_TIME = re.compile(r"\$\(|\$\{|`")
+
+
 def _is_option(token: str) -> bool:
     """argparse's test: an option string, not a value (``-1`` and ``-`` are values, and
     so is any text with a space in it)."""
@@ -278,7 +284,11 @@ def parse_serve_args(
             if not taken:
                 raise err("needs at least one value", name, f"e.g. {name} VALUE")
             stored = taken
-        if isinstance(stored, str) and (problem := refusal(dest, stored, version)):
+        if (
+            isinstance(stored, str)
+            and not _RUN_TIME.search(stored)
+            and (problem := refusal(dest, stored, version))
+        ):
             raise err(f"vLLM's parser refuses this value: {problem}", name, _JSON_HINT)
         key = dest.replace("_", "-")
         if third == "append":
