@@ -5,8 +5,13 @@ Operators keep vLLM's arguments in scripts like::
     if [ "$PROFILE" = throughput ]; then BS=128; else BS=64; fi
     exec numactl --cpunodebind=0 vllm serve "$MODEL" --block-size $BS 2>&1 | tee /tmp/log
 
-kvconfig reads such a script without running it (``lexer`` splits it into words and
-operators, ``parser`` builds the commands, ``script`` evaluates them): quotes (single,
+kvconfig reads such a script without running it. ``words``, ``quoting`` and ``lexer``
+split it into words and operators, ``parser`` builds the commands, and ``script`` runs
+the evaluator, one layer a module: ``state`` (what a script has set),
+``variables``, ``params`` and ``globs`` (expansions), ``fields`` (field splitting),
+``conditions`` (``test``), ``arith`` (``$(( ))``), ``control`` (if, case, loops),
+``scope`` (declarations, functions, ``eval``) and ``simple`` (one command, builtins and
+nested shells). It covers quotes (single,
 double, bash's ``$'...'``), escapes and continuations, here-documents, redirections,
 ``if``/``elif``/``else``, ``case``, ``for``/``while``/``until``, ``&&``/``||``, ``!``,
 ``[ ]``/``test``, functions, ``set --``/``shift``, ``export``/``readonly``/``declare``/
