@@ -103,12 +103,16 @@ def serve_config(case: Case, folder: Path, out: Path) -> Path:
     return path
 
 
-def offline_plan(path: Path, platform: str) -> dict[str, Any] | str:
+def offline_plan(path: Path, platform: str, model: Path | None = None) -> dict[str, Any] | str:
+    """The offline plan of the serve config ``path`` (a ``model`` folder elsewhere, as in
+    the sweep's temporary folders, is read only when allowed: ``--allow-path``)."""
     from kvconfig.cli import main
 
     out, err = io.StringIO(), io.StringIO()
+    argv = ["plan", str(path), "--platform", platform, "--format", "json"]
     with contextlib.redirect_stderr(err):
-        code = main(["plan", str(path), "--platform", platform, "--format", "json"], stdout=out)
+        allow = ["--allow-path", str(model)] if model is not None else []
+        code = main([*argv, *allow], stdout=out)
     if code not in (0, 1):
         return err.getvalue().strip()
     plan: dict[str, Any] = json.loads(out.getvalue())
@@ -163,7 +167,10 @@ def run(
 
     with tempfile.TemporaryDirectory() as tmp:
         paths = [serve_config(c, folders[c.arch], Path(tmp)) for c in selected]
-        offline = [offline_plan(p, c.platform) for p, c in zip(paths, selected, strict=True)]
+        offline = [
+            offline_plan(p, c.platform, folders[c.arch])
+            for p, c in zip(paths, selected, strict=True)
+        ]
         targets = [
             engine.serve_config_target(str(p), parse_platform(c.platform))
             for p, c in zip(paths, selected, strict=True)

@@ -44,6 +44,8 @@ needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="needs vllm")
         ("VLLM_KV_CACHE_LAYOUT", "HND", True),
         ("VLLM_MLA_DISABLE", "1", True),
         ("CUDA_VISIBLE_DEVICES", "0,1", True),
+        ("PYTHONHASHSEED", "42", True),
+        ("PYTHONHASHSEED", "/tmp/evil", False),
         ("LD_PRELOAD", "/tmp/evil.so", False),
         ("LD_LIBRARY_PATH", "/tmp", False),
         ("PYTHONPATH", "/tmp/evil", False),
@@ -85,6 +87,9 @@ def test_a_child_environment_is_an_allowlist_with_every_folder_in_scratch(
     )
     env = child_env(request, tmp_path)
     assert not [k for k in env if k.startswith(("LD_", "PYTHON"))]
+    # vLLM's prefix-cache hash seed passes; the isolated interpreter does not use it itself
+    seeded = child_env(Request(("m",), "/", H100, env={"PYTHONHASHSEED": "42"}), tmp_path)
+    assert seeded["PYTHONHASHSEED"] == "42"
     assert "HF_TOKEN" not in env and "VLLM_USE_V2_MODEL_RUNNER" not in env
     assert env["VLLM_KV_CACHE_LAYOUT"] == "HND"
     assert env["KVCONFIG_PLAN_EXPORT"] == "/x/p.json"

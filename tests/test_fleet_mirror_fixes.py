@@ -88,7 +88,7 @@ def run() -> tuple[dict[str, list[Engine]], dict[str, list[Engine]]]:
     flat: list[Engine] = []
     parts: list[list[int]] = []
     for name in NAMES:
-        engines = P.plan_engines(read.read([_path(name)]), planner)
+        engines, _ = P.plan_engines(read.read([_path(name)]), planner)
         offline[name] = engines
         parts.append(list(range(len(flat), len(flat) + len(engines))))
         flat += engines

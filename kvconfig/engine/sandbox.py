@@ -19,8 +19,11 @@ PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "CC")
 #: The caller's Hugging Face credentials and Hub address: passed on only with downloads.
 DOWNLOAD_ONLY = ("HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
-#: Library variables (other than ``VLLM_*``) that change the plan vLLM's start-up builds.
-LIBRARY_VARIABLES = ("CUDA_VISIBLE_DEVICES",)
+#: Variables other than ``VLLM_*`` that change what vLLM's start-up builds: the devices, and
+#: ``PYTHONHASHSEED``, the seed vLLM reads for its prefix-cache block hashes
+#: (``init_none_hash``, ``vllm/v1/core/kv_cache_utils.py``), which KV-aware routers must
+#: share. The child's interpreter itself ignores it (``python -I``).
+LIBRARY_VARIABLES = ("CUDA_VISIBLE_DEVICES", "PYTHONHASHSEED")
 
 #: Endings of ``VLLM_*`` names that name a file, folder, address or shared library: such a
 #: variable never reaches a child (it would point vLLM outside the scratch folder).
