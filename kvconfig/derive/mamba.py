@@ -232,20 +232,13 @@ def jamba(model: Model, ctx: Context) -> list[dict[str, Any]]:
     heads, kv, head = attention_geometry(cfg, src)
     hidden = pos_int(cfg, "hidden_size", src)
     inner = divide(pos_int(cfg, "mamba_expand", src, 2) * hidden, tp, src, "mamba_expand")
-    conv_b, ssm_b = _dtypes(model, ctx, None)
-    state_bytes = (
-        inner * (pos_int(cfg, "mamba_d_conv", src, 4) - 1) * conv_b
-        + inner * pos_int(cfg, "mamba_d_state", src, 16) * ssm_b
+    mamba = _mamba1_layer(
+        model,
+        ctx,
+        inner,
+        pos_int(cfg, "mamba_d_conv", src, 4),
+        pos_int(cfg, "mamba_d_state", src, 16),
     )
-    mamba = {
-        "kind": "mamba",
-        "mamba_type": "mamba1",
-        "num_heads": 1,
-        "num_kv_heads": 1,
-        "head_size": 1,
-        "dtype": ctx.dtype,
-        "state_bytes": state_bytes,
-    }
     attention = {
         "kind": "full_attention",
         "num_heads": heads,
@@ -273,18 +266,29 @@ def mamba1(model: Model, ctx: Context) -> list[dict[str, Any]]:
     else:
         total = pos_int(cfg, "intermediate_size", src)
     inner = divide(total, tp, src, "intermediate_size")
-    conv_b, ssm_b = _dtypes(model, ctx, None)
-    state_bytes = (
-        inner * (pos_int(cfg, "conv_kernel", src, 4) - 1) * conv_b
-        + inner * pos_int(cfg, "state_size", src, 16) * ssm_b
+    mamba = _mamba1_layer(
+        model,
+        ctx,
+        inner,
+        pos_int(cfg, "conv_kernel", src, 4),
+        pos_int(cfg, "state_size", src, 16),
     )
-    mamba = {
+    return runs("backbone.layers.{i}.mixer", [mamba] * n, ctx.first_index)
+
+
+def _mamba1_layer(
+    model: Model, ctx: Context, inner: int, conv_kernel: int, state_size: int
+) -> dict[str, Any]:
+    """A Mamba1 mixer's layer spec: its state is the conv window (``conv_kernel - 1``
+    columns) and the SSM state (``state_size`` columns) of ``inner`` channels per rank
+    (``mamba1_state_shape``, ``model_executor/layers/mamba/mamba_utils.py``)."""
+    conv_b, ssm_b = _dtypes(model, ctx, None)
+    return {
         "kind": "mamba",
         "mamba_type": "mamba1",
         "num_heads": 1,
         "num_kv_heads": 1,
         "head_size": 1,
         "dtype": ctx.dtype,
-        "state_bytes": state_bytes,
+        "state_bytes": inner * (conv_kernel - 1) * conv_b + inner * state_size * ssm_b,
     }
-    return runs("backbone.layers.{i}.mixer", [mamba] * n, ctx.first_index)
