@@ -53,7 +53,8 @@ def test_mutated_files_keep_the_contract(work: Workspace, fmt: str) -> None:
 
 
 def test_the_checks_can_fail(work: Workspace) -> None:
-    """A broken contract is seen: exit 3 from an internal error, and a hang."""
+    """A broken contract is seen: an exit other than 0, 1 or 2, an internal error, and a hang."""
+    from kvconfig.cli import commands
     from tests.fuzz import contract
 
     tally = Tally()
@@ -68,6 +69,19 @@ def test_the_checks_can_fail(work: Workspace) -> None:
     finally:
         contract.main = real
     assert tally.other_exits == 1
+    internal = Tally()
+    handlers = commands._HANDLERS
+
+    def broken(*_: object) -> tuple[str, int]:
+        raise ZeroDivisionError("division by zero")
+
+    saved = handlers["diff"]
+    handlers["diff"] = broken
+    try:
+        work.run("diff", b"{}", 0, internal)
+    finally:
+        handlers["diff"] = saved
+    assert internal.exits == {2: 1} and internal.other_exits == 1
     hang = Tally()
 
     def slow(argv: list[str], stdout: object = None) -> int:

@@ -56,11 +56,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
     except Exception as err:
         if os.environ.get("KVCONFIG_TRACEBACK"):
             raise
-        say(
-            f"internal error: {type(err).__name__}: {err} (a kvconfig bug; please report it "
-            "with the input, and rerun with KVCONFIG_TRACEBACK=1 for the traceback)"
-        )
-        return 3
+        say(internal_error(err))
+        return 2
     try:
         out.write(text)
         out.flush()
@@ -70,6 +67,20 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         os.dup2(devnull, sys.stdout.fileno())
         return code
     return code
+
+
+INTERNAL_ERROR = "internal error (kvconfig's own failure, not your input's)"
+"""How the one line of an unexpected exception in kvconfig begins (exit 2)."""
+
+
+def internal_error(err: BaseException) -> str:
+    """The one line an unexpected exception in kvconfig's own code prints: what failed,
+    that it is kvconfig's failure, and where to report it."""
+    text = " ".join(str(err).split())[:300]
+    return (
+        f"{INTERNAL_ERROR}: {type(err).__name__}: {text} (please report it to kvconfig with "
+        "the input; KVCONFIG_TRACEBACK=1 shows the traceback)"
+    )
 
 
 def outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:
@@ -152,6 +163,7 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
         model_paths=model_paths,
         download=args.download or None,
         python=args.vllm_python,
+        trust_remote_code=bool(getattr(args, "trust_remote_code", False)),
     )
 
 

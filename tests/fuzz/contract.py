@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvconfig.cli import main
+from kvconfig.cli.commands import INTERNAL_ERROR
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -348,7 +349,7 @@ class Workspace:
         if "Traceback" in text:
             tally.tracebacks += 1
             tally.fail(f"{fmt}: traceback on {data[:200]!r}", data)
-        if code not in (0, 1, 2):
+        if code not in (0, 1, 2) or INTERNAL_ERROR in text:
             tally.other_exits += 1
             tally.fail(f"{fmt}: exit {code}: {text.strip()[:300]} on {data[:200]!r}", data)
         elif code == 2:
