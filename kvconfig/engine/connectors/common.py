@@ -41,3 +41,45 @@ def _with_transfer(vllm_config: Any, kv: Any) -> Iterator[Any]:
     cfg = copy.copy(vllm_config)
     cfg.kv_transfer_config = kv
     yield cfg
+
+
+@contextlib.contextmanager
+def hooks_log() -> Iterator[list[str]]:
+    """The ERROR and WARNING lines the kvconfig hooks log meanwhile (logger
+    ``vllm.kvconfig``)."""
+    import logging
+
+    lines: list[str] = []
+
+    class _Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(f"{record.levelname} {record.getMessage()}")
+
+    handler = _Lines(logging.WARNING)
+    logger = logging.getLogger("vllm.kvconfig")
+    logger.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+
+
+def hooks_record(worker: Any) -> dict[str, Any] | None:
+    """What the kvconfig hooks decided at the worker's block-size sync (None: they did not
+    run): its own vote, what it uses, the runner's per group, whether it was handed over."""
+    record = worker.__dict__.get("_kvconfig_record")
+    if record is None:
+        return None
+    return {
+        "own": record.own,
+        "used": record.used,
+        "runner": {str(g): k for g, k in record.runner.items()},
+        "handed": record.handed,
+    }
+
+
+def own_vote(worker: Any) -> int:
+    """The connector's own vote: the kvconfig hooks' record of it when they handed the
+    worker the runner's value (``hooks/_connectors/sync.py``), else the value it uses."""
+    record = worker.__dict__.get("_kvconfig_record")
+    return int(record.own if record is not None else worker.block_size)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from kvconfig.engine.connectors.common import _error
+from kvconfig.engine.connectors.common import _error, hooks_log, hooks_record, own_vote
 from kvconfig.engine.connectors.stand_in import _InertAgent
 from kvconfig.errors import HandshakeChecked
 
@@ -77,7 +77,7 @@ def _register_stand_in(worker: Any, vllm_config: Any) -> tuple[bytes, list[dict[
         NixlHandshakePayload,
         compute_nixl_compatibility_hash,
     )
-    from vllm.v1.kv_cache_interface import MambaSpec
+    from vllm.v1.kv_cache_interface import MambaSpec, MLAAttentionSpec, SlidingWindowMLASpec
 
     worker.transfer_topo = TransferTopology(
         tp_rank=worker.transfer_tp_rank,
@@ -113,7 +113,12 @@ def _register_stand_in(worker: Any, vllm_config: Any) -> tuple[bytes, list[dict[
     worker.region_group_ids = group_ids
     worker.region_names = names
     worker.region_num_blocks = num_blocks
-    worker._region_is_mla = [worker.use_mla] * len(names)
+    # per region, as register_kv_caches sets them: REPLICATE for MLA specs, and the
+    # head-sharded regions of a non-MLA draft under an MLA target
+    worker._region_is_mla = [
+        isinstance(worker._layer_specs[n], (MLAAttentionSpec, SlidingWindowMLASpec)) for n in names
+    ]
+    worker._head_sharded_draft_regions = worker._get_head_sharded_draft_regions()
     worker._uses_region_group_mapping = len(set(group_ids)) > 1
     worker.num_regions = len(names)
     addresses = [(i + 1) << 32 for i in range(len(names))]
@@ -209,10 +214,11 @@ def _handshake(worker: Any, peer: dict[str, Any]) -> dict[str, Any]:
 
 
 def _nixl(vllm_config: Any, kv_cache_config: Any, kv: Any) -> dict[str, Any]:
-    try:
-        worker = _nixl_worker(vllm_config, kv_cache_config, kv)
-    except Exception as err:
-        return {"name": kv.kv_connector, "refusal": _error(err)}
+    with hooks_log() as logged:
+        try:
+            worker = _nixl_worker(vllm_config, kv_cache_config, kv)
+        except Exception as err:
+            return {"name": kv.kv_connector, "refusal": _error(err), "hooks_log": logged}
     out: dict[str, Any] = {
         "name": kv.kv_connector,
         "role": kv.kv_role,
@@ -220,6 +226,7 @@ def _nixl(vllm_config: Any, kv_cache_config: Any, kv: Any) -> dict[str, Any]:
         "transfer_mode": worker._TRANSFER_MODE,
         "logical_block_size": int(worker.block_size * worker._physical_blocks_per_logical_kv_block),
         "kernel_block_size": int(worker.block_size),
+        "own_block_size": own_vote(worker),
         "pages_per_block": int(worker._physical_blocks_per_logical_kv_block),
         "backend_name": worker.backend_name,
         "layout": worker.kv_cache_layout,
@@ -230,6 +237,8 @@ def _nixl(vllm_config: Any, kv_cache_config: Any, kv: Any) -> dict[str, Any]:
         "tp": int(worker.transfer_tp_size),
         "dcp": int(worker.dcp_size),
         "refusal": None,
+        "hooks": hooks_record(worker),
+        "hooks_log": logged,
     }
     try:
         payload, factors = _register_stand_in(worker, vllm_config)

@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvconfig.errors import ConnectorRefusal, NoCommonKernelBlockSize
+from kvconfig.errors import (
+    ConnectorBlockSizeMismatch,
+    ConnectorRefusal,
+    NoCommonKernelBlockSize,
+)
 from kvconfig.fleet.components.facts import MooncakeFacts, NixlFacts
 from kvconfig.fleet.components.groups import (
     DEFAULT_LAYOUT,
@@ -23,7 +27,11 @@ from kvconfig.fleet.components.groups import (
 from kvconfig.fleet.model import Engine
 from kvconfig.load import jsontext
 from kvconfig.mirror import speculative, versions
-from kvconfig.mirror.connectors.nixl import compatibility_factors, compatibility_hash
+from kvconfig.mirror.connectors.nixl import (
+    compatibility_factors,
+    compatibility_hash,
+    region_groups,
+)
 from kvconfig.mirror.connectors.registry import (
     NIXL_CONNECTORS,
     multi_connector_layout,
@@ -31,6 +39,7 @@ from kvconfig.mirror.connectors.registry import (
 )
 from kvconfig.mirror.connectors.sync import connector_error, sync_block_size, transfer_block_size
 from kvconfig.mirror.model_config import total_num_kv_heads
+from kvconfig.mirror.platform import kv_quant
 from kvconfig.mirror.vote import Declared
 
 
@@ -116,13 +125,37 @@ def _vote(block: int, voters: Sequence[Declared]) -> tuple[int | None, Connector
         return None, connector_error(err)
 
 
-def _hooked(own: int | None, groups: Sequence[Group], hooks: str) -> int | None:
-    """With the kvconfig hooks enforcing, the connector gets the runner's k when every
-    split transfer group shares one (``hooks/_connectors/sync.py``)."""
-    if hooks != "enforce":
-        return own
-    ks = {g.runner for g in groups if not g.state and g.runner is not None}
-    return ks.pop() if len(ks) == 1 else own
+def _hooked(
+    own: int | None, groups: Sequence[Group], hooks: str, component: str
+) -> tuple[int | None, ConnectorRefusal | None]:
+    """The connector's kernel block size under the kvconfig hooks, and their refusal
+    (``hooks/_connectors/sync.py``): against the runner's k of each split transfer group
+    (state and packed groups left out), ``enforce`` hands the connector the runner's k
+    when every such group shares one; ``strict`` refuses to start when any differs."""
+    if own is None or hooks not in ("enforce", "strict"):
+        return own, None
+    runner = {
+        g.id: g.runner for g in groups if not g.state and not g.packed and g.runner is not None
+    }
+    differ = {gid: k for gid, k in runner.items() if k != own}
+    if not differ:
+        return own, None
+    values = set(runner.values())
+    if hooks == "enforce":
+        return (values.pop() if len(values) == 1 else own), None
+    gid, k = next(iter(differ.items()))
+    group = next(g for g in groups if g.id == gid)
+    err = ConnectorBlockSizeMismatch(
+        group=gid,
+        layers=group.layers,
+        backends=[],
+        block_size=group.block_size,
+        expected=k,
+        found=own,
+        component=component,
+        mode=hooks,
+    )
+    return own, ConnectorRefusal(type(err).__name__, str(err))
 
 
 def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout: str) -> NixlFacts:
@@ -171,8 +204,9 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
             "NixlPushConnector consumer (decode) does not support pipeline_parallel_size > 1.",
         )
     own, vote_refusal = _vote(logical, connector_voters(engine, groups))
-    refusal = refusal or vote_refusal
-    kernel = _hooked(own, groups, dep.hooks)
+    worker = "NixlPushConnectorWorker" if mode == "push" else "NixlPullConnectorWorker"
+    kernel, hooks_refusal = _hooked(own, groups, dep.hooks, worker)
+    refusal = refusal or vote_refusal or hooks_refusal
     backend = _first_backend(groups)
     factors = compatibility_factors(
         vllm_version=dep.vllm_version,
@@ -208,14 +242,31 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
         compat_hash=compatibility_hash(factors),
         enforce_hash=bool(extra.get("enforce_handshake_compat", True)),
         refusal=refusal,
+        region_groups=region_groups(groups),
+        draft_kv_heads=_draft_kv_heads(engine, groups) if use_mla and not has_mamba else None,
+        nvfp4=kv_quant(str(dep.kv_cache_dtype)) == "nvfp4",
     )
+
+
+def _draft_kv_heads(engine: Engine, groups: Sequence[Group]) -> int | None:
+    """A non-MLA draft's total KV heads under an MLA target, when its layers are transfer
+    layers of their own (``_resolve_head_sharded_draft_kv_heads``,
+    ``_get_head_sharded_draft_regions``)."""
+    drafts = [s for s in engine.deployment.layers if s.role == "draft" and s.kind != "mamba"]
+    if not drafts or any(s.kind in MLA_KINDS for s in drafts):
+        return None
+    sharded = any(
+        role == "draft" for g in groups if g.kind not in MLA_KINDS for _, _, _, role in g.voters
+    )
+    return int(drafts[0].num_kv_heads) if sharded else None
 
 
 def _mooncake(engine: Engine, entry: Mapping[str, Any], groups: list[Group]) -> MooncakeFacts:
     dep = engine.deployment
     logical = cache_block_size(engine, groups)
     own, refusal = _vote(logical, connector_voters(engine, groups))
-    kernel = _hooked(own, groups, dep.hooks)
+    kernel, hooks_refusal = _hooked(own, groups, dep.hooks, "MooncakeConnectorWorker")
+    refusal = refusal or hooks_refusal
     heads, head_size, dtype, _ = _model_facts(engine)
     use_mla = any(g.kind in MLA_KINDS for g in groups)
     per_rank = max(1, heads // engine.tp)

@@ -41,6 +41,12 @@ class NixlFacts:
     """Engine mode: vLLM's own handshake with each peer, by the peer's engine id."""
     engine_id: str = ""
     """Engine mode: the engine id vLLM's worker ran with."""
+    region_groups: tuple[int, ...] = ()
+    """The transfer group of each transfer layer, in NIXL's region order."""
+    draft_kv_heads: int | None = None
+    """A non-MLA draft's total KV heads under an MLA target (head-sharded draft regions)."""
+    nvfp4: bool = False
+    """The KV cache is NVFP4."""
 
     def side(self, engine: Engine) -> NixlSide:
         """The worker as the handshake sees it."""
@@ -65,6 +71,9 @@ class NixlFacts:
             transfer_mode=self.transfer_mode,
             pp=engine.pp,
             vllm_version=engine.deployment.vllm_version,
+            region_groups=self.region_groups,
+            draft_kv_heads=self.draft_kv_heads,
+            nvfp4=self.nvfp4,
         )
 
 

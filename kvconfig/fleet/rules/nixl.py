@@ -30,6 +30,8 @@ NIXL_CODES = {
     "dcp": "KV718",
     "layout": "KV718",
     "head-split": "KV722",
+    "draft": "KV718",
+    "nvfp4": "KV718",
 }
 
 
@@ -62,6 +64,9 @@ _CHECKS = (
     ("kv_cache_layout", "layout"),
     ("block size post processing", "layout"),
     ("contiguous heads", "head-split"),
+    ("head-sharded draft", "draft"),
+    ("Head-sharded draft", "draft"),
+    ("NVFP4", "nvfp4"),
     ("tensor parallel size", "tp"),
     ("DCP", "dcp"),
 )
@@ -233,6 +238,28 @@ def nixl_issues(pair: Pair, replan: Replan) -> list[Issue]:
             fixes += [
                 "VLLM_KV_CACHE_LAYOUT=LBHNC (block-contiguous) on both engines, or none",
                 "equal tensor parallelism on both engines",
+            ]
+        elif out.check == "draft":
+            message = (
+                f"{local.name} (TP {local.tp}, DCP {local.dcp}) and {remote.name} (TP "
+                f"{remote.tp}, DCP {remote.dcp}) serve an MLA model whose draft model is not "
+                f"MLA: NIXL splits the draft's KV by heads ({both})."
+            )
+            fixes += [
+                f"TP on {local.name} at least {remote.name}'s, and no decode context "
+                "parallelism on either engine",
+                "VLLM_KV_CACHE_LAYOUT=LBHNC (block-contiguous) on both engines, or none",
+            ]
+        elif out.check == "nvfp4":
+            message = (
+                f"{local.name} (TP {local.tp}) and {remote.name} (TP {remote.tp}) keep the KV "
+                f"cache in NVFP4 and hold different numbers of KV heads per rank ({both}): "
+                "an NVFP4 page stores every head's data before the scales, so NIXL cannot "
+                "re-shard it by heads."
+            )
+            fixes += [
+                "equal tensor parallelism on both engines",
+                "another --kv-cache-dtype (fp8, auto) on both engines",
             ]
         else:
             message = f"NIXL refuses {local.name} with {remote.name}: {both}."

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,14 @@ class NixlSide:
     pp: int = 1
     vllm_version: str = versions.DEFAULT
     """The vLLM release the worker runs (whose layout facts apply)."""
+    region_groups: tuple[int, ...] = ()
+    """The transfer group of each region, in region order (``region_group_ids``, which it
+    also advertises in ``NixlAgentMetadata``)."""
+    draft_kv_heads: int | None = None
+    """A non-MLA draft's total KV heads under an MLA target, when it has head-sharded
+    draft regions (``_head_sharded_draft_kv_heads``); None otherwise."""
+    nvfp4: bool = False
+    """An attention layer's KV cache is NVFP4 (``kv_quant_mode.is_nvfp4``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +72,7 @@ class Handshake:
     check: str
     """The check that decides it: ``ok``, or a short name (``compat-hash``, ``block-size``,
     ``host-buffer``, ``tp-split``, ``region-mapped``, ``mamba-pages``, ``layout``,
-    ``head-split``, ``tp``, ``dcp``)."""
+    ``head-split``, ``tp``, ``dcp``, ``draft``, ``nvfp4``)."""
     refusal: ConnectorRefusal | None = None
     """What vLLM raises; None when it accepts the pair."""
     ratio: int = 1
@@ -92,9 +101,11 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
     ``_validate_remote_agent_handshake`` (DCP, DCP with Mamba, Mamba prefix caching, host
     buffer, layout, the permute with HMA, heterogeneous TP over a block-contiguous
     layout, the per-region lengths that refuse other block sizes when the remote TP is
-    larger); and the region-mapped read of ``pull_worker.py:_read_blocks``. Not
-    mirrored (docs/fleets.md): DCP region pulls with split pages, head-sharded draft
-    regions, NVFP4 re-sharding, per-region replication in the TP split.
+    larger, DCP region pulls with split pages, the head-sharded draft of an MLA target (its
+    TP and DCP, its layout), NVFP4 re-sharding); and the region-mapped read of
+    ``pull_worker.py:_read_blocks``. Per-region replication in the TP split (a GQA
+    target's MLA draft regions are REPLICATE) decides nothing of its own: the target's
+    SPLIT regions come first and refuse other block sizes.
     """
     base = "distributed/kv_transfer/kv_connector/v1/nixl/"
     if local.enforce_compat_hash and local.compat_hash != remote.compat_hash:
@@ -154,6 +165,31 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
         and remote.tp > local.total_kv_heads
     ):
         return Handshake("tp", ConnectorRefusal("AssertionError", ""), at=validate)
+    if local.draft_kv_heads is not None and (ratio_tp < 0 or local.dcp > 1 or remote.dcp > 1):
+        return Handshake(
+            "draft",
+            ConnectorRefusal(
+                "NotImplementedError",
+                "NIXL head-sharded draft KV under an MLA target requires local TP >= remote "
+                f"TP and no DCP: local TP={local.tp}, remote TP={remote.tp}, local "
+                f"DCP={local.dcp}, remote DCP={remote.dcp}, transfer_mode={local.transfer_mode}.",
+            ),
+            at=validate,
+        )
+    if (
+        (local.dcp > 1 or remote.dcp > 1)
+        and local.region_groups
+        and local.region_groups != remote.region_groups
+        and (local.pages_per_block != 1 or remote.pages_per_block != 1)
+    ):
+        return Handshake(
+            "dcp",
+            ConnectorRefusal(
+                "NotImplementedError",
+                "DCP region pulls require matching logical and physical block sizes",
+            ),
+            at=validate,
+        )
     if local.has_mamba and remote.pages_per_block != local.pages_per_block and local.prefix_caching:
         return Handshake(
             "mamba-pages",
@@ -215,6 +251,37 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
             ),
             at=validate,
         )
+    layout = local.kv_cache_layout
+    if (
+        local.draft_kv_heads is not None
+        and max(1, local.draft_kv_heads // local.tp) != max(1, local.draft_kv_heads // remote.tp)
+        and (remote.kv_cache_layout != layout or not block_contiguous(layout, local.vllm_version))
+    ):
+        return Handshake(
+            "draft",
+            ConnectorRefusal(
+                "RuntimeError",
+                "Head-sharded draft KV under an MLA target needs the same block-contiguous "
+                f"kv_cache_layout (e.g. LBHNC) on prefill and decode, got local={layout}, "
+                f"remote={remote.kv_cache_layout}.",
+            ),
+            at=validate,
+        )
+    if (
+        not local.use_mla
+        and local.nvfp4
+        and max(1, local.total_kv_heads // local.tp) != max(1, local.total_kv_heads // remote.tp)
+    ):
+        return Handshake(
+            "nvfp4",
+            ConnectorRefusal(
+                "RuntimeError",
+                "NIXL KV-head re-sharding is not supported for NVFP4 KV cache (local TP "
+                f"{local.tp}, remote TP {remote.tp}). Use matching TP sizes on prefill and "
+                "decode.",
+            ),
+            at=validate,
+        )
     if ratio != 1 and ratio_tp < 0 and not local.has_mamba and not local.use_mla and not replicated:
         return Handshake(
             "tp-split",
@@ -239,6 +306,21 @@ def nixl_handshake(local: NixlSide, remote: NixlSide) -> Handshake:
             at=base + "pull_worker.py:_read_blocks",
         )
     return Handshake("ok", None, ratio=ratio)
+
+
+def region_sort_key(layer: str) -> tuple[tuple[int, int | str], ...]:
+    """``_region_sort_key`` (``nixl/base_worker.py``): model-layer order, then name."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", layer)
+    )
+
+
+def region_groups(groups: Sequence[Any]) -> tuple[int, ...]:
+    """The transfer group of each transfer layer in region order (one region per layer,
+    as the engine mode registers them): ``groups`` in transfer order, each with
+    ``layers``."""
+    by_layer = {layer: i for i, g in enumerate(groups) for layer in g.layers}
+    return tuple(by_layer[n] for n in sorted(by_layer, key=region_sort_key))
 
 
 def compatibility_factors(
