@@ -333,3 +333,58 @@ def test_nothing_is_left_behind_and_nothing_written_outside_scratch(
     remote = [c for c in connects if "AF_UNIX" not in c and "AF_NETLINK" not in c]
     remote = [c for c in remote if not re.search(r"127\.0\.0\.1|::1|inet_addr\(\"0\.0\.0\.0", c)]
     assert remote == []
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_a_fleets_engine_mode_contains_a_hostile_auto_map_too(tmp_path: Path) -> None:
+    """``kvconfig lint --fleet --engine vllm`` applies the same rule as single-engine mode:
+    the folder's code never runs unless kvconfig's own ``--trust-remote-code`` says so,
+    and the engine's plan carries KV901."""
+    from kvconfig.fleet import fleet_document
+
+    def fleet(name: str, marker: Path) -> str:
+        model = _hostile_model(tmp_path / name / "m", marker, "qwen3")
+        path = tmp_path / name / "fleet.yaml"
+        path.write_text(
+            "kvconfig_fleet: 1\nname: hostile\nplatform: h100\nengines:\n"
+            "  - name: both\n    role: both\n"
+            f"    command: vllm serve {model} --trust-remote-code --block-size 64\n"
+            "    kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}\n"
+        )
+        return str(path)
+
+    contained = tmp_path / "contained.marker"
+    doc = fleet_document([fleet("a", contained)], engine="vllm")
+    assert not contained.exists()
+    (body,) = doc["engines"]
+    assert "KV901" in [f["code"] for f in body["plan"]["findings"]]
+    assert body["plan"]["groups"] and body["plan"]["groups"][0]["block_size"] == 64
+    trusted = tmp_path / "trusted.marker"
+    fleet_document([fleet("b", trusted)], engine="vllm", trust_remote_code=True)
+    assert trusted.read_text() == "ran"
+
+
+@needs_vllm
+def test_a_fleets_engine_mode_leaves_no_folder_when_it_fails_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The peers' folder is made inside the clean-up: a failure while the requests are
+    built (here: one request raises) removes it too."""
+    import tempfile
+
+    from kvconfig.fleet import engine_mode, read
+    from kvconfig.fleet import planner as P
+
+    fleet = read.read([str(EXAMPLES / "fleets" / "correct-pd.yaml")])
+    engines, _ = P.plan_engines(fleet, P.Planner())
+
+    def failing(e: Any, peers_file: str) -> Any:
+        assert Path(peers_file).is_relative_to(tmp_path)
+        raise RuntimeError("request failed")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(engine_mode, "request", failing)
+    with pytest.raises(RuntimeError, match="request failed"):
+        engine_mode.with_vllm(engines)
+    assert list(tmp_path.iterdir()) == []

@@ -6,9 +6,11 @@
   asserts (``tests/test_fleet_engine.py`` runs the same pair without the hooks), and let
   a correct pair through to vLLM's own checks, which pass. The plan digest is exported
   beside the plan.
-* In this process, the wrapper on the connectors' block-size sync, on vLLM's real
-  ``NixlBaseConnectorWorker`` class: ``enforce`` hands the runner's value over, ``strict``
-  refuses, ``warn`` logs.
+* The wrapper on the connectors' block-size sync, in engine children with the hooks in
+  each mode, on vLLM's real ``NixlPullConnectorWorker`` built on the started engine,
+  nothing of kvconfig's stubbed: ``strict`` refuses to start (the fleet's engine mode
+  passes the mode on; it used to start the children without the hooks), ``enforce`` and
+  ``warn`` log and start; offline, the fleet rules say the same.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import logging
 import pickle
-import types
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,12 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from kvconfig.errors import ConnectorBlockSizeMismatch, HandshakeRefused
+from kvconfig.errors import HandshakeRefused
 from kvconfig.fleet import engine_mode, read
 from kvconfig.fleet import planner as P
 from kvconfig.fleet.diff import diff_files
 from kvconfig.fleet.model import Engine
+from kvconfig.fleet.rules.engine import engine_issues
 
 pytestmark = pytest.mark.vllm
 
@@ -126,104 +127,79 @@ def test_each_worker_exports_its_plan_digest(export_dir: Path) -> None:
     assert code == 0 and "same plan" in text
 
 
-# ---------------------------------------------------------------- the sync wrapper in process
+# ------------------------------------------- the block-size sync wrapper, in each mode
+
+MODES = ("strict", "enforce", "warn")
+MISMATCH = "votes once over every transfer layer and transfers it in 64-token pages"
 
 
-class _Backend:
-    def __init__(self, name: str, sizes: list[int]) -> None:
-        self.name, self.sizes = name, sizes
-
-    def get_name(self) -> str:
-        return self.name
-
-    def get_supported_kernel_block_sizes(self, spec: Any = None) -> list[int]:
-        return self.sizes
-
-
-@pytest.fixture
-def connector_hooks(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """vLLM's NIXL worker class with the kvconfig connector wrappers installed, its
-    backends' votes answered by stand-in backends."""
-    from vllm.distributed.kv_transfer.kv_connector.v1.nixl import base_worker
-
-    from kvconfig.hooks import _connectors
-    from kvconfig.hooks._connectors import sync
-    from kvconfig.hooks._state import STATE
-
-    backends = [_Backend("FLASHINFER", [16, 32, 64])]
-    monkeypatch.setattr(
-        base_worker,
-        "get_current_attn_backends_and_specs",
-        lambda vllm_config, kv_cache_config, fallback: (backends, [None]),
-    )
-    monkeypatch.setattr(
-        sync,
-        "_vote_of",
-        lambda worker, block: 64 if block % 64 == 0 else 16,
-    )
-    patched = _connectors.install()
-    assert f"{_connectors.NIXL}.NixlBaseConnectorWorker._sync_block_size_with_kernel" in patched
-    saved = STATE.mode
-    yield types.SimpleNamespace(module=sync, state=STATE, backends=backends)
-    STATE.mode = saved
-    _connectors.uninstall()
+@functools.cache
+def global_vote() -> dict[str, dict[str, Engine]]:
+    """The NIXL global-vote fleet (Gemma 2: FLASH_ATTN's full-attention group runs
+    128-token pages, FLASHINFER's sliding-window group 64; NIXL votes 64 over all) with
+    the hooks in each mode: every engine started by vLLM's start-up in an engine child,
+    the hooks loaded by vLLM's plugin loader, vLLM's real ``NixlPullConnectorWorker``
+    built on the engine (one engine-mode run); and the same engines offline."""
+    planner = P.Planner()
+    fleet = read.read([str(FLEETS / "nixl-global-vote.yaml")])
+    flat: list[Engine] = []
+    parts: list[list[int]] = []
+    for mode in MODES:
+        engines = [planner.plan(dataclasses.replace(s, hooks=mode)) for s in fleet.engines]
+        parts.append(list(range(len(flat), len(flat) + len(engines))))
+        flat += engines
+    planned = engine_mode.with_vllm(flat, fleets=parts)
+    out = {}
+    for mode, part in zip(MODES, parts, strict=True):
+        out[mode] = {planned[i].name: planned[i] for i in part}
+        out[f"{mode}-offline"] = {flat[i].name: flat[i] for i in part}
+    return out
 
 
-def _worker(block: int = 128) -> Any:
-    from vllm.distributed.kv_transfer.kv_connector.v1.nixl.base_worker import (
-        NixlBaseConnectorWorker,
-    )
-
-    w: Any = object.__new__(NixlBaseConnectorWorker)
-    w.shutdown = lambda: None
-    group = types.SimpleNamespace(
-        layer_names=["layers.0.attn"], kv_cache_spec=types.SimpleNamespace(block_size=block)
-    )
-    w.__dict__.update(
-        vllm_config=None,
-        kv_cache_config=types.SimpleNamespace(transfer_groups=[group]),
-        attn_backends=[],
-        block_size=block,
-        num_blocks=10,
-        _physical_blocks_per_logical_kv_block=1,
-    )
-    return w
+def _nixl(e: Engine) -> dict[str, Any]:
+    (facts,) = (e.vllm or {}).get("nixl") or [{}]
+    return dict(facts)
 
 
-def test_enforce_hands_the_runners_value_to_the_connector(
-    connector_hooks: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    connector_hooks.state.mode = "enforce"
-    monkeypatch.setattr(connector_hooks.module, "runner_votes", lambda cfg, kv: {0: 32})
-    w = _worker()
-    w._sync_block_size_with_kernel()
-    assert (w.block_size, w._physical_blocks_per_logical_kv_block, w.num_blocks) == (32, 4, 40)
-    record = w.__dict__["_kvconfig_record"]
-    assert (record.own, record.used, record.handed) == (64, 32, True)
+@pytest.mark.parametrize("mode", MODES)
+def test_the_children_run_the_hooks_in_the_fleets_mode(mode: str) -> None:
+    for e in global_vote()[mode].values():
+        assert e.plan["hooks"] == mode, (e.name, e.plan["hooks"])
 
 
-def test_strict_refuses_a_connector_that_disagrees(
-    connector_hooks: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    connector_hooks.state.mode = "strict"
-    monkeypatch.setattr(connector_hooks.module, "runner_votes", lambda cfg, kv: {0: 128})
-    with pytest.raises(ConnectorBlockSizeMismatch) as err:
-        _worker()._sync_block_size_with_kernel()
-    assert err.value.component == "NixlBaseConnectorWorker"
-    assert (err.value.expected, err.value.found, err.value.block_size) == (128, 64, 128)
-    assert pickle.loads(pickle.dumps(err.value)).found == 64
+def test_strict_refuses_the_connector_at_start_up() -> None:
+    for name, e in global_vote()["strict"].items():
+        refusal = _nixl(e)["refusal"]
+        assert refusal["error"] == "ConnectorBlockSizeMismatch", (name, refusal)
+        assert MISMATCH in refusal["message"]
+        assert "KV-cache group 1" in refusal["message"]
+        assert "runner reads in 128-token kernel pages" in refusal["message"]
+        # the fleet says so, offline and from vLLM's start-up alike
+        (issue,) = [i for i in engine_issues(e) if i.code == "KV702"]
+        assert issue.vllm.startswith("the hooks refuse to start: raises ConnectorBlockSizeMismatch")
+        offline = engine_issues(global_vote()["strict-offline"][name])
+        assert [(i.code, i.vllm[:60]) for i in offline] == [("KV702", issue.vllm[:60])]
 
 
-def test_warn_logs_and_keeps_vllms_vote(
-    connector_hooks: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    connector_hooks.state.mode = "warn"
-    monkeypatch.setattr(connector_hooks.module, "runner_votes", lambda cfg, kv: {0: 128})
-    w = _worker()
-    with caplog.at_level(logging.ERROR, logger="vllm.kvconfig"):
-        w._sync_block_size_with_kernel()
-    assert w.block_size == 64
-    assert "KVCONFIG_MODE=warn: starting anyway" in caplog.text
+@pytest.mark.parametrize("mode", ["enforce", "warn"])
+def test_enforce_and_warn_log_and_keep_vllms_vote(mode: str) -> None:
+    """The groups' runner values differ (128 and 64): there is no one value to hand
+    over, so enforce logs like warn and the connector keeps its own 64."""
+    for name, e in global_vote()[mode].items():
+        facts = _nixl(e)
+        assert facts["refusal"] is None, facts["refusal"]
+        assert facts["hooks"] == {
+            "own": 64,
+            "used": 64,
+            "runner": {"0": 64, "1": 128},
+            "handed": False,
+        }, name
+        (line,) = facts["hooks_log"]
+        assert line.startswith("ERROR kvconfig: KV-cache group 1") and MISMATCH in line
+        assert line.endswith(f"(KVCONFIG_MODE={mode}: starting anyway)")
+        codes = [i.code for i in engine_issues(e)]
+        assert codes == [i.code for i in engine_issues(global_vote()[f"{mode}-offline"][name])]
+        assert codes == ["KV701"]
 
 
 def test_handshake_refusals_survive_pickling() -> None:

@@ -35,7 +35,8 @@ def plan_fleet(
     ``paths``: one native fleet file, or the engines' files (``role:`` prefixes allowed).
     ``engine="vllm"`` or ``"both"`` plans every engine with vLLM's own start-up.
     ``plan.verdict`` is ``reject`` when the CLI exits 1. ``trust_remote_code`` is taken
-    as the CLI takes it, and a fleet's engines never run a model folder's code yet."""
+    as the CLI takes it: with ``engine="vllm"`` vLLM may run the engines' model folders'
+    code (docs/security.md)."""
     from kvconfig.cli.outcomes import env_pairs
     from kvconfig.errors import InputError
     from kvconfig.fleet import plan_fleet as fleet_plan
@@ -75,6 +76,7 @@ def plan_fleet(
             python=vllm_python,
             model_paths=ModelPaths.parse(model_path) if model_path else None,
             download=download or None,
+            trust_remote_code=trust_remote_code,
         )
 
 

@@ -114,7 +114,7 @@ def plans(
             f"--engine vllm needs vLLM: {why}", key="--engine", hint="or use --engine offline"
         )
     from kvconfig.engine import emulate
-    from kvconfig.engine.plan import incomplete_config, plan_result
+    from kvconfig.engine.plan import plan_result
     from kvconfig.engine.pool import Pool, Request
 
     requests = [
@@ -136,69 +136,75 @@ def plans(
         answers = pool.ask_all(requests)
     out: list[PlanResult | InputError] = []
     for t, answer in zip(targets, answers, strict=True):
-        missing = incomplete_config(answer)
-        ignored = answer.data.get("remote_code") == "ignored"
-        if (
-            ignored
-            and answer.status == "refused"
-            and "trust_remote_code" in str(answer.data.get("message"))
-        ):
-            out.append(
-                InputError(
-                    "vLLM cannot build this model without running code from its folder "
-                    "(trust_remote_code), and kvconfig runs no code from the files it reads",
-                    source=t.source,
-                    key="trust-remote-code",
-                    hint="if you trust the model folder, rerun with kvconfig's "
-                    "--trust-remote-code; or use --engine offline",
-                )
-            )
-        elif missing is not None:
-            out.append(
-                InputError(
-                    missing,
-                    source=t.source,
-                    key="model",
-                    hint="the file lacks a field vLLM's model code reads: use the model's "
-                    "complete config.json (as its Hugging Face repository has it)",
-                )
-            )
-        elif answer.status in ("ok", "refused"):
-            plan = plan_result(
-                answer,
-                source=t.source,
-                platform=t.platform,
-                description=description(answer.vllm_version, t.platform),
-                stood_in=emulate.STOOD_IN,
-            )
-            out.append(_contained(plan, t, ignored))
-        elif answer.status == "arguments":
-            out.append(
-                InputError(
-                    f"vLLM's parser rejects the command: {answer.data.get('message')}",
-                    source=t.source,
-                    hint="run the same arguments with 'vllm serve --help' to see what vLLM expects",
-                )
-            )
-        else:
-            out.append(
-                InputError(
-                    str(answer.data.get("message")),
-                    source=t.source,
-                    key="--engine",
-                    hint="raise --engine-timeout, or run with --engine offline"
-                    if answer.status == "timeout"
-                    else "kvconfig's engine mode does not yet drive this vLLM release; use "
-                    "--engine offline, and please report it"
-                    if answer.status == "machinery"
-                    else "rerun with KVCONFIG_ENGINE_LOG=1 to keep the child's log",
-                )
-            )
+        error = start_up_error(answer, t.source)
+        if error is not None:
+            out.append(error)
+            continue
+        plan = plan_result(
+            answer,
+            source=t.source,
+            platform=t.platform,
+            description=description(answer.vllm_version, t.platform),
+            stood_in=emulate.STOOD_IN,
+        )
+        out.append(contained(plan, t.env, answer.data.get("remote_code") == "ignored"))
     return out
 
 
-def _contained(plan: PlanResult, target: Target, ignored: bool) -> PlanResult:
-    """``plan`` with KV901 (remote code not run) and KV902 (variables not passed on)."""
+def start_up_error(answer: Any, source: str) -> InputError | None:
+    """The input error of an engine child's answer that holds no plan (None: it holds one,
+    vLLM's start-up went through or vLLM refused): vLLM cannot build the model without
+    running code from its folder, which kvconfig's command line did not allow; the model's
+    config lacks a field; vLLM's parser rejects the command; the child timed out, died or
+    cannot drive this vLLM."""
+    from kvconfig.engine.plan import incomplete_config
+
+    missing = incomplete_config(answer)
+    if (
+        answer.data.get("remote_code") == "ignored"
+        and answer.status == "refused"
+        and "trust_remote_code" in str(answer.data.get("message"))
+    ):
+        return InputError(
+            "vLLM cannot build this model without running code from its folder "
+            "(trust_remote_code), and kvconfig runs no code from the files it reads",
+            source=source,
+            key="trust-remote-code",
+            hint="if you trust the model folder, rerun with kvconfig's "
+            "--trust-remote-code; or use --engine offline",
+        )
+    if missing is not None:
+        return InputError(
+            missing,
+            source=source,
+            key="model",
+            hint="the file lacks a field vLLM's model code reads: use the model's "
+            "complete config.json (as its Hugging Face repository has it)",
+        )
+    if answer.status in ("ok", "refused"):
+        return None
+    if answer.status == "arguments":
+        return InputError(
+            f"vLLM's parser rejects the command: {answer.data.get('message')}",
+            source=source,
+            hint="run the same arguments with 'vllm serve --help' to see what vLLM expects",
+        )
+    return InputError(
+        str(answer.data.get("message")),
+        source=source,
+        key="--engine",
+        hint="raise --engine-timeout, or run with --engine offline"
+        if answer.status == "timeout"
+        else "kvconfig's engine mode does not yet drive this vLLM release; use "
+        "--engine offline, and please report it"
+        if answer.status == "machinery"
+        else "rerun with KVCONFIG_ENGINE_LOG=1 to keep the child's log",
+    )
+
+
+def contained(plan: PlanResult, env: Mapping[str, str], ignored: bool) -> PlanResult:
+    """``plan`` with KV901 (the deployment's remote code not run, ``ignored``) and KV902
+    (variables of ``env``, the deployment's environment, not passed on)."""
     from kvconfig.codes import FindingCode
     from kvconfig.engine.pool import plan_variable
     from kvconfig.plan.result import Found
@@ -215,7 +221,7 @@ def _contained(plan: PlanResult, target: Target, ignored: bool) -> PlanResult:
                 ("rerun with kvconfig's --trust-remote-code if you trust the model folder",),
             )
         )
-    dropped = sorted(k for k, v in target.env.items() if not plan_variable(k, v))
+    dropped = sorted(k for k, v in env.items() if not plan_variable(k, v))
     if dropped:
         found.append(
             Found(

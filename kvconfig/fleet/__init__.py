@@ -39,6 +39,7 @@ def fleet_document(
     model_paths: Any = None,
     download: bool | None = None,
     python: str | None = None,
+    trust_remote_code: bool = False,
 ) -> dict[str, Any]:
     """The fleet plan as its JSON document (what ``--format json`` prints).
 
@@ -46,8 +47,9 @@ def fleet_document(
         ``command``: a pasted ``vllm serve`` command, as one more engine. ``engine="vllm"``
         plans every engine with vLLM's own start-up (``kvconfig.engine``) and adds what vLLM's
         connector code computes on the engine's objects. ``model_paths`` (``--model-path``) and
-    ``download`` (``--download``) say where models are read from, as for ``kvconfig lint``.
-    Raises ``kvconfig.InputError``.
+    ``download`` (``--download``) say where models are read from, as for ``kvconfig lint``;
+    ``trust_remote_code`` (``--trust-remote-code``) lets vLLM run code from the engines'
+    model folders in engine mode (docs/security.md). Raises ``kvconfig.InputError``.
     """
     from kvconfig.fleet import planner as P
     from kvconfig.fleet import read
@@ -58,7 +60,13 @@ def fleet_document(
     if engine == "vllm":
         from kvconfig.fleet import engine_mode
 
-        engines = engine_mode.with_vllm(engines, jobs=jobs, timeout=timeout, python=python)
+        engines = engine_mode.with_vllm(
+            engines,
+            jobs=jobs,
+            timeout=timeout,
+            python=python,
+            trust_remote_code=trust_remote_code,
+        )
     from kvconfig.fleet.rules.common import sort
 
     found = sort([*P.issues(engines, fleet.router, plans), *P.underived_issues(underived)])

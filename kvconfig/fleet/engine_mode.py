@@ -29,6 +29,9 @@ from kvconfig.fleet.rules.common import Pair, pairs
 
 SKIPPED_OPTIONS = frozenset({"data-parallel-size"})
 
+HOOK_MODES = ("enforce", "strict", "warn")
+"""The hooks' modes an engine child loads them in (any other: the hooks are off)."""
+
 
 def _flags(options: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
@@ -90,13 +93,14 @@ def request(e: Engine, peers_file: str) -> Any:
         env=dict(e.env),
         settings={"KVCONFIG_FLEET_PEERS": peers_file},
         cubins=bool(dep.trtllm_cubins),
-        hooks="enforce" if dep.hooks == "enforce" else "none",
+        hooks=dep.hooks if dep.hooks in HOOK_MODES else "none",
     )
 
 
 def _planned(e: Engine, answer: Any) -> Engine:
-    """``e`` with vLLM's plan of its start-up (``kvconfig.engine``'s ``PlanResult``)."""
-    from kvconfig.engine import description, emulate
+    """``e`` with vLLM's plan of its start-up (``kvconfig.engine``'s ``PlanResult``), with
+    KV901 and KV902 as single-engine mode has them (``kvconfig.engine.contained``)."""
+    from kvconfig.engine import contained, description, emulate
     from kvconfig.engine.connectors import stand_in as connector_stand_ins
     from kvconfig.engine.plan import plan_result
 
@@ -108,6 +112,7 @@ def _planned(e: Engine, answer: Any) -> Engine:
         description=description(answer.vllm_version, p),
         stood_in=(*emulate.STOOD_IN, *connector_stand_ins.STOOD_IN),
     )
+    result = contained(result, e.env, answer.data.get("remote_code") == "ignored")
     facts = (answer.data.get("facts") or {}).get("connectors")
     return replace(e, result=result, plan=result.to_json(), vllm=facts, cache={})
 
@@ -119,36 +124,52 @@ def with_vllm(
     timeout: float = 300.0,
     fleets: Sequence[Sequence[int]] | None = None,
     python: str | None = None,
+    trust_remote_code: bool = False,
 ) -> list[Engine]:
     """The engines planned again by vLLM's start-up, with vLLM's connector facts.
 
     ``fleets`` partitions the engines (by index) into fleets whose pairs handshake; by
     default they are one fleet. Several fleets planned at once share the engine children.
+    vLLM runs code from a model's folder only with ``trust_remote_code`` (kvconfig's own
+    ``--trust-remote-code``), as in single-engine mode: an engine that asks for it gets
+    KV901 and vLLM's own classes, or an input error when vLLM cannot build it without.
+    An engine whose start-up gives no plan (``kvconfig.engine.start_up_error``: a child
+    that timed out or died, vLLM's parser refusing the command) is an input error, as in
+    single-engine mode, never planned offline instead.
     """
-    from kvconfig.engine import available
+    from kvconfig.engine import available, start_up_error
     from kvconfig.engine.pool import Pool
     from kvconfig.errors import InputError
 
-    why = available()
+    why = available(python)
     if why is not None:
         raise InputError(f"--engine vllm needs vLLM: {why}", key="--engine")
-    folder = tempfile.mkdtemp(prefix="kvconfig-fleet-")
-    peers_file = os.path.join(folder, "peers.json")
-    Path(peers_file).write_text("{}", encoding="utf-8")
     distinct: dict[str, Engine] = {}
     for e in engines:
         distinct.setdefault(e.spec.key(), e)
-    reqs = {k: request(e, peers_file) for k, e in distinct.items()}
-    keys = [k for k, r in reqs.items() if r is not None]
-    children = len({reqs[k].key() for k in keys}) or 1
     out: dict[str, Engine] = {}
+    folder = None
     try:
-        with Pool(jobs=max(jobs, children), timeout=timeout, python=python) as pool:
+        folder = tempfile.mkdtemp(prefix="kvconfig-fleet-")
+        peers_file = os.path.join(folder, "peers.json")
+        Path(peers_file).write_text("{}", encoding="utf-8")
+        reqs = {k: request(e, peers_file) for k, e in distinct.items()}
+        keys = [k for k, r in reqs.items() if r is not None]
+        children = len({reqs[k].key() for k in keys}) or 1
+        with Pool(
+            jobs=max(jobs, children),
+            timeout=timeout,
+            python=python,
+            trust_remote_code=trust_remote_code,
+        ) as pool:
             answers = dict(zip(keys, pool.ask_all([reqs[k] for k in keys]), strict=True))
             for k in keys:
                 e, a = distinct[k], answers[k]
-                if a.status in ("ok", "refused"):
-                    out[k] = _planned(e, a)
+                error = start_up_error(a, e.spec.where or e.spec.source)
+                if error is not None:
+                    # no plan from vLLM: never the offline plan in its place
+                    raise error
+                out[k] = _planned(e, a)
             planned_now = [out.get(e.spec.key(), e) for e in engines]
             peers: dict[str, list[dict[str, Any]]] = {}
             for part in fleets or [range(len(engines))]:
@@ -165,9 +186,10 @@ def with_vllm(
                     if base.get("nixl"):
                         base["nixl"][0]["handshakes"] = nixl.get("handshakes", [])
     finally:
-        import shutil
+        if folder is not None:
+            import shutil
 
-        shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
     planned = [out.get(e.spec.key(), e) for e in engines]
     result = []
     for e, p in zip(engines, planned, strict=True):
@@ -227,7 +249,7 @@ def apply(e: Engine) -> Components:
             mine.refusal = _refusal(theirs["refusal"])
             continue
         mine.kernel = theirs.get("kernel_block_size", mine.kernel)
-        mine.own = mine.kernel
+        mine.own = theirs.get("own_block_size", mine.kernel)
         mine.pages = theirs.get("pages_per_block", mine.pages)
         mine.logical = theirs.get("logical_block_size", mine.logical)
         mine.backend_name = theirs.get("backend_name", mine.backend_name)
@@ -243,7 +265,7 @@ def apply(e: Engine) -> Components:
         mine_m.refusal = _refusal(theirs.get("refusal"))
         if theirs.get("kernel_block_size") is not None:
             mine_m.kernel = theirs["kernel_block_size"]
-            mine_m.own = mine_m.kernel
+            mine_m.own = theirs.get("own_block_size", mine_m.kernel)
             mine_m.pages = theirs["pages_per_block"]
             mine_m.logical = theirs["logical_block_size"]
     for mine_o, theirs in zip(c.offload, facts.get("offload") or [], strict=False):

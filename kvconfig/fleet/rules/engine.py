@@ -106,7 +106,32 @@ def _match_unit_fixes(c: Components) -> list[str]:
     return [f"--prefix-match-unit {g} (or any divisor of {g})", "unset --prefix-match-unit"]
 
 
+HOOKS_REFUSALS = ("ConnectorBlockSizeMismatch", "HooksFailed")
+"""The kvconfig hooks' own refusals of a connector (``KVCONFIG_MODE=strict``)."""
+
+
 def _connector_vote(engine: Engine, c: Components, conn: NixlFacts | MooncakeFacts) -> list[Issue]:
+    if conn.refusal is not None and conn.refusal.error in HOOKS_REFUSALS:
+        return [
+            Issue(
+                "KV702",
+                [engine.name],
+                f"{engine.name}: the kvconfig hooks (KVCONFIG_MODE="
+                f"{engine.deployment.hooks}) refuse to build its {conn.name}: "
+                f"{conn.refusal.message}",
+                "the hooks refuse to start: "
+                + _refused(
+                    conn.refusal, "hooks/_connectors/sync.py, in the connector worker's __init__"
+                )
+                + ", after the weights are loaded",
+                [
+                    f"give the groups backends that agree at B={conn.logical} (e.g. one "
+                    "--attention-backend for every layer kind)",
+                    "KVCONFIG_MODE=enforce (hands the runner's k to the connector when the "
+                    "groups share one, else logs the difference and starts)",
+                ],
+            )
+        ]
     if conn.refusal is not None:
         return [
             Issue(
@@ -158,7 +183,13 @@ def _connector_vote(engine: Engine, c: Components, conn: NixlFacts | MooncakeFac
                 "not have.",
                 "silent: vLLM does not compare the connector's vote with the runner's "
                 "(vllm/v1/worker/utils.py:prepare_kernel_block_sizes votes per group, "
-                "_sync_block_size_with_kernel once for all)",
+                "_sync_block_size_with_kernel once for all)"
+                + (
+                    f"; the kvconfig hooks (KVCONFIG_MODE={engine.deployment.hooks}) log it as "
+                    "an ERROR and start"
+                    if engine.deployment.hooks in ("enforce", "warn")
+                    else ""
+                ),
                 [
                     f"give the groups backends that agree at B={g.block_size} "
                     f"(e.g. one --attention-backend for every layer kind)",
