@@ -10,7 +10,9 @@
   hashing; ``tests/fleets/``), a heterogeneous-TP pair in the ``BHLNC`` layout (not
   block-contiguous: vLLM refuses the head split; ``examples/fleets/``), and a Gemma 2
   pair (HMA) whose decode engine asks NIXL to permute LBHNC pages into its LBNHC cache
-  (vLLM asserts; ``tests/fleets/``).
+  (vLLM asserts; ``tests/fleets/``), and Kimi K2 (MLA) with its GQA EAGLE3 drafter on a
+  decode engine of smaller TP than its prefill engine (vLLM refuses the head-sharded
+  draft; ``tests/fleets/``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ pytestmark = pytest.mark.vllm
 
 FLEETS = Path(__file__).resolve().parent / "fleets"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "fleets"
-NAMES = ("nixl-bhlnc-tp-pair", "nixl-mtp-alias", "nixl-permute-hma")
+NAMES = ("nixl-bhlnc-tp-pair", "nixl-mla-gqa-draft", "nixl-mtp-alias", "nixl-permute-hma")
 
 
 def _path(name: str) -> str:
@@ -160,3 +162,9 @@ def test_the_bhlnc_pair_is_kv722() -> None:
     text, code = lint_fleet([_path("nixl-bhlnc-tp-pair")])
     assert code == 1
     assert "KV722" in text and "requires contiguous heads" in text
+
+
+def test_the_head_sharded_draft_is_kv718() -> None:
+    text, code = lint_fleet([_path("nixl-mla-gqa-draft")])
+    assert code == 1
+    assert "KV718" in text and "NIXL head-sharded draft KV under an MLA target" in text

@@ -22,7 +22,6 @@ from kvconfig.fleet.components.groups import (
     cache_block_size,
     connector_voters,
     entries,
-    groups_of,
 )
 from kvconfig.fleet.model import Engine
 from kvconfig.load import jsontext
@@ -46,7 +45,7 @@ from kvconfig.mirror.vote import Declared
 def _layout(engine: Engine, kv: Mapping[str, Any] | None) -> tuple[str, ConnectorRefusal | None]:
     """The KV-cache layout the engine runs with, and the MultiConnector refusal if any."""
     env = engine.env.get("VLLM_KV_CACHE_LAYOUT")
-    use_mla = any(g.kind in MLA_KINDS for g in groups_of(engine.plan))
+    use_mla = target_mla(engine)
     required: str | None = None
     refusal: ConnectorRefusal | None = None
     if kv is not None:
@@ -167,7 +166,7 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
         g.kind != "full_attention" for g in groups
     )
     has_mamba = any(g.state for g in groups)
-    use_mla = any(g.kind in MLA_KINDS for g in groups)
+    use_mla = target_mla(engine)
     logical = transfer_block_size(
         [(g.block_size, g.state) for g in groups], cache_block_size(engine, groups)
     )
@@ -243,22 +242,25 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
         enforce_hash=bool(extra.get("enforce_handshake_compat", True)),
         refusal=refusal,
         region_groups=region_groups(groups),
-        draft_kv_heads=_draft_kv_heads(engine, groups) if use_mla and not has_mamba else None,
+        draft_kv_heads=_draft_kv_heads(engine) if use_mla and not has_mamba else None,
         nvfp4=kv_quant(str(dep.kv_cache_dtype)) == "nvfp4",
     )
 
 
-def _draft_kv_heads(engine: Engine, groups: Sequence[Group]) -> int | None:
-    """A non-MLA draft's total KV heads under an MLA target, when its layers are transfer
-    layers of their own (``_resolve_head_sharded_draft_kv_heads``,
+def target_mla(engine: Engine) -> bool:
+    """``model_config.use_mla``: the target model's attention is MLA (a group's kind does
+    not say it: an MLA target and a GQA draft share a ``full_attention`` group)."""
+    return any(s.kind in MLA_KINDS for s in engine.deployment.layers if s.role == "target")
+
+
+def _draft_kv_heads(engine: Engine) -> int | None:
+    """A non-MLA draft's total KV heads under an MLA target: its layers' caches are split
+    by heads while the target's are replicated (``_resolve_head_sharded_draft_kv_heads``,
     ``_get_head_sharded_draft_regions``)."""
     drafts = [s for s in engine.deployment.layers if s.role == "draft" and s.kind != "mamba"]
     if not drafts or any(s.kind in MLA_KINDS for s in drafts):
         return None
-    sharded = any(
-        role == "draft" for g in groups if g.kind not in MLA_KINDS for _, _, _, role in g.voters
-    )
-    return int(drafts[0].num_kv_heads) if sharded else None
+    return int(drafts[0].num_kv_heads)
 
 
 def _mooncake(engine: Engine, entry: Mapping[str, Any], groups: list[Group]) -> MooncakeFacts:
@@ -268,7 +270,7 @@ def _mooncake(engine: Engine, entry: Mapping[str, Any], groups: list[Group]) -> 
     kernel, hooks_refusal = _hooked(own, groups, dep.hooks, "MooncakeConnectorWorker")
     refusal = refusal or hooks_refusal
     heads, head_size, dtype, _ = _model_facts(engine)
-    use_mla = any(g.kind in MLA_KINDS for g in groups)
+    use_mla = target_mla(engine)
     per_rank = max(1, heads // engine.tp)
     elem = 1 if str(dep.kv_cache_dtype).startswith("fp8") else DTYPE_BYTES.get(dtype, 2)
     return MooncakeFacts(

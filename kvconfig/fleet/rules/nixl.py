@@ -245,11 +245,13 @@ def nixl_issues(pair: Pair, replan: Replan) -> list[Issue]:
                 f"{remote.tp}, DCP {remote.dcp}) serve an MLA model whose draft model is not "
                 f"MLA: NIXL splits the draft's KV by heads ({both})."
             )
-            fixes += [
-                f"TP on {local.name} at least {remote.name}'s, and no decode context "
-                "parallelism on either engine",
-                "VLLM_KV_CACHE_LAYOUT=LBHNC (block-contiguous) on both engines, or none",
-            ]
+            if "kv_cache_layout" in out.refusal.message:
+                fixes.append("VLLM_KV_CACHE_LAYOUT=LBHNC (block-contiguous) on both engines")
+            else:
+                fixes.append(
+                    f"TP on {local.name} at least {remote.name}'s, and no decode context "
+                    "parallelism on either engine"
+                )
         elif out.check == "nvfp4":
             message = (
                 f"{local.name} (TP {local.tp}) and {remote.name} (TP {remote.tp}) keep the KV "
