@@ -252,3 +252,16 @@ def test_unplanned_engines_still_meet_the_checks_that_need_no_model(tmp_path: Pa
             ("DynamoGraphDeployment/g/Prefill/main", "DynamoGraphDeployment/g/Decode/main")
         ]
         assert (doc["router"]["kind"], doc["router"]["block_size"]) == ("dynamo", router)
+
+
+def test_unplanned_engines_show_in_text_and_html(tmp_path: Path) -> None:
+    """The report shows what was read of an engine it did not plan, and the pairs."""
+    path = tmp_path / "graph.yaml"
+    path.write_text(_graph(16, 16, 32, "NixlConnector"))
+    _, text = _run("lint", "--fleet", "--platform", "H100", str(path))
+    assert "Decode/main (decode): " in text and "block 32, NixlConnector (kv_both)" in text
+    assert "not planned (KV402)" in text
+    assert "pairs (prefill -> decode): DynamoGraphDeployment/g/Prefill/main -> " in text
+    _, page = _run("lint", "--fleet", "--format", "html", "--platform", "H100", str(path))
+    assert 'data-kv="unplanned"' in page and "<td>example-org/not-cached</td>" in page
+    assert page.count("<td>KV402</td>") == 2
