@@ -141,6 +141,13 @@ class FindingCode(str, Enum):
         "kvconfig cannot derive this architecture's layers offline: the verdict is unknown "
         "(exit 0); plan it with --engine auto|vllm or describe it in a native file",
     )
+    MODEL_UNAVAILABLE = (
+        "KV402",
+        "model-unavailable",
+        Severity.WARNING,
+        "a fleet engine's model config.json cannot be read offline: its plan is unknown "
+        "(exit 0); the fleet checks that need no model still run",
+    )
     BLOCK_SIZE_ADJUSTED = (
         "KV501",
         "block-size-adjusted",

@@ -79,6 +79,7 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "KVConfigError": (("boom",), {}),
     "MachineryError": (("kvconfig cannot find make_arg_parser",), {}),
     "InputError": (("bad",), {"source": "f.yaml", "line": 3, "key": "k", "hint": "h"}),
+    "ModelUnavailable": (("not cached",), {"source": "f.yaml", "key": "model", "hint": "h"}),
     "UnsupportedArchitecture": (("XForCausalLM", "m/config.json", "kvconfig: 1"), {}),
     "DeploymentError": (("two", ("layers", 0), "fix"), {}),
     "NoCommonBlockSize": ((["A", "B"],), {}),

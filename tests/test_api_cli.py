@@ -159,7 +159,7 @@ def test_the_api_answers_as_the_cli(
     text, api_code, _ = via_api(argv)
     assert api_code == code
     if "--fleet" in argv:
-        from kvconfig.schemas.fleet import FleetPlan
+        from kvconfig.schemas.fleet_plan import FleetPlan
 
         assert FleetPlan.model_validate(json.loads(text)) == FleetPlan.model_validate_json(out)
     else:

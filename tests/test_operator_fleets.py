@@ -190,3 +190,78 @@ def test_dynamo_frontend_beside_its_workers(tmp_path: Path) -> None:
         codes[size] = (code, sorted({f["code"] for f in doc["findings"]}))
     assert codes["16"][0] == 1 and "KV711" in codes["16"][1]
     assert codes["64"] == (0, [])
+
+
+def _graph(router: int, prefill: int, decode: int, connector: str) -> str:
+    """A Dynamo graph: a KV-routing frontend at ``router`` tokens, a prefill and a decode
+    worker with explicit block sizes and ``connector``, serving a model not cached here."""
+
+    def worker(name: str, role: str, block: int) -> str:
+        kv = json.dumps({"kv_connector": connector, "kv_role": "kv_both"})
+        return f"""    {name}:
+      componentType: worker
+      subComponentType: {role}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.1
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, example-org/not-cached, --block-size, "{block}",
+                 --disaggregation-mode, {role}, --kv-transfer-config, '{kv}']
+"""
+
+    return f"""apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {{name: g}}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      extraPodSpec:
+        mainContainer:
+          command: [python3, -m, dynamo.frontend, --router-mode, kv,
+                    --kv-cache-block-size, "{router}"]
+{worker("Prefill", "prefill", prefill)}{worker("Decode", "decode", decode)}"""
+
+
+def test_unplanned_engines_still_meet_the_checks_that_need_no_model(tmp_path: Path) -> None:
+    """Engines whose model is not here are "cannot tell" (KV402) but keep their pair, their
+    router and the checks that need only what the file says."""
+    cases = [
+        # (router, prefill, decode, connector) -> codes beyond KV402
+        ((16, 16, 16, "NixlConnector"), []),
+        ((64, 16, 16, "NixlConnector"), ["KV711", "KV711"]),
+        ((16, 16, 32, "MooncakeConnector"), ["KV710", "KV711"]),
+        ((48, 48, 64, "NixlConnector"), ["KV703", "KV711"]),
+        ((32, 32, 64, "NixlConnector"), ["KV711"]),  # 64 is a multiple of 32: NIXL adapts
+    ]
+    for (router, prefill, decode, connector), want in cases:
+        path = tmp_path / "graph.yaml"
+        path.write_text(_graph(router, prefill, decode, connector))
+        code, text = _run("lint", "--fleet", "--format", "json", "--platform", "H100", str(path))
+        doc = json.loads(text)
+        codes = sorted(f["code"] for f in doc["findings"] if f["code"] != "KV402")
+        assert codes == want, (router, prefill, decode, connector, doc["findings"])
+        assert code == (1 if want else 0)
+        assert doc["verdict"] == ("reject" if want else "unknown")
+        assert [u["code"] for u in doc["unplanned"]] == ["KV402", "KV402"]
+        assert sorted((u["role"], u["block_size"]) for u in doc["unplanned"]) == [
+            ("decode", decode),
+            ("prefill", prefill),
+        ]
+        assert [(p["prefill"], p["decode"]) for p in doc["pairs"]] == [
+            ("DynamoGraphDeployment/g/Prefill/main", "DynamoGraphDeployment/g/Decode/main")
+        ]
+        assert (doc["router"]["kind"], doc["router"]["block_size"]) == ("dynamo", router)
+
+
+def test_unplanned_engines_show_in_text_and_html(tmp_path: Path) -> None:
+    """The report shows what was read of an engine it did not plan, and the pairs."""
+    path = tmp_path / "graph.yaml"
+    path.write_text(_graph(16, 16, 32, "NixlConnector"))
+    _, text = _run("lint", "--fleet", "--platform", "H100", str(path))
+    assert "Decode/main (decode): " in text and "block 32, NixlConnector (kv_both)" in text
+    assert "not planned (KV402)" in text
+    assert "pairs (prefill -> decode): DynamoGraphDeployment/g/Prefill/main -> " in text
+    _, page = _run("lint", "--fleet", "--format", "html", "--platform", "H100", str(path))
+    assert 'data-kv="unplanned"' in page and "<td>example-org/not-cached</td>" in page
+    assert page.count("<td>KV402</td>") == 2

@@ -113,13 +113,18 @@ def test_base_refs(service: str, config: str, want: list[tuple[str | None, ...]]
 
 def _kv_routers(entry: dict[str, Any]) -> list[tuple[str, Any]]:
     """The manifest's KV-aware routers as (kind, block size): Dynamo's frontend in kv mode
-    (block size None: it takes the workers'), llm-d's endpoint picker."""
+    (block size None: it takes the workers'), Dynamo's standalone router, llm-d's endpoint
+    picker, production-stack's kvaware router (no block size of its own)."""
     out = []
     for r in entry.get("routers", []):
         if r["kind"] == "dynamo-frontend" and r.get("mode") == "kv":
             out.append(("dynamo", r["block_size"] if r["block_size"] != "workers" else None))
         elif r["kind"] == "llm-d-epp":
             out.append(("llm-d", r["block_size"]))
+        elif r["kind"] == "dynamo-router":
+            out.append(("dynamo", r["block_size"]))
+        elif r["kind"] == "production-stack-router" and r.get("mode") == "kvaware":
+            out.append(("production-stack", None))
     return out
 
 
@@ -137,25 +142,47 @@ def test_routers(entry: dict[str, Any]) -> None:
 
 
 QWEN3_8B = Path(__file__).parent.parent / "examples" / "models" / "qwen3-8b"
-#: Model ids and mounts of the corpus whose config.json is bundled (examples/models): the
-#: fleets of these files are linted here, offline.
+#: Model ids and mounts of the corpus whose config.json is bundled (examples/models): these
+#: engines are planned; the others are "cannot tell" (KV402) and stay in the fleet as read.
 BUNDLED = {"Qwen/Qwen3-8B": QWEN3_8B, "/models/Qwen3-8B": QWEN3_8B}
 
 
 def _fleets() -> list[Any]:
+    return [_param(e) for e in ENTRIES if len(e.get("engines") or []) > 1]
+
+
+def _role(role: Any) -> str:
+    return str(role) if role in ("prefill", "decode") else "both"
+
+
+def _expected_pairs(engines: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The (prefill, decode) role pairs the corpus's roles make: a prefill (or both) engine
+    with a decode (or both) one, two aggregated engines excepted."""
+    roles = [_role(e["role"]) for e in engines]
     out = []
-    for e in ENTRIES:
-        engines = e.get("engines") or []
-        if len(engines) > 1 and all(x.get("model") in BUNDLED for x in engines):
-            out.append(pytest.param(e, id=e["file"]))
-    return out
+    for i, p in enumerate(roles):
+        for j, d in enumerate(roles):
+            pairable = p in ("prefill", "both") and d in ("decode", "both")
+            if i != j and pairable and not (p == "both" and d == "both"):
+                out.append((p, d))
+    return sorted(out)
+
+
+def _connector(kv: dict[str, Any] | None) -> str | None:
+    if not kv:
+        return None
+    name = str(kv["kv_connector"])
+    inner = (kv.get("kv_connector_extra_config") or {}).get("connectors")
+    if name in ("MultiConnector", "PdConnector") and inner:
+        name += "(" + ",".join(str(c["kv_connector"]) for c in inner) + ")"
+    return name
 
 
 @pytest.mark.parametrize("entry", _fleets())
 def test_fleet_lints(entry: dict[str, Any]) -> None:
-    """Every multi-engine file whose model is bundled lints as one fleet, with its P/D
-    pairs: each engine keeps its role (planned for vLLM 0.33.0, the release kvconfig has
-    data for, whatever the image)."""
+    """Every multi-engine file lints as one fleet with the options lint takes: each engine
+    keeps its role (planned when its model is bundled, else "cannot tell", KV402), the P/D
+    pairs its roles make, its connectors, and the KV-aware router in front of them."""
     import io
     import json
 
@@ -170,5 +197,74 @@ def test_fleet_lints(entry: dict[str, Any]) -> None:
     code = main(argv, stdout=out)
     assert code in (0, 1), out.getvalue()
     doc = json.loads(out.getvalue())
-    want_roles = sorted(str(x["role"]) for x in entry["engines"])
-    assert sorted(str(e["role"]) for e in doc["engines"]) == want_roles
+    members = [
+        *({"name": e["name"], "role": e["role"], "model": None, "connector":
+           _connector(e["kv_transfer_config"])} for e in doc["engines"]),
+        *({"name": u["name"], "role": u["role"], "model": u["model"], "connector":
+           u["connector"]} for u in doc["unplanned"]),
+    ]  # fmt: skip
+    want = entry["engines"]
+    assert sorted(m["role"] for m in members) == sorted(_role(x["role"]) for x in want)
+    assert all(u["code"] == "KV402" for u in doc["unplanned"])
+    assert {u["model"] for u in doc["unplanned"]} <= {str(x["model"]) for x in want}
+    assert (doc["verdict"] == "unknown") == bool(doc["unplanned"]) or doc["verdict"] == "reject"
+    if all("connector" in x for x in want):
+        assert sorted(map(str, (m["connector"] for m in members))) == sorted(
+            str(x["connector"]) for x in want
+        )
+    roles = {m["name"]: m["role"] for m in members}
+    got_pairs = sorted((roles[p["prefill"]], roles[p["decode"]]) for p in doc["pairs"])
+    assert got_pairs == _expected_pairs(want)
+    routers = _kv_routers(entry)
+    router = doc["router"]
+    if routers:
+        assert (router["kind"], router["block_size"]) == routers[0]
+    else:
+        assert router["kind"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("image", "words", "block"),
+    [
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1", [], "16"),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0.1", [], "16"),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.1.0", [], None),
+        ("example.com/aibrix/ai-dynamo-vllm-runtime:1.2.0", [], None),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag", [], None),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag", ["--connector", "nixl"], "16"),
+    ],
+)
+def test_dynamo_block_size_default_by_release(
+    image: str, words: list[str], block: str | None
+) -> None:
+    """dynamo.vllm sets block size 16 before Dynamo 1.1.0 (ai-dynamo/dynamo PR #7690) and
+    leaves it to vLLM from then on; a tag that names no release is the current launcher,
+    unless --connector (taken only by the older ones) says otherwise."""
+    from kvconfig.load.dynamo_args import split_args
+
+    split = split_args(["--model", "Qwen/Qwen3-8B", *words], image=image)
+    assert split.defaults.get("block-size") == block
+    assert split.defaults["enable-prefix-caching"] is True
+
+
+STANDALONE = """
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  services:
+    Router:
+      extraPodSpec:
+        mainContainer:
+          command: [python3, -m, dynamo.router]
+          args: [--endpoint, dynamo.prefill.generate%s]
+"""
+
+
+@pytest.mark.parametrize(("extra", "block"), [("", 128), (", --router-block-size, '64'", 64)])
+def test_standalone_dynamo_router(extra: str, block: int) -> None:
+    """dynamo.router hashes in its own blocks: --router-block-size, else 128."""
+    from kvconfig.load.routers import routers_of
+
+    got = routers_of([yaml.safe_load(STANDALONE % extra)])
+    assert [(r.kind, r.block_size) for r in got] == [("dynamo", block)]

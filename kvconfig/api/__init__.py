@@ -10,7 +10,7 @@ vLLM start-ups. Each keyword is a command-line option (``engine_timeout`` is
 * ``plan`` and ``lint``: one ``Outcome`` per deployment and platform, planned offline, by
   vLLM's own start-up (``engine="vllm"``) or both; ``report`` renders them as the CLI
   does, ``exit_code`` gives the CLI's code.
-* ``plan_fleet``: a fleet's ``schemas.fleet.FleetPlan``.
+* ``plan_fleet``: a fleet's ``schemas.fleet_plan.FleetPlan``.
 * ``explain``, ``export``, ``schemas``, ``catalog``, ``diff``: the other commands.
 * ``load_deployment`` and ``resolve``: one deployment and its typed ``schemas.plan.Plan``.
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from kvconfig.api._options import Paths, kvconfig_errors, namespace, outcomes
 
 if TYPE_CHECKING:
-    from kvconfig.schemas.fleet import FleetPlan
+    from kvconfig.schemas.fleet_plan import FleetPlan
 
 
 @kvconfig_errors

@@ -63,13 +63,21 @@ class InputError(KVConfigError):
         """
         if self.source and self.source != source:
             return self
-        return InputError(
+        return type(self)(
             self.message,
             source=self.source or source,
             line=self.line if self.line is not None else line,
             key=self.key,
             hint=self.hint,
         )
+
+
+class ModelUnavailable(InputError):
+    """The model's ``config.json`` cannot be read offline: a Hugging Face id that is not in
+    the cache (and no download allowed), or a path that is no folder here (a mount inside
+    the pod). Bad input for one deployment (``kvconfig lint FILE`` exits 2 and says how to
+    fix it); in a fleet the engine is planned as "cannot tell" (finding KV402) and the fleet
+    checks that need no model still run."""
 
 
 class UnsupportedArchitecture(KVConfigError):

@@ -7,7 +7,7 @@ what each of its components computes on its own, and the findings where two of t
 disagree (docs/fleets.md).
 
     from kvconfig.fleet import plan_fleet
-    doc = plan_fleet(["examples/fleets/correct-pd.yaml"])     # a schemas.fleet.FleetPlan
+    doc = plan_fleet(["examples/fleets/correct-pd.yaml"])     # a schemas.fleet_plan.FleetPlan
     text, code = lint_fleet(["examples/fleets/correct-pd.yaml"])
 
 Modules: ``read`` (fleet files, deployment lists), ``planner`` (engines once per
@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kvconfig.schemas.fleet import FleetPlan
+    from kvconfig.schemas.fleet_plan import FleetPlan
 
 
 def fleet_document(
@@ -56,7 +56,7 @@ def fleet_document(
 
     fleet = read.read(paths, command=command, platform=platform, hooks=hooks, env=env)
     plans = P.Planner(fleet.vllm_version, model_paths=model_paths, download=download)
-    engines, underived = P.plan_engines(fleet, plans)
+    engines, unplanned = P.plan_engines(fleet, plans)
     if engine == "vllm":
         from kvconfig.fleet import engine_mode
 
@@ -68,14 +68,21 @@ def fleet_document(
             trust_remote_code=trust_remote_code,
         )
     from kvconfig.fleet.rules.common import sort
+    from kvconfig.fleet.unplanned import modelless_issues, unplanned_issues
 
-    found = sort([*P.issues(engines, fleet.router, plans), *P.underived_issues(underived)])
-    return P.fleet_json(fleet, engines, found, engine)
+    found = sort(
+        [
+            *P.issues(engines, fleet.router, plans),
+            *unplanned_issues(unplanned),
+            *modelless_issues(unplanned, fleet.router, engines),
+        ]
+    )
+    return P.fleet_json(fleet, engines, found, engine, unplanned)
 
 
 def plan_fleet(paths: Sequence[str], **kwargs: Any) -> FleetPlan:
-    """The fleet plan as a typed ``schemas.fleet.FleetPlan`` (see ``fleet_document``)."""
-    from kvconfig.schemas.fleet import FleetPlan
+    """The fleet plan as a typed ``schemas.fleet_plan.FleetPlan`` (see ``fleet_document``)."""
+    from kvconfig.schemas.fleet_plan import FleetPlan
 
     return FleetPlan.model_validate(fleet_document(paths, **kwargs))
 

@@ -11,20 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
-from kvconfig.errors import InputError, UnsupportedArchitecture
+from kvconfig.errors import InputError, ModelUnavailable, UnsupportedArchitecture
 from kvconfig.fleet._load import kv_transfer_of, load
 from kvconfig.fleet.components import components
 from kvconfig.fleet.components.groups import entries, kind_of
 from kvconfig.fleet.diff import digest
 from kvconfig.fleet.model import Engine, EngineSpec
 from kvconfig.fleet.read import KV_ROLES, FleetInput
-from kvconfig.fleet.rules.common import Issue, Pair, pairs, sort
+from kvconfig.fleet.rules.common import Issue, Pair, pairs, role_pairs, sort
 from kvconfig.fleet.rules.engine import engine_issues, startup_issues
 from kvconfig.fleet.rules.pairs import pair_issues
 from kvconfig.fleet.rules.routers import RouterSpec, router_issues
 from kvconfig.fleet.rules.tiers import tier_issues
+from kvconfig.fleet.unplanned import Unplanned, unplanned, unplanned_json
 from kvconfig.mirror import versions
 
 
@@ -118,44 +119,20 @@ class Planner:
             return None
 
 
-class Underived(NamedTuple):
-    """An engine whose model kvconfig cannot derive offline: its fleet outcome is
-    ``unknown`` (finding KV401), never a rejection or an input error."""
-
-    spec: EngineSpec
-    architecture: str
-
-
-def plan_engines(fleet: FleetInput, planner: Planner) -> tuple[list[Engine], list[Underived]]:
-    """Every engine of the fleet, planned; and those kvconfig cannot derive offline."""
+def plan_engines(fleet: FleetInput, planner: Planner) -> tuple[list[Engine], list[Unplanned]]:
+    """Every engine of the fleet, planned; and those kvconfig cannot plan offline (their
+    layers cannot be derived, KV401, or their model cannot be read, KV402): cannot tell is
+    no rejection, and they stay in the fleet as read (``kvconfig.fleet.unplanned``)."""
     engines: list[Engine] = []
-    underived: list[Underived] = []
+    found: list[Unplanned] = []
     for spec in fleet.engines:
         try:
             engines.append(planner.plan(spec))
         except UnsupportedArchitecture as err:
-            # cannot tell is no rejection: the engine is left out of the rules (KV401)
-            underived.append(Underived(spec, str(getattr(err, "architecture", "?"))))
-    return engines, underived
-
-
-def underived_issues(underived: Sequence[Underived]) -> list[Issue]:
-    """KV401 for each engine kvconfig cannot derive: it takes part in no fleet rule."""
-    return [
-        Issue(
-            "KV401",
-            [u.spec.name],
-            f"{u.spec.name}: kvconfig cannot derive the KV-cache layers of architecture "
-            f"{u.architecture!r} offline, so this engine takes part in no fleet check; "
-            "the fleet's verdict is unknown unless another finding rejects it.",
-            "unknown: kvconfig has not planned this engine",
-            [
-                "plan the engine with vLLM's own start-up: kvconfig plan --engine vllm FILE",
-                "or describe its layers in a native deployment file (docs/native-format.md)",
-            ],
-        )
-        for u in underived
-    ]
+            found.append(unplanned(spec, "KV401", str(getattr(err, "architecture", "?"))))
+        except ModelUnavailable as err:
+            found.append(unplanned(spec, "KV402", err.message))
+    return engines, found
 
 
 def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[Pair, int]]:
@@ -259,7 +236,7 @@ def _connector_json(e: Engine) -> list[dict[str, Any]]:
 
 
 def engine_json(e: Engine) -> dict[str, Any]:
-    """One engine of the fleet plan (``schemas.fleet.EnginePlan``)."""
+    """One engine of the fleet plan (``schemas.fleet_plan.EnginePlan``)."""
     c = components(e)
     connectors = _connector_json(e)
     ks = {n.name: n.kernel for n in c.nixl}
@@ -314,14 +291,19 @@ def engine_json(e: Engine) -> dict[str, Any]:
 
 
 def fleet_json(
-    fleet: FleetInput, engines: Sequence[Engine], found: Sequence[Issue], engine: str
+    fleet: FleetInput,
+    engines: Sequence[Engine],
+    found: Sequence[Issue],
+    engine: str,
+    unplanned_engines: Sequence[Unplanned] = (),
 ) -> dict[str, Any]:
-    """The fleet plan (``schemas.fleet.FleetPlan``)."""
+    """The fleet plan (``schemas.fleet_plan.FleetPlan``)."""
     bodies = [engine_json(e) for e in engines]
     reject = any(b["plan"]["verdict"] == "reject" for b in bodies) or any(
         f.severity == "error" for f in found
     )
-    unknown = any(f.code == "KV401" for f in found)
+    unknown = bool(unplanned_engines) or any(f.code in ("KV401", "KV402") for f in found)
+    members: list[Any] = [*engines, *unplanned_engines]
     r = fleet.router
     return {
         "kvconfig_fleet": 1,
@@ -338,5 +320,7 @@ def fleet_json(
             "engines": list(r.engines),
         },
         "engines": bodies,
+        "unplanned": [unplanned_json(u) for u in unplanned_engines],
+        "pairs": [{"prefill": p.spec.name, "decode": d.spec.name} for p, d in role_pairs(members)],
         "findings": [f.to_json() for f in found],
     }

@@ -94,6 +94,25 @@ def _engine_lines(e: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _unplanned_line(u: Mapping[str, Any]) -> str:
+    """An engine kvconfig did not plan: what its file says, and why (KV401, KV402)."""
+    p = u["parallelism"]
+    par = f"TP {p['tensor']}" + "".join(
+        f", {label} {p[key]}" for key, label in (("pipeline", "PP"), ("data", "DP")) if p[key] > 1
+    )
+    replicas = f", x{u['replicas']}" if u["replicas"] > 1 else ""
+    block = f"block {u['block_size']}" if u["block_size"] else "block: vLLM's default"
+    conn = (
+        f", {u['connector']}" + (f" ({u['kv_role']})" if u["kv_role"] else "")
+        if u["connector"]
+        else ""
+    )
+    return (
+        f"{u['name']} ({u['role']}{replicas}): {u['source']}, {_v(u['model'])}, {par}, "
+        f"{block}{conn}; not planned ({u['code']})"
+    )
+
+
 def render_text(doc: Mapping[str, Any]) -> str:
     """The fleet plan as text."""
     router = doc["router"]
@@ -102,7 +121,7 @@ def render_text(doc: Mapping[str, Any]) -> str:
         r = f"{router['kind']} router" + (
             f" at {router['block_size']}-token blocks" if router["block_size"] else ""
         )
-    n = len(doc["engines"])
+    n = len(doc["engines"]) + len(doc.get("unplanned", []))
     lines = [
         f"fleet {doc['source']}: {n} engine{'s' if n != 1 else ''}, vLLM {doc['vllm_version']}, "
         f"{r}",
@@ -110,6 +129,11 @@ def render_text(doc: Mapping[str, Any]) -> str:
     ]
     for e in doc["engines"]:
         lines += [*_engine_lines(e), ""]
+    for u in doc.get("unplanned", []):
+        lines += [_unplanned_line(u), ""]
+    if doc.get("pairs"):
+        shown = ", ".join(f"{p['prefill']} -> {p['decode']}" for p in doc["pairs"])
+        lines += [f"pairs (prefill -> decode): {shown}", ""]
     for f in doc["findings"]:
         where = f" group {f['group']}" if f["group"] is not None else ""
         who = " / ".join(f["engines"])

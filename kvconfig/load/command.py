@@ -197,7 +197,7 @@ def _located(err: InputError, doc: _yaml.Document) -> InputError:
     for key in doc.data:
         head = _canonical(str(key)).partition(".")[0]
         if wanted and (head == wanted or wanted.startswith(head) or head.startswith(wanted)):
-            return InputError(
+            return type(err)(
                 err.message, source=doc.source, line=doc.line(key), key=str(key), hint=err.hint
             )
-    return InputError(err.message, source=doc.source, line=err.line, key=err.key, hint=err.hint)
+    return type(err)(err.message, source=doc.source, line=err.line, key=err.key, hint=err.hint)

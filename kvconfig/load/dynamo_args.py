@@ -7,6 +7,7 @@ the ``DynamoGraphDeployment`` resources that run it).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,59 @@ DYNAMO_OPTIONS: dict[str, int | str] = {
 #: ``update_engine_config_with_dynamo``), by destination.
 DYNAMO_DEFAULTS: dict[str, Any] = {"block-size": "16", "enable-prefix-caching": True}
 
+BLOCK_SIZE_LEFT_TO_VLLM = (1, 1, 0)
+"""The first Dynamo release whose ``dynamo.vllm`` leaves the block size to vLLM. Earlier
+launchers set ``block_size = 16`` after parsing when vLLM's arguments left it unset
+(``components/backends/vllm/src/dynamo/vllm/args.py``, later
+``components/src/dynamo/vllm/args.py``: "Setting reasonable default of 16"); ai-dynamo/dynamo
+PR #7690 (merged 2026-03-31, "remove forcing the kv block size as 16 in vLLM backend")
+removed it on main, after v1.0.1 and v1.1.0-dev.1 were cut; v1.1.0 (2026-05-01) is the first
+release with it (docs/reference/release-artifacts.md)."""
+
+_DYNAMO_TAG = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def dynamo_release(image: str | None) -> tuple[int, int, int] | None:
+    """The Dynamo release a Dynamo runtime image's tag names (``ai-dynamo/vllm-runtime:1.0.1``,
+    ``ai-dynamo-vllm-runtime:1.2.0``), or None (another image, a tag such as ``my-tag``)."""
+    if not image:
+        return None
+    from kvconfig.load.engine_fields import split_image
+
+    repo, tag = split_image(image)
+    if "dynamo" not in repo.lower() or tag is None:
+        return None
+    m = _DYNAMO_TAG.match(tag)
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def _launcher_defaults(
+    image: str | None, connectors: Sequence[str], line: int | None
+) -> tuple[dict[str, Any], Note]:
+    """What ``dynamo.vllm`` sets after parsing, for the Dynamo release the image names: the
+    block size only before v1.1.0. Without a release, ``--connector`` (taken only by the
+    launchers that also set the block size) says an older one; else the current launcher
+    is assumed and the note says so."""
+    release = dynamo_release(image)
+    defaults = dict(DYNAMO_DEFAULTS)
+    if release is not None:
+        said = "Dynamo " + ".".join(map(str, release))
+        old = release < BLOCK_SIZE_LEFT_TO_VLLM
+    elif connectors:
+        said, old = "the dynamo.vllm that takes --connector", True
+    else:
+        said, old = "the current dynamo.vllm (the image tag names no Dynamo release)", False
+    if old:
+        text = f"{said} sets block size 16 and turns prefix caching on when vLLM's "
+        text += "arguments leave them unset"
+    else:
+        del defaults["block-size"]
+        text = f"{said} leaves the block size to vLLM (Dynamo releases before 1.1.0 set 16) "
+        text += "and turns prefix caching on when vLLM's arguments leave it unset"
+    return defaults, Note("launcher-default", text, line, "dynamo.vllm")
+
 
 @dataclass
 class Split:
@@ -98,8 +152,11 @@ def connector_config(connectors: Sequence[str]) -> dict[str, Any] | None:
     }
 
 
-def split_args(words: Sequence[str], line: int | None = None, source: str = "") -> Split:
-    """``python -m dynamo.vllm WORDS``: vLLM's words, Dynamo's role, and its defaults."""
+def split_args(
+    words: Sequence[str], line: int | None = None, source: str = "", image: str | None = None
+) -> Split:
+    """``python -m dynamo.vllm WORDS``: vLLM's words, Dynamo's role, and the defaults the
+    launcher of the Dynamo release ``image`` names sets."""
     from kvconfig.load.argv_table import options
 
     vllm = options(versions.DEFAULT)
@@ -161,14 +218,35 @@ def split_args(words: Sequence[str], line: int | None = None, source: str = "") 
                 "--connector",
             )
         )
-    defaults = dict(DYNAMO_DEFAULTS)
-    notes.append(
-        Note(
+    defaults, note = _launcher_defaults(image, connectors, line)
+    notes.append(note)
+    return Split(out, role, notes, defaults)
+
+
+def one_launcher(engines: list[Any]) -> list[Any]:
+    """One image runs one ``dynamo.vllm``: workers of a resource that share an image whose
+    tag names no Dynamo release take the launcher defaults that any of them shows (one
+    passing ``--connector`` runs a launcher that sets block size 16, so its siblings do too)."""
+    from dataclasses import replace
+
+    old = {
+        e.image for e in engines if dynamo_release(e.image) is None and "block-size" in e.defaults
+    }
+    out = []
+    for e in engines:
+        if e.entry != "dynamo.vllm" or e.image not in old or "block-size" in e.defaults:
+            out.append(e)
+            continue
+        note = Note(
             "launcher-default",
-            "dynamo.vllm sets block size 16 and turns prefix caching on when vLLM's "
+            f"the image {e.image} runs the dynamo.vllm that another worker's --connector "
+            "shows: it sets block size 16 and turns prefix caching on when vLLM's "
             "arguments leave them unset",
-            line,
+            e.line,
             "dynamo.vllm",
         )
-    )
-    return Split(out, role, notes, defaults)
+        kept = tuple(
+            n for n in e.notes if not (n.kind == "launcher-default" and n.key == "dynamo.vllm")
+        )
+        out.append(replace(e, defaults={**e.defaults, **DYNAMO_DEFAULTS}, notes=(*kept, note)))
+    return out

@@ -130,7 +130,7 @@ def located(engine: Engine, run: Callable[[], T]) -> T:
     except InputError as err:
         if err.source not in ("", engine.source) or err.key.startswith(engine.name):
             raise
-        raise InputError(
+        raise type(err)(
             err.message,
             source=engine.source,
             line=err.line if err.line is not None else engine.line,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, ModelUnavailable
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -116,10 +116,13 @@ def resolve(
         return InputError(message, source=source, line=line, key=key, hint=hint)
 
     if not download_enabled(download):
-        raise fail(
+        raise ModelUnavailable(
             f"{repo_id!r}{at} is not in the Hugging Face cache ({cache_dir()})",
-            "pass --download (or set KVCONFIG_DOWNLOAD=1) to fetch its config.json, or map "
-            "it to a local folder with --model-path",
+            source=source,
+            line=line,
+            key=key,
+            hint="pass --download (or set KVCONFIG_DOWNLOAD=1) to fetch its config.json, or "
+            "map it to a local folder with --model-path",
         )
     try:
         from huggingface_hub import hf_hub_download

@@ -130,11 +130,20 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
             line=opts.lines.get(key.split(".", maxsplit=1)[0]),
             key=key,
         )
-    raise opts.err(
+    from kvconfig.errors import ModelUnavailable
+
+    located = opts.err(
         key,
         f"{value!r} is neither a local folder nor a Hugging Face model id",
         "point it at a folder with the model's config.json, or map the path to one with "
         "--model-path PATTERN=DIR",
+    )
+    raise ModelUnavailable(
+        located.message,
+        source=located.source,
+        line=located.line,
+        key=located.key,
+        hint=located.hint,
     )
 
 

@@ -8,6 +8,15 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
   size is ``--kv-cache-block-size`` or ``DYN_KV_CACHE_BLOCK_SIZE``, and when neither is set
   the frontend takes the block size the workers register (``components/src/dynamo/
   frontend/main.py``, ``lib/llm/src/kv_router``).
+* NVIDIA Dynamo's standalone router (``python -m dynamo.router``, any service of a
+  ``DynamoGraphDeployment`` that runs it): its own block size ``--router-block-size``
+  (``--block-size`` in older releases, ``DYN_ROUTER_BLOCK_SIZE``), 128 when unset; it does
+  not take the workers' (``components/src/dynamo/router/args.py``, ``backend_args.py``:
+  ``DynamoRouterArgGroup``).
+* vLLM production-stack's router with ``routerSpec.routingLogic: kvaware`` (chart values):
+  it asks LMCache's controller which engine holds the longest prefix
+  (``src/vllm_router/routers/routing_logic.py``: ``KvawareRouter``), so it hashes in
+  LMCache's chunks, not in vLLM's blocks: read, with no block size to compare.
 * llm-d's endpoint picker (``EndpointPickerConfig``, inline in a KServe
   ``spec.router.scheduler.config.inline`` or as YAML text in chart values): the
   ``precise-prefix-cache-scorer`` / ``precise-prefix-cache-producer`` plugin's
@@ -34,7 +43,8 @@ class Router:
     """A KV-aware router found in an operator file."""
 
     kind: str
-    """``dynamo`` or ``llm-d``."""
+    """``dynamo`` (the frontend or the standalone router), ``llm-d`` or
+    ``production-stack``."""
     name: str
     """Where it is: ``DynamoGraphDeployment/NAME/Frontend``, ``EndpointPickerConfig/PLUGIN``."""
     block_size: int | None
@@ -81,17 +91,36 @@ def _frontend(name: str, words: list[str], env: Mapping[str, str]) -> Router | N
     return Router("dynamo", name, _int(size))
 
 
+STANDALONE_BLOCK_SIZE = 128
+"""``dynamo.router``'s ``--router-block-size`` default (``DynamoRouterArgGroup``)."""
+
+
+def _standalone(name: str, words: list[str], env: Mapping[str, str]) -> Router | None:
+    """``python -m dynamo.router``: its own block size, 128 unless set."""
+    if "dynamo.router" not in words:
+        return None
+    size = (
+        _option(words, "--router-block-size")
+        or _option(words, "--block-size")
+        or env.get("DYN_ROUTER_BLOCK_SIZE")
+    )
+    return Router("dynamo", f"{name}/dynamo.router", _int(size) or STANDALONE_BLOCK_SIZE)
+
+
 def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
     spec = mapping(data.get("spec"))
     rname = f"DynamoGraphDeployment/{mapping(data.get('metadata')).get('name', 'unnamed')}"
     global_env = _env(spec.get("envs"))
     for sname, service in mapping(spec.get("services")).items():
-        if not isinstance(service, dict) or service.get("componentType") != "frontend":
+        if not isinstance(service, dict):
             continue
         main = mapping(mapping(service.get("extraPodSpec")).get("mainContainer"))
         words = [str(w) for w in [*listing(main.get("command")), *listing(main.get("args"))]]
+        words = [p for w in words for p in w.split()]
         env = {**global_env, **_env(service.get("envs")), **_env(main.get("env"))}
-        found = _frontend(f"{rname}/{sname}", words, env)
+        found = _standalone(f"{rname}/{sname}", words, env)
+        if found is None and service.get("componentType") == "frontend":
+            found = _frontend(f"{rname}/{sname}", words, env)
         if found is not None:
             yield found
     for component in listing(spec.get("components")):
@@ -132,6 +161,9 @@ def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
     if depth > 24:
         return
     if isinstance(node, dict):
+        spec = node.get("routerSpec")
+        if isinstance(spec, dict) and spec.get("routingLogic") == "kvaware":
+            yield Router("production-stack", "routerSpec", None)
         if node.get("kind") == "EndpointPickerConfig":
             yield from _picker(node)
             return

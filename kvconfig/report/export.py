@@ -49,7 +49,8 @@ def schemas() -> dict[str, str]:
     there, because it is how kvconfig tells a native file from a vllm serve config.
     """
     from kvconfig.load.validate import json_schema
-    from kvconfig.schemas.fleet import FleetFile, FleetPlan
+    from kvconfig.schemas.fleet import FleetFile
+    from kvconfig.schemas.fleet_plan import FleetPlan
     from kvconfig.schemas.plan import Plan
     from kvconfig.schemas.repo_config import RepoConfig
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from kvconfig.codes import FindingCode
 from kvconfig.errors import ConnectorRefusal
 from kvconfig.fleet.components import components
 from kvconfig.fleet.components.groups import Group
-from kvconfig.fleet.model import Engine
+from kvconfig.fleet.model import Engine, EngineSpec
 
 Replan = Callable[[Engine, Mapping[str, Any]], Engine | None]
 """The engine planned again with these ``vllm serve`` options set (None: it cannot be)."""
@@ -48,7 +48,7 @@ class Issue:
         return _CODES[self.code].severity.value
 
     def to_json(self) -> dict[str, Any]:
-        """The documented JSON shape (``schemas.fleet.FleetFinding``)."""
+        """The documented JSON shape (``schemas.fleet_plan.FleetFinding``)."""
         return {
             "code": self.code,
             "name": self.name,
@@ -84,19 +84,35 @@ class Pair:
     decode: Engine
 
 
-def pairs(engines: Sequence[Engine]) -> list[Pair]:
-    """Every producer-consumer pair: prefill (or both) engines with decode (or both)."""
+class Member(Protocol):
+    """A fleet engine, planned or not: what pairing needs."""
+
+    @property
+    def spec(self) -> EngineSpec: ...
+
+
+M = TypeVar("M", bound=Member)
+
+
+def role_pairs(members: Sequence[M]) -> list[tuple[M, M]]:
+    """Every producer-consumer pair by role: prefill (or both) engines with decode (or
+    both), two ``both`` engines excepted."""
     out = []
-    for p in engines:
+    for p in members:
         if p.spec.role not in ("prefill", "both"):
             continue
-        for d in engines:
+        for d in members:
             if d is p or d.spec.role not in ("decode", "both"):
                 continue
             if p.spec.role == "both" and d.spec.role == "both":
                 continue
-            out.append(Pair(p, d))
+            out.append((p, d))
     return out
+
+
+def pairs(engines: Sequence[Engine]) -> list[Pair]:
+    """Every producer-consumer pair of planned engines."""
+    return [Pair(p, d) for p, d in role_pairs(engines)]
 
 
 def _candidates(pair: Pair) -> list[int]:

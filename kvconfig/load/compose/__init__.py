@@ -194,7 +194,7 @@ def _engine(  # noqa: PLR0917 (one service's facts)
     if entry == "dynamo.vllm":
         from kvconfig.load import dynamo_args
 
-        split = dynamo_args.split_args(argv, line)
+        split = dynamo_args.split_args(argv, line, image=image)
         argv, defaults = split.argv, split.defaults
         notes += split.notes
     else:

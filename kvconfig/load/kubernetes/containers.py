@@ -250,7 +250,7 @@ def _engine(  # noqa: PLR0917 (the container's facts)
     if entry == "dynamo.vllm":
         from kvconfig.load import dynamo_args
 
-        split = dynamo_args.split_args(argv, at, res.source)
+        split = dynamo_args.split_args(argv, at, res.source, image)
         argv, notes, defaults = split.argv, [*notes, *split.notes], split.defaults
         role = split.role or role
     version, vnotes = image_version(image, res.line(*cpath, "image") or line)

@@ -280,6 +280,29 @@ def _router_words(r: Mapping[str, Any]) -> str:
     return f"{r['kind']} router{at}"
 
 
+def _unplanned_section(unplanned: list[Mapping[str, Any]], pairs: list[Mapping[str, Any]]) -> str:
+    """The engines kvconfig did not plan (KV401, KV402), as their files read, and the pairs."""
+    if not unplanned and not pairs:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(u['name'])}</td><td>{esc(u['role'])}</td><td>{u['replicas']}</td>"
+        f"<td>{esc(str(u['model']))}</td><td>{u['parallelism']['tensor']}</td>"
+        f"<td>{esc(str(u['block_size'] or 'vLLM default'))}</td>"
+        f"<td>{esc(str(u['connector'] or '-'))}</td><td>{esc(u['code'])}</td></tr>"
+        for u in unplanned
+    )
+    table = (
+        '<h2>Not planned</h2><table data-kv="unplanned"><tr><th>engine</th><th>role</th>'
+        "<th>replicas</th><th>model</th><th>TP</th><th>block size</th><th>connector</th>"
+        f"<th>why</th></tr>{rows}</table>"
+        if unplanned
+        else ""
+    )
+    shown = "".join(f"<li>{esc(p['prefill'])} → {esc(p['decode'])}</li>" for p in pairs)
+    listed = f'<h2>Prefill → decode pairs</h2><ul data-kv="pairs">{shown}</ul>' if pairs else ""
+    return f'<section data-kv="unplanned-section">{table}{listed}</section>'
+
+
 def render_fleet(doc: Mapping[str, Any]) -> str:
     """The fleet plan's page (``doc`` is the fleet plan's JSON document)."""
     title = f"kvconfig fleet: {doc['source']}"
@@ -295,7 +318,7 @@ def render_fleet(doc: Mapping[str, Any]) -> str:
         )
         for f in doc["findings"]
     ]
-    n = len(doc["engines"])
+    n = len(doc["engines"]) + len(doc.get("unplanned", []))
     body = [
         f"<header><h1>{esc(title)} {verdict_badge(doc['verdict'])}</h1>",
         f'<p class="meta">{n} engine{"s" if n != 1 else ""}, vLLM {esc(doc["vllm_version"])}, '
@@ -314,6 +337,7 @@ def render_fleet(doc: Mapping[str, Any]) -> str:
         "<h2>Findings</h2>" if findings else "<p>No findings: every link agrees.</p>",
         *findings,
         *(_engine_section(e, i) for i, e in enumerate(doc["engines"])),
+        _unplanned_section(doc.get("unplanned", []), doc.get("pairs", [])),
         "</main>",
     ]
     return document(title, "\n".join(body))
