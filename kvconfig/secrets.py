@@ -11,7 +11,7 @@ JSON, SARIF, GitHub annotations and error lines). docs/security.md.
 from __future__ import annotations
 
 import re
-import threading
+from _thread import allocate_lock
 from collections.abc import Mapping
 
 #: Parts of a variable name that mark its value as a secret.
@@ -34,7 +34,7 @@ MASK = "***"
 _PLAIN = re.compile(r"^(-?[0-9.]+|true|false|yes|no|on|off|none|null)$", re.IGNORECASE)
 
 _seen: set[str] = set()
-_lock = threading.Lock()
+_lock = allocate_lock()  # threading.Lock, without importing threading (cold start)
 
 
 def secret_name(name: str) -> bool:

@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
 
     secrets.forget()
     try:
-        args = build_parser().parse_args(args_list)
+        args = build_parser(args_list[0] if args_list else None).parse_args(args_list)
         from kvconfig.load.repo_config import effective
 
         args = effective(args)

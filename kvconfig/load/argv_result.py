@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class ArgNote:
+class ArgNote(NamedTuple):
     """Something vLLM does with the arguments that their text does not show."""
 
     kind: str
@@ -20,8 +18,7 @@ class ArgNote:
     """The option concerned, as written."""
 
 
-@dataclass(frozen=True, slots=True)
-class ServeArgs:
+class ServeArgs(NamedTuple):
     """What vLLM's parser makes of a serve argument list."""
 
     model: str | None

@@ -1,4 +1,6 @@
-"""An operator file read and parsed: its size cap, unrendered templates, its YAML documents."""
+"""An operator file read and parsed: its size cap, unrendered templates, its YAML documents,
+and which operator format a document is (``kind_of``: a ``vllm serve`` config is none, and
+is read without importing the operator readers)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kvconfig.errors import InputError
 from kvconfig.load import jsontext
@@ -113,3 +115,53 @@ _NO_PODS = frozenset(
 _BASES = frozenset({"LLMInferenceServiceConfig"})
 """Kinds that hold no pod of their own but are read as bases of other resources
 (KServe's ``spec.baseRefs``): built, then skipped as engines."""
+
+
+FORMATS = (
+    "kubernetes", "production-stack", "llm-d", "compose", "skypilot", "rayserve",
+)  # fmt: skip
+
+
+def kind_of(data: Any) -> str | None:
+    """Which operator format a parsed document is, or None (a ``vllm serve`` config, a
+    native kvconfig file, or something else)."""
+    if not isinstance(data, dict) or "kvconfig" in data:
+        return None
+    if isinstance(data.get("apiVersion"), str) and isinstance(data.get("kind"), str):
+        return "kubernetes"
+    if isinstance(data.get("servingEngineSpec"), dict):
+        return "production-stack"
+    if "modelArtifacts" in data or any(
+        isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
+    ):
+        return "llm-d"
+    services = data.get("services")
+    if isinstance(services, dict) and any(
+        isinstance(v, dict) and {"image", "build", "command", "entrypoint"} & v.keys()
+        for v in services.values()
+    ):
+        return "compose"
+    if (
+        isinstance(data.get("applications"), list)
+        or "llm_configs" in data
+        or "model_loading_config" in data
+        or {"prefill_config", "decode_config"} <= data.keys()
+    ):
+        return "rayserve"
+    resources = data.get("resources")
+    if (
+        isinstance(data.get("run"), str)
+        or isinstance(data.get("setup"), str)
+        or (isinstance(resources, (dict, list)) and not isinstance(data.get("model"), str))
+        or isinstance(data.get("envs"), dict)
+        or "num_nodes" in data
+    ):
+        return "skypilot"
+    return None
+
+
+def is_operator_file(data: Any) -> bool:
+    """Whether a parsed YAML document is an operator file (Kubernetes, chart values,
+    compose, SkyPilot, Ray Serve) rather than a ``vllm serve --config`` file (a flat
+    mapping of serve options) or a native kvconfig file (``kvconfig: 1``)."""
+    return kind_of(data) is not None

@@ -24,14 +24,16 @@ from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.documents import (
     _NO_PODS,
     MAX_MANIFEST_BYTES,
+    is_operator_file,
+    kind_of,
     load_documents,
     read_file,
     read_stream,
 )
 from kvconfig.load.operator_engine import Engine, Note, server_start, starts_something_else
 
-#: ``MAX_MANIFEST_BYTES`` and ``read_stream`` are also read from here
-#: (``kvconfig.load.sources``).
+#: ``MAX_MANIFEST_BYTES``, ``read_stream``, ``kind_of`` and ``is_operator_file``
+#: (``kvconfig.load.documents``) are also read from here.
 __all__ = [
     "MAX_MANIFEST_BYTES",
     "Engine",
@@ -44,56 +46,6 @@ __all__ = [
     "server_start",
     "starts_something_else",
 ]
-
-
-FORMATS = (
-    "kubernetes", "production-stack", "llm-d", "compose", "skypilot", "rayserve",
-)  # fmt: skip
-
-
-def kind_of(data: Any) -> str | None:
-    """Which operator format a parsed document is, or None (a ``vllm serve`` config, a
-    native kvconfig file, or something else)."""
-    if not isinstance(data, dict) or "kvconfig" in data:
-        return None
-    if isinstance(data.get("apiVersion"), str) and isinstance(data.get("kind"), str):
-        return "kubernetes"
-    if isinstance(data.get("servingEngineSpec"), dict):
-        return "production-stack"
-    if "modelArtifacts" in data or any(
-        isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
-    ):
-        return "llm-d"
-    services = data.get("services")
-    if isinstance(services, dict) and any(
-        isinstance(v, dict) and {"image", "build", "command", "entrypoint"} & v.keys()
-        for v in services.values()
-    ):
-        return "compose"
-    if (
-        isinstance(data.get("applications"), list)
-        or "llm_configs" in data
-        or "model_loading_config" in data
-        or {"prefill_config", "decode_config"} <= data.keys()
-    ):
-        return "rayserve"
-    resources = data.get("resources")
-    if (
-        isinstance(data.get("run"), str)
-        or isinstance(data.get("setup"), str)
-        or (isinstance(resources, (dict, list)) and not isinstance(data.get("model"), str))
-        or isinstance(data.get("envs"), dict)
-        or "num_nodes" in data
-    ):
-        return "skypilot"
-    return None
-
-
-def is_operator_file(data: Any) -> bool:
-    """Whether a parsed YAML document is an operator file (Kubernetes, chart values,
-    compose, SkyPilot, Ray Serve) rather than a ``vllm serve --config`` file (a flat
-    mapping of serve options) or a native kvconfig file (``kvconfig: 1``)."""
-    return kind_of(data) is not None
 
 
 def engines_in(

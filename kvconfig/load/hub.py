@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvconfig.errors import InputError, ModelUnavailable
 
@@ -137,6 +135,8 @@ def resolve(
         except Exception as err:  # every failure of the client becomes one line
             outcome.append(err)
 
+    import threading
+
     worker = threading.Thread(target=fetch, name="kvconfig-hub", daemon=True)
     worker.start()
     worker.join(deadline)
@@ -236,8 +236,7 @@ def _hub_error(
 # --------------------------------------------------------------------------- --model-path
 
 
-@dataclass(frozen=True, slots=True)
-class ModelPaths:
+class ModelPaths(NamedTuple):
     """``--model-path PATTERN=DIR`` rules: a path (or id) that starts with PATTERN, at a
     ``/`` boundary, is read from DIR instead; the longest PATTERN wins."""
 

@@ -20,11 +20,6 @@ from kvconfig.errors import InputError
 if TYPE_CHECKING:
     from kvconfig.schemas.repo_config import RepoConfig
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 MAX_CONFIG_BYTES = 256 * 1024
 """Largest configuration file kvconfig reads."""
 
@@ -52,7 +47,12 @@ def _has_table(path: Path) -> bool:
 
 def load(path: Path) -> RepoConfig:
     """The configuration in ``path``; InputError (file, key) when it is not valid
-    (pydantic is imported only here: a repository without a configuration never loads it)."""
+    (pydantic and the TOML parser are imported only here: a repository without a
+    configuration never loads them)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     from pydantic import ValidationError
 
     from kvconfig.schemas.repo_config import RepoConfig

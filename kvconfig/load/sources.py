@@ -13,21 +13,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engines import (
-    MAX_MANIFEST_BYTES,
-    engines_in,
-    engines_of,
-    is_operator_file,
-    read_stream,
-)
-from kvconfig.load.operator_engine import Engine
+from kvconfig.load.documents import MAX_MANIFEST_BYTES, is_operator_file, read_stream
 
-Source = _yaml.Document | list[Engine]
-"""A serve config or native file's document, or an operator file's engines."""
+if TYPE_CHECKING:
+    from kvconfig.load.operator_engine import Engine
+
+Source: TypeAlias = "_yaml.Document | list[Engine]"
+"""A serve config or native file's document, or an operator file's engines (the operator
+readers, ``kvconfig.load.engines``, are imported for an operator file only)."""
 
 #: Top-level keys only operator files have (Kubernetes, chart values, compose, SkyPilot,
 #: Ray Serve): a file that fails the serve-config rules but has one is an operator file.
@@ -79,12 +76,16 @@ def read_text(
         try:
             doc = _yaml.parse(text, source)
         except InputError:
-            if _OPERATOR_KEY.search(text):
-                return engines_in(text, source, base=folder, env=env)
-            raise
-        if not is_operator_file(doc.data):
-            return doc
-        return engines_of([doc], source, folder, text=text, env=env)
+            if not _OPERATOR_KEY.search(text):
+                raise
+        else:
+            if not is_operator_file(doc.data):
+                return doc
+            from kvconfig.load.engines import engines_of
+
+            return engines_of([doc], source, folder, text=text, env=env)
+    from kvconfig.load.engines import engines_in
+
     return engines_in(text, source, base=folder, env=env)
 
 

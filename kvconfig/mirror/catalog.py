@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kvconfig._suggest import did_you_mean
@@ -155,29 +154,28 @@ class Entry(NamedTuple):
         return rule.sizes
 
 
-@dataclass(frozen=True, slots=True)
-class CatalogData:
+class CatalogData(NamedTuple):
     """A loaded catalog: entries by class, by vLLM name, and the ``--attention-backend`` names."""
 
     vllm_version: str
     entries: tuple[Entry, ...]
     registry: Mapping[str, str]
     by_class: Mapping[str, Entry]
-    mamba_registry: Mapping[str, str] = field(default_factory=dict)
+    mamba_registry: Mapping[str, str]
     """vLLM's ``MambaAttentionBackendEnum``: state backend name -> class path."""
-    _declared: dict[tuple[str, SizeContext], tuple[KernelSize, ...]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    declared: dict[tuple[str, SizeContext], tuple[KernelSize, ...]]
+    """The sizes ``declared_by_name`` gave, per backend name and size context (filled as
+    it answers: give each catalog its own dict)."""
 
     def declared_by_name(self, name: str, ctx: SizeContext) -> tuple[KernelSize, ...]:
         """The sizes backend ``name`` (a vLLM name or a class path) declares in ``ctx``;
         ``[MultipleOf(1)]``, vLLM's default, for a class the catalog does not know."""
         key = (name, ctx)
-        hit = self._declared.get(key)
+        hit = self.declared.get(key)
         if hit is None:
             entry = self.by_class.get(self.registry.get(name, name))
             hit = entry.sizes(ctx) if entry is not None else (MultipleOf(1),)
-            self._declared[key] = hit
+            self.declared[key] = hit
         return hit
 
     def lookup(self, backend: str, *, source: str = "", key: str = "") -> Entry:
@@ -230,6 +228,7 @@ def parse_catalog(raw: Mapping[str, Any]) -> CatalogData:
         registry=dict(raw.get("registry", {})),
         by_class={e.class_path: e for e in entries},
         mamba_registry=dict(raw.get("mamba_registry", {})),
+        declared={},
     )
 
 

@@ -21,18 +21,17 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kvconfig.errors import GroupingError
 from kvconfig.mirror.specs import Spec
 
 
-@dataclass(frozen=True, slots=True)
-class SpecGroup:
+class SpecGroup(NamedTuple):
     """One ``KVCacheGroupSpec``: its layers and their per-layer specs."""
 
     layers: tuple[str, ...]
-    specs: dict[str, Spec] = field(compare=False)
+    specs: dict[str, Spec]
     uniform_type: bool = False
     """``UniformTypeKVCacheSpecs`` (per-layer specs may differ) rather than one merged spec."""
 
