@@ -203,30 +203,36 @@ HYBRIDS = (
 
 @needs_vllm
 @pytest.mark.vllm
-@pytest.mark.parametrize(("arch", "module", "extra"), HYBRIDS, ids=[h[0] for h in HYBRIDS])
-def test_hybrid_states_match_vllms_calculators(
-    tmp_path: Path, arch: str, module: str, extra: str
-) -> None:
-    """The offline state bytes of each recurrent layer equal the page vLLM's own model
-    class computes (``get_mamba_state_shape_from_config``, its dtypes, its config hook)."""
-    from vllm_harness import mamba_state_bytes
-
-    from kvconfig.load.deployment import load
+def test_hybrids_agree_with_vllm_over_ranks_and_state_dtypes(tmp_path: Path) -> None:
+    """The recurrent state sizes decide B (hybrid alignment pads the attention page to the
+    largest state), so each hybrid at other ranks and state dtypes than the sweep's plans
+    the groups, B and kernel sizes vLLM's start-up does."""
+    from kvconfig import engine
+    from kvconfig.derive.inputs import Model
+    from kvconfig.derive.layers import model_context_length
+    from kvconfig.engine.compare import differences
     from kvconfig.load.platforms import parse_platform
-    from kvconfig.plan.resolve import resolve
     from tools.registry.configs import default_config
 
-    config = default_config(arch, module)
-    assert isinstance(config, dict), config
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    serve = tmp_path / "serve.yaml"
-    serve.write_text(f"model: {tmp_path / 'model'}\nmax-model-len: 4096\n{extra}", encoding="utf-8")
-    setup = load(str(serve))
-    plan = resolve(setup, parse_platform("h100"))
-    states = {layer.state_bytes for layer in setup.layers if layer.kind == "mamba"}
-    assert len(states) == 1 and None not in states, states
-    assert mamba_state_bytes(setup, plan, config) == states.pop()
+    paths = []
+    for arch, module, extra in HYBRIDS:
+        config = default_config(arch, module)
+        assert isinstance(config, dict), config
+        folder = tmp_path / arch
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        length = min(4096, model_context_length(Model(str(folder), config)) or 4096)
+        serve = tmp_path / f"{arch}.yaml"
+        serve.write_text(f"model: {folder}\nmax-model-len: {length}\n{extra}", encoding="utf-8")
+        paths.append(serve)
+    targets = [engine.serve_config_target(str(p), parse_platform("h100")) for p in paths]
+    answers = engine.plans(targets, timeout=900)
+    for path, answer in zip(paths, answers, strict=True):
+        offline: Any = S.offline_plan(path, "h100", tmp_path)
+        assert isinstance(offline, dict) and not isinstance(answer, Exception), (offline, answer)
+        vllm = answer.to_json()
+        assert vllm["groups"] and any(g["kind"] == "mamba" for g in vllm["groups"]), path
+        assert differences(offline, vllm) == [], path.name
 
 
 @needs_vllm
