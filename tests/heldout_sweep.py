@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 "outcome": outcome,
                 "offline": off if isinstance(off, str) else off["verdict"],
                 "vllm": value if isinstance(value, str) else value["verdict"],
+                "vllm_refusal": "" if isinstance(value, str) else S.first_error(value)[:300],
                 "differences": diffs,
             }
         )
