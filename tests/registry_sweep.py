@@ -11,7 +11,8 @@ compares the plans (``kvconfig.engine.compare``: verdict, cause, groups).
 An architecture vLLM's start-up cannot build from its config on the meta device (its
 model code raises before any KV-cache decision: ``build_refusal``) is counted apart and
 left out of the agreement; one kvconfig cannot derive offline (verdict ``unknown``,
-KV401) is counted apart too, and makes the derived share.
+KV401) is counted apart too, and makes the derived share; a case whose engine child could
+not start at all is ``engine-failed`` (kvconfig's machinery, not vLLM's answer).
 
     python tests/registry_sweep.py --chunk 0/8 --json part0.json   # one chunk of eight
     python tests/registry_sweep.py --merge part*.json              # the figures
