@@ -149,6 +149,11 @@ class LayerSet:
     tensors together, before vLLM pads it to the attention page)."""
     mamba_type: MambaType | None = None
     """``mamba`` layers: which state-space mixer (it picks the layer's vLLM backend)."""
+    prefill_checkpoints: bool = True
+    """``gdn_attention`` layers: the mixer can export states from inside a prefill
+    (Qwen's gated delta net, ``get_prefill_checkpoint_alignment``), which aligns B to the
+    checkpoint grid where FlashInfer runs the prefill; false for mixers that export none
+    (OLMo-Hybrid's)."""
     group: Count | None = None
     """Explicit KV-cache group id; when any layer has one, all must, and kvconfig does not
     regroup."""

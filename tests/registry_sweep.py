@@ -11,7 +11,8 @@ compares the plans (``kvconfig.engine.compare``: verdict, cause, groups).
 An architecture vLLM's start-up cannot build from its config on the meta device (its
 model code raises before any KV-cache decision: ``build_refusal``) is counted apart and
 left out of the agreement; one kvconfig cannot derive offline (verdict ``unknown``,
-KV401) is counted apart too, and makes the derived share.
+KV401) is counted apart too, and makes the derived share; a case whose engine child could
+not start at all is ``engine-failed`` (kvconfig's machinery, not vLLM's answer).
 
     python tests/registry_sweep.py --chunk 0/8 --json part0.json   # one chunk of eight
     python tests/registry_sweep.py --merge part*.json              # the figures
@@ -140,6 +141,11 @@ def build_refusal(plan: dict[str, Any] | str) -> bool:
     return False
 
 
+def first_error(plan: dict[str, Any]) -> str:
+    """The first error finding's message (what vLLM's start-up raised)."""
+    return next((f["message"] for f in plan["findings"] if f["severity"] == "error"), "")
+
+
 @dataclass
 class Result:
     case: Case
@@ -149,6 +155,8 @@ class Result:
 
     @property
     def outcome(self) -> str:
+        if isinstance(self.engine, str) and self.engine.startswith(ENGINE_FAILED):
+            return "engine-failed"
         if build_refusal(self.engine):
             return "vllm-cannot-build"
         if isinstance(self.offline, str):
@@ -156,6 +164,41 @@ class Result:
         if self.offline["verdict"] == "unknown":
             return "offline-unknown"
         return "agree" if not self.differences else "differ"
+
+
+#: What an engine answer that is kvconfig's machinery failing (not vLLM's start-up) starts
+#: with: such a case is counted apart (``engine-failed``), never as vLLM's refusal.
+ENGINE_FAILED = "engine failed: "
+
+
+def _engine_plans(
+    targets: Sequence[Any], selected: Sequence[Case], jobs: int, timeout: float
+) -> list[Any]:
+    """vLLM's start-up of each target, one batch per setting (the cases that share an
+    engine child). An engine child that cannot start (its import of vLLM outlived the
+    start timeout on a loaded machine, or it was killed for memory before it answered:
+    "vLLM's start-up could not begin: no output") raises for its whole batch; that batch
+    is tried once more, then its cases are recorded as ``engine-failed`` so one child
+    cannot stop the sweep."""
+    from kvconfig import engine
+    from kvconfig.errors import InputError
+
+    batches: dict[tuple[str, str | None, int | None], list[int]] = {}
+    for i, c in enumerate(selected):
+        batches.setdefault((c.platform, c.backend, c.block_size), []).append(i)
+    planned: list[Any] = [None] * len(targets)
+    for indices in batches.values():
+        answers: list[Any] | None = None
+        failure = ENGINE_FAILED
+        for _attempt in range(2):
+            try:
+                answers = engine.plans([targets[i] for i in indices], jobs=jobs, timeout=timeout)
+                break
+            except InputError as err:
+                failure = f"{ENGINE_FAILED}{err}"
+        for k, i in enumerate(indices):
+            planned[i] = answers[k] if answers is not None else failure
+    return planned
 
 
 def run(
@@ -175,10 +218,14 @@ def run(
             engine.serve_config_target(str(p), parse_platform(c.platform))
             for p, c in zip(paths, selected, strict=True)
         ]
-        planned = engine.plans(targets, jobs=jobs, timeout=timeout)
+        planned = _engine_plans(targets, selected, jobs, timeout)
     results = []
     for case, off, eng in zip(selected, offline, planned, strict=True):
-        value: dict[str, Any] | str = str(eng) if isinstance(eng, Exception) else eng.to_json()
+        value: dict[str, Any] | str
+        if isinstance(eng, str):
+            value = eng
+        else:
+            value = str(eng) if isinstance(eng, Exception) else eng.to_json()
         diffs = differences(off, value) if isinstance(off, dict) and isinstance(value, dict) else []
         results.append(Result(case, off, value, diffs))
     return results
@@ -219,15 +266,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated architectures")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--merge", nargs="*", help="sum chunk files instead of running")
+    parser.add_argument(
+        "--merge", nargs="*", help="sum chunk files instead of running (later files win)"
+    )
     args = parser.parse_args(argv)
     if args.merge:
         parts = [json.loads(Path(p).read_text()) for p in args.merge]
-        results = [
-            Result(Case(*r["case"]), r["offline"], r["engine"], r["differences"])
+        # a later file's result for the same case replaces an earlier one (a re-run)
+        latest = {
+            tuple(r["case"]): Result(Case(*r["case"]), r["offline"], r["engine"], r["differences"])
             for part in parts
             for r in part["results"]
-        ]
+        }
+        results = list(latest.values())
         data = summary(results)
         data["seconds"] = round(sum(p["seconds"] for p in parts), 1)
         print(json.dumps(data, indent=1))

@@ -67,6 +67,13 @@ def test_only_plan_variables_pass(name: str, value: str, passed: bool) -> None:
     assert plan_variable(name, value) is passed
 
 
+def test_every_variable_that_changes_the_plan_reaches_vllm() -> None:
+    from kvconfig.load.checks import PLAN_ENV
+
+    # VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE ends like a cache folder's name
+    assert [name for name in PLAN_ENV if not plan_variable(name, "1")] == []
+
+
 def test_a_child_environment_is_an_allowlist_with_every_folder_in_scratch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

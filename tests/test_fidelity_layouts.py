@@ -19,7 +19,7 @@ from layout_cases import CASES, EXAMPLES, MODELS, Case
 
 pytest.importorskip("vllm")
 
-from vllm_harness import VllmOutcome, model_json_of, run_vllm
+from vllm_harness import VllmOutcome, mamba_state_bytes, model_json_of, run_vllm
 
 from kvconfig.load.deployment import load
 from kvconfig.load.platforms import parse_platform
@@ -268,37 +268,13 @@ def test_mamba_state_matches_vllm_calculators(tmp_path: Path) -> None:
         (ours,) = state
         assert ours is not None
         assert vllm.mamba_page_size_padded is None or ours <= vllm.mamba_page_size_padded
-        assert _vllm_state(setup, plan, model) == ours
+        assert mamba_state_bytes(setup, plan, model_json_of(MODELS / model)) == ours
 
 
 def _per_token(setup: Deployment) -> int:
     from kvconfig.mirror.block_size import attention_page_per_token
 
     return attention_page_per_token(setup)
-
-
-def _vllm_state(setup: Deployment, plan: PlanResult, model: str) -> int:
-    """The unpadded MambaSpec page vLLM's own model class computes for this deployment."""
-    from vllm.v1.kv_cache_interface import MambaSpec
-    from vllm_harness import _emulation, _model_class, _vllm_config
-
-    from tools.catalog import emulate
-
-    emu = _emulation(setup, plan)
-    with emulate.emulated(emu) as base:
-        cfg = _vllm_config(setup, plan, model_json_of(MODELS / model), emu, base)
-        from vllm.model_executor.models.config import MODELS_CONFIG_MAP
-
-        hook = MODELS_CONFIG_MAP.get(cfg.model_config.architecture)
-        if hook is not None:
-            hook.verify_and_update_config(cfg)
-        cls = _model_class(cfg)
-        spec = MambaSpec(
-            shapes=tuple(cls.get_mamba_state_shape_from_config(cfg)),
-            dtypes=tuple(cls.get_mamba_state_dtype_from_config(cfg)),
-            block_size=1,
-        )
-        return int(spec.page_size_bytes)
 
 
 SLOW_GRID = [

@@ -3,9 +3,10 @@ text-generation architectures against vLLM's own start-up.
 
 CI runs a subset: families derived by the generic decoder rule (OPT's
 ``model.decoder.layers``, GPT-2's ``n_layer``/``n_head`` aliases, Falcon's
-``transformer.h``, Llama 4's chunked-local layers), Mamba1 and an MLA family, each on
-vLLM's choice at B=16 and on FlexAttention at B=96 (its metadata builder refuses a
-kernel block size that is not a power of two: KV305 on both sides). ``KVCONFIG_SLOW=1``
+``transformer.h``, Llama 4's chunked-local layers), Mamba1, an MLA family, Zamba2's
+shared attention blocks and Dory's looped layers, each on vLLM's choice at B=16, five
+of them also on FlexAttention at B=96 (its metadata builder refuses a kernel block size
+that is not a power of two: KV305 on both sides). ``KVCONFIG_SLOW=1``
 runs every architecture on every setting of ``registry_sweep.SETTINGS``.
 """
 
@@ -34,10 +35,20 @@ SUBSET = (
     "MambaForCausalLM",
     "AXK1ForCausalLM",
     "GraniteMoeForCausalLM",
+    "Zamba2ForCausalLM",
+    "DoryForCausalLM",
 )
 
-#: The subset's architectures with (non-MLA) attention layers FlexAttention serves.
-ATTENTION = (*SUBSET[:4], "GraniteMoeForCausalLM")
+#: The subset's architectures that also run on FlexAttention at B=96; those with
+#: (non-MLA) attention layers it serves are refused there (KV305).
+FLEX = (
+    "OPTForCausalLM",
+    "Llama4ForCausalLM",
+    "MambaForCausalLM",
+    "AXK1ForCausalLM",
+    "GraniteMoeForCausalLM",
+)
+ATTENTION = ("OPTForCausalLM", "Llama4ForCausalLM", "GraniteMoeForCausalLM")
 
 
 def test_the_rules_name_architectures_of_the_release() -> None:
@@ -63,7 +74,10 @@ def test_the_registry_subset_agrees_with_vllms_start_up(tmp_path: Path) -> None:
     chosen = [a for a in SUBSET if a in folders]
     assert len(chosen) == len(SUBSET)
     selected = [
-        c for c in S.cases(chosen) if (c.platform, c.block_size) in (("h100", 16), ("l40s", 96))
+        c
+        for c in S.cases(chosen)
+        if (c.platform, c.block_size) == ("h100", 16)
+        or ((c.platform, c.block_size) == ("l40s", 96) and c.arch in FLEX)
     ]
     results = S.run(selected, folders)
     data = S.summary(results)
@@ -174,3 +188,96 @@ def test_phi3_is_one_sliding_window_group_and_qwen35_flex_pages_are_refused(
     assert differences(offline, vllm) == []
     assert [f["code"] for f in vllm["findings"] if f["severity"] == "error"] == ["KV305"]
     assert "576" in next(f["message"] for f in vllm["findings"] if f["code"] == "KV305")
+
+
+#: Families derived by ``derive.mamba2`` and OLMo-Hybrid's gated delta net, with the
+#: deployment settings that change their state (ranks, cache dtypes).
+HYBRIDS = (
+    ("FalconH1ForCausalLM", "falcon_h1", "tensor-parallel-size: 2\n"),
+    ("GraniteMoeHybridForCausalLM", "granitemoehybrid", "mamba-ssm-cache-dtype: float32\n"),
+    ("Zamba2ForCausalLM", "zamba2", "tensor-parallel-size: 4\n"),
+    ("NemotronHPuzzleForCausalLM", "nemotron_h", "tensor-parallel-size: 2\n"),
+    ("OlmoHybridForCausalLM", "olmo_hybrid", "mamba-cache-dtype: float32\n"),
+)
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_hybrids_agree_with_vllm_over_ranks_and_state_dtypes(tmp_path: Path) -> None:
+    """The recurrent state sizes decide B (hybrid alignment pads the attention page to the
+    largest state), so each hybrid at other ranks and state dtypes than the sweep's plans
+    the groups, B and kernel sizes vLLM's start-up does."""
+    from kvconfig import engine
+    from kvconfig.derive.inputs import Model
+    from kvconfig.derive.layers import model_context_length
+    from kvconfig.engine.compare import differences
+    from kvconfig.load.platforms import parse_platform
+    from tools.registry.configs import default_config
+
+    paths = []
+    for arch, module, extra in HYBRIDS:
+        config = default_config(arch, module)
+        assert isinstance(config, dict), config
+        folder = tmp_path / arch
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        length = min(4096, model_context_length(Model(str(folder), config)) or 4096)
+        serve = tmp_path / f"{arch}.yaml"
+        serve.write_text(f"model: {folder}\nmax-model-len: {length}\n{extra}", encoding="utf-8")
+        paths.append(serve)
+    targets = [engine.serve_config_target(str(p), parse_platform("h100")) for p in paths]
+    answers = engine.plans(targets, timeout=900)
+    for path, answer in zip(paths, answers, strict=True):
+        offline: Any = S.offline_plan(path, "h100", tmp_path)
+        assert isinstance(offline, dict) and not isinstance(answer, Exception), (offline, answer)
+        vllm = answer.to_json()
+        assert vllm["groups"] and any(g["kind"] == "mamba" for g in vllm["groups"]), path
+        assert differences(offline, vllm) == [], path.name
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_environment_that_changes_llama4s_plan_as_vllm_reads_it(tmp_path: Path) -> None:
+    """``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0`` turns the hybrid KV-cache
+    manager off for chunked-local attention (Llama 4's groups become one full-attention
+    group); a ``--max-model-len`` above the model's length is refused unless
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``. Offline and vLLM's start-up, on the same files."""
+    from kvconfig import engine
+    from kvconfig.api import load_deployment, resolve
+    from kvconfig.engine.compare import differences
+    from kvconfig.errors import InputError
+    from kvconfig.load.platforms import parse_platform
+    from tools.registry.configs import default_config
+
+    config = default_config("Llama4ForCausalLM", "llama4")
+    assert isinstance(config, dict), config
+    config["max_position_embeddings"] = 4096  # no RoPE scaling: vLLM's length is this
+    config.pop("rope_scaling", None)
+    config.pop("rope_parameters", None)
+    model = tmp_path / "llama4"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    short = tmp_path / "short.yaml"
+    short.write_text(f"model: {model}\nblock-size: 16\nmax-model-len: 4096\n", encoding="utf-8")
+    long = tmp_path / "long.yaml"
+    long.write_text(f"model: {model}\nblock-size: 16\nmax-model-len: 8192\n", encoding="utf-8")
+    h100 = parse_platform("h100")
+    cases = (
+        (short, {"VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": "0"}),
+        (long, {}),
+        (long, {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}),
+    )
+    targets = [engine.serve_config_target(str(p), h100, env=env) for p, env in cases]
+    answers = engine.plans(targets, timeout=900)
+    for (path, env), answer in zip(cases, answers, strict=True):
+        try:
+            offline = resolve(load_deployment(str(path), env=env, platform="h100"))
+        except InputError as err:  # refused offline: vLLM must refuse too
+            assert "max-model-len" in str(err) and not env, err
+            assert isinstance(answer, InputError) or answer.to_json()["verdict"] == "reject"
+            continue
+        assert not isinstance(answer, Exception), answer
+        vllm = answer.to_json()
+        assert differences(offline.model_dump(mode="json", by_alias=True), vllm) == [], env
+        if "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE" in env:
+            assert [g["kind"] for g in vllm["groups"]] == ["full_attention"]

@@ -321,10 +321,26 @@ def _vllm_config(
     return cfg
 
 
+@contextmanager
+def _configured(
+    setup: Deployment, plan: PlanResult, model_json: dict[str, Any] | None
+) -> Iterator[Any]:
+    """The emulated platform and a VllmConfig of the deployment, after the architecture's
+    ``MODELS_CONFIG_MAP`` hook (``verify_and_update_config``)."""
+    from vllm.model_executor.models.config import MODELS_CONFIG_MAP
+
+    emu = _emulation(setup, plan)
+    with emulate.emulated(emu) as base:
+        cfg = _vllm_config(setup, plan, model_json, emu, base)
+        hook = MODELS_CONFIG_MAP.get(cfg.model_config.architecture)
+        if hook is not None:
+            hook.verify_and_update_config(cfg)
+        yield cfg
+
+
 def run_vllm(setup: Deployment, plan: PlanResult, model_json: dict[str, Any] | None) -> VllmOutcome:
     """vLLM's own B, groups and kernel block sizes for ``setup`` (layers as ``plan`` has them)."""
     from vllm.model_executor.models.config import (
-        MODELS_CONFIG_MAP,
         HybridAttentionMambaModelConfig,
     )
     from vllm.platforms import current_platform
@@ -335,12 +351,7 @@ def run_vllm(setup: Deployment, plan: PlanResult, model_json: dict[str, Any] | N
     from vllm.v1.kv_cache_interface import get_kv_cache_spec_kind
     from vllm.v1.worker.gpu import attn_utils
 
-    emu = _emulation(setup, plan)
-    with emulate.emulated(emu) as base:
-        cfg = _vllm_config(setup, plan, model_json, emu, base)
-        hook = MODELS_CONFIG_MAP.get(cfg.model_config.architecture)
-        if hook is not None:
-            hook.verify_and_update_config(cfg)
+    with _configured(setup, plan, model_json) as cfg:
         if cfg.model_config.is_hybrid:
             HybridAttentionMambaModelConfig.verify_and_update_config(cfg)
         layers = _layers(setup, plan, cfg)
@@ -377,6 +388,22 @@ def run_vllm(setup: Deployment, plan: PlanResult, model_json: dict[str, Any] | N
                 i for i, g in enumerate(groups) if draft.intersection(g.layer_names)
             ),
         )
+
+
+def mamba_state_bytes(setup: Deployment, plan: PlanResult, model_json: dict[str, Any]) -> int:
+    """The unpadded MambaSpec page vLLM's own model class computes for this deployment
+    (its ``get_mamba_state_shape_from_config`` and ``get_mamba_state_dtype_from_config``,
+    after the architecture's ``MODELS_CONFIG_MAP`` hook)."""
+    from vllm.v1.kv_cache_interface import MambaSpec
+
+    with _configured(setup, plan, model_json) as cfg:
+        cls = _model_class(cfg)
+        spec = MambaSpec(
+            shapes=tuple(cls.get_mamba_state_shape_from_config(cfg)),
+            dtypes=tuple(cls.get_mamba_state_dtype_from_config(cfg)),
+            block_size=1,
+        )
+        return int(spec.page_size_bytes)
 
 
 def model_json_of(path: Path) -> dict[str, Any]:

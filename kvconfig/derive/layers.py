@@ -5,10 +5,11 @@ Each architecture maps to a *deriver* that returns layer sets in the shape of
 layers. Layer names follow vLLM's module names (``model.layers.{i}.self_attn.attn``);
 draft layers continue the target's numbering, as vLLM's EAGLE drafters do. One module
 per family: ``derive.dense``, ``derive.window`` (sliding window), ``derive.mla`` (MLA,
-sparse MLA and indexers), ``derive.minimax`` and ``derive.mamba`` (hybrids); the other
-architectures of the release's registry whose layers are one attention layer per hidden
-layer take ``derive.generic``, as the release's data says
-(``kvconfig.mirror.architectures``); what they all read is ``derive.inputs``.
+sparse MLA and indexers), ``derive.minimax``, ``derive.mamba`` and ``derive.mamba2``
+(hybrids), ``derive.loops`` (layers run more than once); the other architectures of
+the release's registry whose layers are one attention layer per hidden layer take
+``derive.generic``, as the release's data says (``kvconfig.mirror.architectures``);
+what they all read is ``derive.inputs``.
 docs/layouts.md says how each is derived and grouped.
 """
 
@@ -79,7 +80,15 @@ DERIVERS: dict[str, Deriver] = {
     "Qwen3_5MoeForCausalLM": _lazy("derive.mamba", "qwen3_5"),
     "Qwen3_5ForConditionalGeneration": _lazy("derive.mamba", "qwen3_5_mm"),
     "Qwen3_5MoeForConditionalGeneration": _lazy("derive.mamba", "qwen3_5_mm"),
-    "NemotronHForCausalLM": _lazy("derive.mamba", "nemotron_h"),
+    "NemotronHForCausalLM": _lazy("derive.mamba2", "nemotron_h"),
+    "NemotronHPuzzleForCausalLM": _lazy("derive.mamba2", "nemotron_h"),
+    "FalconH1ForCausalLM": _lazy("derive.mamba2", "falcon_h1"),
+    "GraniteMoeHybridForCausalLM": _lazy("derive.mamba2", "granite_hybrid"),
+    "Zamba2ForCausalLM": _lazy("derive.mamba2", "zamba2"),
+    "OlmoHybridForCausalLM": _lazy("derive.mamba", "olmo_hybrid"),
+    "BeamForCausalLM": _lazy("derive.window", "beam"),
+    "DoryForCausalLM": _lazy("derive.loops", "dory"),
+    "HrmTextForCausalLM": _lazy("derive.loops", "hrm_text"),
     "JambaForCausalLM": _lazy("derive.mamba", "jamba"),
     "MambaForCausalLM": _lazy("derive.mamba", "mamba1"),
     "FalconMambaForCausalLM": _lazy("derive.mamba", "mamba1"),
@@ -128,6 +137,11 @@ MULTIMODAL: dict[str, tuple[str, ...]] = {
     "Qwen3_5ForConditionalGeneration": ("image", "video"),
     "Qwen3_5MoeForConditionalGeneration": ("image", "video"),
 }
+
+#: vLLM's ``IsAttentionFree`` text generators (``models/mamba.py``, ``models/mamba2.py``):
+#: prefix caching is off by default for them (``ModelConfig.is_prefix_caching_supported``),
+#: whatever their config lists.
+ATTENTION_FREE = frozenset({"MambaForCausalLM", "FalconMambaForCausalLM", "Mamba2ForCausalLM"})
 
 #: Target ``config.json`` keys that backends read when they validate a layer.
 FACT_KEYS = (
@@ -258,6 +272,7 @@ def derive_mtp(model: Model, dtype: str, context: Context | None = None) -> list
 
 
 __all__ = [
+    "ATTENTION_FREE",
     "DERIVERS",
     "DRAFT_DERIVERS",
     "MTP_DERIVERS",

@@ -1,5 +1,6 @@
 """Hybrid models whose recurrent layers keep a fixed-size state (vLLM's ``MambaSpec``):
-Qwen3-Next and Qwen3.5 (gated delta net), Nemotron-H (Mamba2) and Jamba (Mamba1).
+Qwen3-Next, Qwen3.5 and OLMo-Hybrid (gated delta net), Jamba and Mamba (Mamba1); the
+Mamba2 families are in ``derive.mamba2``.
 
 A recurrent layer's state size per rank follows ``MambaStateShapeCalculator`` and
 ``MambaStateDtypeCalculator`` (``model_executor/layers/mamba/mamba_utils.py``) with the
@@ -34,7 +35,8 @@ from kvconfig.derive.inputs import (
 from kvconfig.errors import InputError
 
 
-def _dtypes(model: Model, ctx: Context, ssm_default: str | None) -> tuple[int, int]:
+def state_dtypes(model: Model, ctx: Context, ssm_default: str | None) -> tuple[int, int]:
+    """Bytes per element of the conv state and of the recurrent (SSM) state."""
     src = model.path
     conv = dtype_bytes(ctx.mamba_cache_dtype, ctx.dtype, src, "--mamba-cache-dtype")
     ssm_name = ctx.mamba_ssm_cache_dtype
@@ -54,12 +56,12 @@ def gdn_state_bytes(model: Model, ctx: Context, ssm_default: str | None = None) 
     kernel = pos_int(cfg, "linear_conv_kernel_dim", src)
     conv_dim = divide(k_dim * k_heads * 2 + v_dim * v_heads, tp, src, "linear_num_key_heads")
     recurrent = divide(v_heads, tp, src, "linear_num_value_heads") * v_dim * k_dim
-    conv_b, ssm_b = _dtypes(model, ctx, ssm_default)
+    conv_b, ssm_b = state_dtypes(model, ctx, ssm_default)
     return conv_dim * (kernel - 1 + ctx.num_speculative_tokens) * conv_b + recurrent * ssm_b
 
 
 def _qwen_next(
-    model: Model, ctx: Context, prefix: str, ssm_default: str | None
+    model: Model, ctx: Context, prefix: str, ssm_default: str | None, own_head: bool = False
 ) -> list[dict[str, Any]]:
     cfg, src = model.text, model.path
     n = pos_int(cfg, "num_hidden_layers", src)
@@ -75,6 +77,8 @@ def _qwen_next(
             )
         types = ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n)]
     heads, kv, head = attention_geometry(cfg, src)
+    if own_head:  # the module's own head size: hidden_size // num_attention_heads
+        head = pos_int(cfg, "hidden_size", src) // heads
     attention = {
         "kind": "full_attention",
         "num_heads": heads,
@@ -91,6 +95,7 @@ def _qwen_next(
         "dtype": ctx.dtype,
         "state_bytes": gdn_state_bytes(model, ctx, ssm_default),
     }
+
     entries: list[tuple[str, int, dict[str, Any]]] = []
     for i, t in enumerate(types):
         if t == "linear_attention":
@@ -127,6 +132,17 @@ def qwen3_5_mm(model: Model, ctx: Context) -> list[dict[str, Any]]:
     return _qwen_next(model, ctx, "language_model.model", _qwen35_ssm(model))
 
 
+def olmo_hybrid(model: Model, ctx: Context) -> list[dict[str, Any]]:
+    """OLMo-Hybrid: ``layer_types`` of gated-delta-net and full-attention layers, the
+    attention head size ``hidden_size // num_attention_heads`` (``olmo_hybrid.py``); its
+    mixer (``OlmoHybridGatedDeltaNetAttention``) exports no prefill checkpoints."""
+    sets = _qwen_next(model, ctx, "model", None, own_head=True)
+    for s in sets:
+        if s["kind"] == "mamba":
+            s["prefill_checkpoints"] = False
+    return sets
+
+
 def _mtp(model: Model, ctx: Context, key: str) -> list[dict[str, Any]]:
     cfg, src = model.text, model.path
     k = cfg.get(key, 1)
@@ -153,67 +169,6 @@ def qwen3_next_mtp(model: Model, ctx: Context) -> list[dict[str, Any]]:
 def qwen3_5_mtp(model: Model, ctx: Context) -> list[dict[str, Any]]:
     """Qwen3.5 MTP: ``mtp_num_hidden_layers`` (default 1) full-attention layers."""
     return _mtp(model, ctx, "mtp_num_hidden_layers")
-
-
-def nemotron_h(model: Model, ctx: Context) -> list[dict[str, Any]]:
-    """Nemotron-H: ``hybrid_override_pattern`` (M: Mamba2, *: attention, -/E: MLP)."""
-    cfg, src, tp = model.text, model.path, ctx.tensor_parallel_size
-    pattern = cfg.get("hybrid_override_pattern")
-    if not isinstance(pattern, str) or not pattern:
-        raise InputError(
-            "missing hybrid_override_pattern",
-            source=src,
-            key="hybrid_override_pattern",
-            hint="a string with one letter per layer (M, *, -, E)",
-        )
-    heads, kv, head = attention_geometry(cfg, src)
-    m_heads = pos_int(cfg, "mamba_num_heads", src)
-    m_dim = pos_int(cfg, "mamba_head_dim", src)
-    groups = pos_int(cfg, "n_groups", src)
-    state = pos_int(cfg, "ssm_state_size", src)
-    kernel = pos_int(cfg, "conv_kernel", src)
-    if groups % tp:
-        groups = groups + tp - groups
-    conv_dim = divide(m_heads * m_dim + 2 * groups * state, tp, src, "n_groups")
-    default_ssm = cfg.get("mamba_ssm_cache_dtype", "float32")
-    conv_b, ssm_b = _dtypes(model, ctx, default_ssm if isinstance(default_ssm, str) else None)
-    state_bytes = (
-        conv_dim * (kernel - 1 + ctx.num_speculative_tokens) * conv_b
-        + divide(m_heads, tp, src, "mamba_num_heads") * m_dim * state * ssm_b
-    )
-    mamba = {
-        "kind": "mamba",
-        "mamba_type": "mamba2",
-        "num_heads": m_heads,
-        "num_kv_heads": 1,
-        "head_size": m_dim,
-        "dtype": ctx.dtype,
-        "state_bytes": state_bytes,
-    }
-    attention: dict[str, Any] = {
-        "kind": "full_attention",
-        "num_heads": heads,
-        "num_kv_heads": kv,
-        "head_size": head,
-        "dtype": ctx.dtype,
-    }
-    window = cfg.get("sliding_window")
-    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-        attention = {**attention, "kind": "sliding_window", "sliding_window": window}
-    entries: list[tuple[str, int, dict[str, Any]]] = []
-    for i, letter in enumerate(pattern):
-        if letter == "M":
-            entries.append(("model.layers.{i}.mixer", i, mamba))
-        elif letter == "*":
-            entries.append(("model.layers.{i}.mixer.attn", i, attention))
-        elif letter not in "-E":
-            raise InputError(
-                f"layer {i} has type {letter!r}",
-                source=src,
-                key="hybrid_override_pattern",
-                hint="expected M, *, - or E",
-            )
-    return ordered(entries)
 
 
 def jamba(model: Model, ctx: Context) -> list[dict[str, Any]]:
@@ -282,7 +237,7 @@ def _mamba1_layer(
     """A Mamba1 mixer's layer spec: its state is the conv window (``conv_kernel - 1``
     columns) and the SSM state (``state_size`` columns) of ``inner`` channels per rank
     (``mamba1_state_shape``, ``model_executor/layers/mamba/mamba_utils.py``)."""
-    conv_b, ssm_b = _dtypes(model, ctx, None)
+    conv_b, ssm_b = state_dtypes(model, ctx, None)
     return {
         "kind": "mamba",
         "mamba_type": "mamba1",

@@ -1,4 +1,4 @@
-"""Sliding-window + full-attention models: Gemma 2, Gemma 3 and GPT-OSS.
+"""Sliding-window + full-attention models: Gemma 2, Gemma 3, GPT-OSS and Beam.
 
 Which layers slide follows vLLM's model code, not only ``config.json``:
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvconfig.derive.inputs import Context, Model, attention_geometry, layer_types, pos_int, runs
+from kvconfig.errors import InputError
 
 
 def _window(cfg: dict[str, Any] | Any, source: str) -> int:
@@ -86,3 +87,20 @@ def gpt_oss(model: Model, ctx: Context) -> list[dict[str, Any]]:
     n = pos_int(model.text, "num_hidden_layers", model.path)
     sliding = [i % 2 == 0 for i in range(n)]
     return _derive(model, ctx, sliding, "model.layers.{i}.attn.attn", sinks=True)
+
+
+def beam(model: Model, ctx: Context) -> list[dict[str, Any]]:
+    """Beam (``vllm/models/beam/nvidia/attention.py``): ``layer_types`` says which layers
+    slide (``per_layer_sliding_window``); ``model.layers.{i}.self_attn.attn``."""
+    cfg, src = model.text, model.path
+    n = pos_int(cfg, "num_hidden_layers", src)
+    types = layer_types(cfg, src, n)
+    if types is None:
+        raise InputError(
+            "missing layer_types",
+            source=src,
+            key="layer_types",
+            hint="sliding_attention or full_attention for each hidden layer",
+        )
+    sliding = [t == "sliding_attention" for t in types]
+    return _derive(model, ctx, sliding, "model.layers.{i}.self_attn.attn")

@@ -20,6 +20,8 @@ PLAN_ENV = (
     "VLLM_KV_CACHE_LAYOUT",
     "VLLM_MLA_DISABLE",
     "VLLM_HAS_FLASHINFER_CUBIN",
+    "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE",
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
 )
 
 #: Accepted values of the plan-changing environment variables, as vLLM reads them
@@ -30,6 +32,7 @@ ENV_CHOICES: dict[str, tuple[str, ...] | None] = {
     "VLLM_BATCH_INVARIANT": None,
     "VLLM_MLA_DISABLE": None,
     "VLLM_HAS_FLASHINFER_CUBIN": None,
+    "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": None,
     "VLLM_KV_CACHE_LAYOUT": ("LBNHC", "LBHNC", "LHBNC", "NHD", "HND", "BLHNC", "BLNHC", "BHLNC"),
 }
 

@@ -14,6 +14,7 @@ from typing import Any
 from kvconfig._suggest import same_first_word
 from kvconfig.derive.inputs import Context, Model, pos_int
 from kvconfig.derive.layers import (
+    ATTENTION_FREE,
     derive,
     model_context_length,
     model_dtype,
@@ -159,13 +160,11 @@ def to_deployment(
         "speculative_method": method,
         "draft_attention_backend": draft_backend,
         "num_speculative_tokens": context.num_speculative_tokens,
-        "prefix_caching": _prefix_caching(opts.values.get("enable-prefix-caching"), layers),
-        "disable_hybrid_kv_cache_manager": hma_disabled(
-            json_option(opts, "kv-transfer-config"),
-            opts.values.get("disable-hybrid-kv-cache-manager"),
+        "prefix_caching": _prefix_caching(
+            opts.values.get("enable-prefix-caching"), target.architecture
         ),
-        "max_model_len": int_option(opts, "max-model-len", high=1 << 26)
-        or model_context_length(target),
+        "disable_hybrid_kv_cache_manager": _hma_disabled(opts, layers, method, merged_env),
+        "max_model_len": _max_model_len(opts, target, merged_env),
         "model_facts": model_facts(target),
         "kv_cache_layout": merged_env.get("VLLM_KV_CACHE_LAYOUT"),
         "env": {k: v for k, v in merged_env.items() if k in PLAN_ENV},
@@ -264,10 +263,84 @@ def _runner(
     return "v2"
 
 
-def _prefix_caching(given: object, layers: list[dict[str, Any]]) -> bool:
+def _prefix_caching(given: object, architecture: str) -> bool:
     """``--enable-prefix-caching``, or vLLM's default (``is_prefix_caching_supported``):
-    on, except for attention-free models (every target layer a Mamba mixer)."""
+    on, except for attention-free architectures (vLLM's ``IsAttentionFree`` models; a
+    hybrid whose config happens to list only Mamba layers keeps it on)."""
     if given is not None:
         return given is not False
-    target = [s for s in layers if s["role"] == "target"]
-    return not target or any(s["kind"] != "mamba" for s in target)
+    return architecture not in ATTENTION_FREE
+
+
+#: ``SpeculativeConfig.use_eagle``: methods that draft from the target's hidden states.
+EAGLE_METHODS = ("eagle", "eagle3", "mtp", "dflash", "dspark")
+
+
+def _hma_disabled(
+    opts: Options, layers: list[dict[str, Any]], method: str | None, env: Mapping[str, str]
+) -> bool:
+    """Whether vLLM runs without the hybrid KV-cache manager (``VllmConfig.__post_init__``):
+    as asked, else when the KV connector lacks HMA support (``hma_disabled``), and
+    whenever chunked-local attention meets an EAGLE-style drafter or
+    ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0`` (default 1); asking for HMA
+    then is vLLM's ValueError."""
+    given = opts.values.get("disable-hybrid-kv-cache-manager")
+    disabled = hma_disabled(json_option(opts, "kv-transfer-config"), given)
+    chunked = any(s["kind"] == "chunked_local" and s["role"] == "target" for s in layers)
+    allowed = env.get("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1").strip() or "1"
+    if not chunked or (method not in EAGLE_METHODS and int(allowed)):
+        return disabled
+    if given is False:
+        raise opts.err(
+            "disable-hybrid-kv-cache-manager",
+            "the hybrid KV-cache manager was asked for, but vLLM does not support it with "
+            "chunked-local attention "
+            + (
+                "and an EAGLE-style drafter"
+                if method in EAGLE_METHODS
+                else "while VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0"
+            )
+            + " (vLLM raises ValueError)",
+            "leave --disable-hybrid-kv-cache-manager unset to let vLLM decide",
+        )
+    return True
+
+
+#: RoPE types whose ``factor`` scales the model's length (``_get_and_verify_max_len``).
+SCALING_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
+
+
+def _max_model_len(opts: Options, target: Model, env: Mapping[str, str]) -> int | None:
+    """``--max-model-len``, or the model's own length. vLLM refuses a length above the one
+    its config derives (``_get_and_verify_max_len``: "User-specified max_model_len ... is
+    greater than the derived max_model_len") unless ``model_max_length`` allows it or
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is 1/true. Where RoPE scaling may lengthen the
+    model (a scaling ``rope_type``) or a tokenizer may shorten it, kvconfig cannot tell
+    the derived length from ``config.json`` alone and does not refuse."""
+    given = int_option(opts, "max-model-len", high=1 << 26)
+    derived = model_context_length(target)
+    if given is None or given == -1 or derived is None or given <= derived:
+        return given or derived
+    allowed = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
+    cfg = target.text
+    override = cfg.get("model_max_length")
+    if allowed or (isinstance(override, int) and given <= override) or _scaled_rope(cfg):
+        return given
+    raise opts.err(
+        "max-model-len",
+        f"{given} is greater than the model's length {derived} (its config.json): vLLM refuses it",
+        f"lower --max-model-len to {derived}, or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 if the "
+        "model really handles longer sequences",
+    )
+
+
+def _scaled_rope(cfg: Mapping[str, Any]) -> bool:
+    """Whether any RoPE parameters (``rope_scaling``, ``rope_parameters``, per layer type
+    too) name a type whose factor scales the length."""
+    found: list[Mapping[str, Any]] = []
+    for key in ("rope_scaling", "rope_parameters"):
+        value = cfg.get(key)
+        if isinstance(value, Mapping):
+            found.append(value)
+            found.extend(v for v in value.values() if isinstance(v, Mapping))
+    return any(str(p.get("rope_type", p.get("type"))) in SCALING_ROPE for p in found)

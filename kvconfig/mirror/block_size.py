@@ -94,7 +94,8 @@ def preferred(names: Sequence[Backend], m: Machine, sizes_of: SizesOf) -> tuple[
 
 def checkpoint_alignment(s: Deployment, p: PlatformId) -> int | None:
     """``get_mamba_prefill_checkpoint_alignment``: the lcm of every Mamba layer's grid, or
-    None unless all have one. Only gated-delta-net layers on FlashInfer's prefill kernel
+    None unless all have one. Only gated-delta-net layers that export checkpoints
+    (``prefill_checkpoints``) on FlashInfer's prefill kernel
     (CUDA SM 9.0; SM10x/12x with 128-wide keys and CUDA 13) export checkpoints, and only
     with prefix caching (``mamba_cache_mode == "align"``)."""
     mamba = [layer for layer in s.layers if layer.kind == "mamba"]
@@ -104,7 +105,7 @@ def checkpoint_alignment(s: Deployment, p: PlatformId) -> int | None:
         return None
     alignment = 1
     for layer in mamba:
-        if layer.mamba_type != "gdn_attention":
+        if layer.mamba_type != "gdn_attention" or not layer.prefill_checkpoints:
             return None
         wide = layer.head_size == 128 and CUDA_RUNTIME_MAJOR >= 13
         if not (p.capability == (9, 0) or (p.capability[0] in (10, 12) and wide)):
