@@ -33,6 +33,8 @@ def observe() -> dict[str, object]:
     if sparse_512 and "fp8_ds_mla" in at_512:
         nope = (*nope, "fp8_ds_mla")
     return {
+        "vote_with_specs": "kv_cache_specs"
+        in inspect.signature(utils.select_common_block_size).parameters,
         "packed_keeps_block": "block_stride > t.layer_stride"
         in inspect.getsource(utils.prepare_kernel_block_sizes),
         "speculator_revotes": "init_attn_backend(" in set_attn

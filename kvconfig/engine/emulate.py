@@ -247,11 +247,11 @@ def take_platform(platform: Any) -> None:
         return
     for name, module in list(sys.modules.items()):
         if name != "vllm.platforms" and getattr(module, "current_platform", None) is old:
-            module.current_platform = platform
+            setattr(module, "current_platform", platform)  # noqa: B010 - any module
     utils = sys.modules.get("vllm.utils.platform_utils")
-    answer = getattr(utils, "is_pin_memory_available", None)
-    if hasattr(answer, "cache_clear"):
-        answer.cache_clear()
+    clear = getattr(getattr(utils, "is_pin_memory_available", None), "cache_clear", None)
+    if clear is not None:
+        clear()
 
 
 def install(gpu: Gpu, *, cubins: bool, driver: Path, scratch: Path) -> None:

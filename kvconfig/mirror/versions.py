@@ -133,8 +133,8 @@ class Rules(NamedTuple):
 
     * ``select_common_block_size`` asks each backend for its sizes with the layer's spec
       from 0.32.0 on; 0.31.0's backends take a spec but the vote passes none, 0.30.0's
-      take none. The catalog of each release is generated with the vote's own call, so
-      the sizes need no flag;
+      take none (``vote_with_specs``; the catalog of each release is generated with the
+      vote's own call);
     * vLLM 0.33.0 added ``FLASH_ATTN_MLA_SPARSE_FA4`` to the sparse MLA priorities on
       SM10x (``_get_backend_priorities`` of 0.30.0 to 0.32.0 is the same code), and
       0.32.0 the ``ULTRAQUANT`` backend: ``kvconfig.mirror.selection.priorities`` drops
@@ -151,6 +151,11 @@ class Rules(NamedTuple):
       ``kernel_block_sizes``).
     """
 
+    vote_with_specs: bool
+    """``select_common_block_size`` asks each backend for its sizes with its layers' spec;
+    before (0.31.0 and older), without one, so every backend reads the target model's
+    config (``get_current_vllm_config``): the model's head size, no value head size, the
+    model's cache dtype. Each catalog is generated with its release's call."""
     packed_keeps_block: bool
     """``prepare_kernel_block_sizes`` keeps B for a group a block-outermost packed tensor
     holds (``block_stride > layer_stride``); before (0.31.0 and older), it votes as for
@@ -199,6 +204,7 @@ _NOPE_BF16 = ("auto", "bfloat16", "float16")
 
 RULES: Mapping[str, Rules] = {
     "0.30.0": Rules(
+        vote_with_specs=False,
         packed_keeps_block=False,
         speculator_revotes=True,
         quantized_by_name=True,
@@ -211,6 +217,7 @@ RULES: Mapping[str, Rules] = {
         sparse_mla_nope=(),
     ),
     "0.31.0": Rules(
+        vote_with_specs=False,
         packed_keeps_block=False,
         speculator_revotes=True,
         quantized_by_name=True,
@@ -223,6 +230,7 @@ RULES: Mapping[str, Rules] = {
         sparse_mla_nope=_NOPE_BF16,
     ),
     "0.32.0": Rules(
+        vote_with_specs=True,
         packed_keeps_block=True,
         speculator_revotes=True,
         quantized_by_name=True,
@@ -235,6 +243,7 @@ RULES: Mapping[str, Rules] = {
         sparse_mla_nope=(*_NOPE_BF16, "fp8_ds_mla"),
     ),
     "0.33.0": Rules(
+        vote_with_specs=True,
         packed_keeps_block=True,
         speculator_revotes=True,
         quantized_by_name=False,
