@@ -38,7 +38,7 @@ def pythons() -> dict[str, str]:
         found[own] = sys.executable
     folder = os.environ.get("KVCONFIG_RELEASE_VENVS")
     if folder:
-        for version in versions.KNOWN:
+        for version in versions.RULES:
             python = Path(folder) / f"vllm-{version}" / "bin" / "python"
             if version not in found and python.is_file():
                 found[version] = str(python)
