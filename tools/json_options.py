@@ -27,8 +27,11 @@ def describe() -> dict[str, Any]:
     import vllm
     from pydantic import TypeAdapter
     from vllm.engine import arg_utils
-    from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    from kvconfig.engine.startup import serve_function
+
+    make_arg_parser = serve_function("make_arg_parser")
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
     kinds: dict[str, dict[str, Any]] = {}

@@ -11,7 +11,8 @@ All paths are in the vLLM package.
   ``MooncakeConnectorWorker._sync_block_size_with_kernel``
   (``.../mooncake/mooncake_connector.py``): each connector votes one kernel block size
   over every transfer layer, the model runner per KV-cache group. The wrapper computes
-  both with vLLM's own ``get_current_attn_backends_and_specs`` and
+  both with vLLM's own ``get_current_attn_backends_and_specs`` (older releases:
+  ``get_current_attn_backends``, without specs, as their workers vote) and
   ``select_common_block_size`` (per group: over that group's layers). Where they differ:
   ``enforce`` hands the connector the runner's value when every split transfer group has
   the same one (the connector module's ``select_common_block_size`` answers it for the
@@ -112,7 +113,10 @@ def verify() -> list[str]:
             problems.append(f"{t.module} no longer imports select_common_block_size")
     try:
         utils = importlib.import_module(UTILS)
-        if not hasattr(utils, "get_current_attn_backends_and_specs"):
+        if not any(
+            hasattr(utils, f)
+            for f in ("get_current_attn_backends_and_specs", "get_current_attn_backends")
+        ):
             problems.append(f"{UTILS}.get_current_attn_backends_and_specs is missing")
     except Exception as err:
         problems.append(f"cannot import {UTILS} ({type(err).__name__}: {err})")

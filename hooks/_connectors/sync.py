@@ -50,6 +50,9 @@ def _vote_of(worker: Any, block_size: int) -> int:
     fallback = getattr(worker, "attn_backends", None) or utils.get_current_attn_backends(
         worker.vllm_config
     )
+    if not hasattr(utils, "get_current_attn_backends_and_specs"):
+        # older releases: every attention layer's backend, asked without a spec
+        return int(select_common_block_size(block_size, fallback))
     backends, specs = utils.get_current_attn_backends_and_specs(
         worker.vllm_config, worker.kv_cache_config, fallback
     )
@@ -83,6 +86,12 @@ def runner_votes(vllm_config: Any, kv_cache_config: Any) -> dict[int, int]:
         if not isinstance(first, AttentionSpec) or not first.has_layer_views:
             continue
         if _packed(kv_cache_config, set(group.layer_names)):
+            continue
+        if not hasattr(utils, "get_current_attn_backends_and_specs"):
+            # older releases: the group's backends, asked without a spec
+            backends = utils.get_current_attn_backends(vllm_config, list(group.layer_names))
+            if backends:
+                out[gid] = int(select_common_block_size(spec.block_size, backends))
             continue
         view = types.SimpleNamespace(transfer_groups=(group,))
         backends, specs = utils.get_current_attn_backends_and_specs(vllm_config, view, [])

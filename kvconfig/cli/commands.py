@@ -211,9 +211,17 @@ def _cmd_diff(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
 
 
 def _cmd_catalog(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
+    from kvconfig.cli.outcomes import say
+    from kvconfig.mirror import versions
     from kvconfig.report.catalog import catalog_report
 
-    return catalog_report(args.backend, args.platform, args.vllm_version, args.format), 0
+    version: str | None = None
+    if args.vllm_version:
+        named = versions.release(args.vllm_version)
+        if named.assumed:  # the nearest known release's catalog, said on stderr (KV502)
+            say(f"warning: {named.message()} (KV502)")
+        version = named.version
+    return catalog_report(args.backend, args.platform, version, args.format), 0
 
 
 _HANDLERS: dict[str, Callable[[argparse.Namespace, list[str] | None], tuple[str, int]]] = {

@@ -227,6 +227,33 @@ def _patch_worker(gpu: Gpu, scratch: Path) -> None:
     worker_cls.compile_or_warm_up_model = compile_or_warm_up_model
 
 
+def take_platform(platform: Any) -> None:
+    """Make ``platform`` vLLM's ``current_platform``; call before anything uses vLLM's.
+
+    Older releases resolve their platform while ``import vllm`` runs
+    (``vllm/utils/torch_utils.py`` computes ``PIN_MEMORY`` at import), before this can run:
+    what they resolve there (vLLM's choice for a host without a GPU) is replaced, and any
+    module that bound it is rebound. A platform not of vLLM's own is an error.
+    """
+    import sys
+
+    from vllm import platforms
+
+    old = getattr(platforms, "_current_platform", None)
+    if old is not None and not type(old).__module__.startswith("vllm.platforms"):
+        raise RuntimeError("vLLM's current platform was resolved before the emulation")
+    platforms._current_platform = platform
+    if old is None:
+        return
+    for name, module in list(sys.modules.items()):
+        if name != "vllm.platforms" and getattr(module, "current_platform", None) is old:
+            setattr(module, "current_platform", platform)  # noqa: B010 - any module
+    utils = sys.modules.get("vllm.utils.platform_utils")
+    clear = getattr(getattr(utils, "is_pin_memory_available", None), "cache_clear", None)
+    if clear is not None:
+        clear()
+
+
 def install(gpu: Gpu, *, cubins: bool, driver: Path, scratch: Path) -> None:
     """Make this process's vLLM see ``gpu`` (with the stub CUDA driver at ``driver``); call
     before anything imports vLLM's platform."""
@@ -234,11 +261,7 @@ def install(gpu: Gpu, *, cubins: bool, driver: Path, scratch: Path) -> None:
     # Triton links its driver helpers against the driver it finds here
     os.environ["TRITON_LIBCUDA_PATH"] = str(driver.parent)
     patch_torch(gpu)
-    from vllm import platforms
-
-    if getattr(platforms, "_current_platform", None) is not None:
-        raise RuntimeError("vLLM's current platform was resolved before the emulation")
-    platforms._current_platform = _platform(gpu)
+    take_platform(_platform(gpu))
     import vllm.utils.flashinfer as fi
 
     fi.has_nvidia_artifactory = lambda: cubins

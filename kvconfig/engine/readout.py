@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvconfig.mirror.dispatch import held_kernel_block_size
+
 
 def _size(value: Any) -> int | dict[str, int]:
     if isinstance(value, int) and not isinstance(value, bool):
@@ -125,9 +127,7 @@ def read(runner: Any, vllm_config: Any) -> dict[str, Any]:
                         "sizes": _declared(ag),
                         "role": roles.pop() if len(roles) == 1 else "mixed",
                         "layers": names,
-                        "kernel_block_size": int(ag.kernel_block_size)
-                        if ag.kernel_block_size is not None
-                        else None,
+                        "kernel_block_size": held_kernel_block_size(ag),
                     }
                 )
             speculator = None
@@ -137,7 +137,9 @@ def read(runner: Any, vllm_config: Any) -> dict[str, Any]:
                     for ag in spec_groups
                     if ag.kv_cache_group_id == gid and drafts.intersection(ag.layer_names)
                 ]
-                values = {int(ag.kernel_block_size or ag.kv_cache_spec.block_size) for ag in mine}
+                values = {
+                    held_kernel_block_size(ag) or int(ag.kv_cache_spec.block_size) for ag in mine
+                }
                 if values:
                     speculator = sorted(values)
             groups.append(

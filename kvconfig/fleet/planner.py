@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError, ModelUnavailable, UnsupportedArchitecture
 from kvconfig.fleet._load import kv_transfer_of, load
 from kvconfig.fleet.components import components
@@ -73,14 +74,17 @@ class Planner:
     def _plan(self, spec: EngineSpec, override: Mapping[str, Any] | None) -> Engine:
         from kvconfig.load.platforms import parse_platform
         from kvconfig.plan.resolve import resolve
+        from kvconfig.plan.result import Found
+        from kvconfig.plan.result import sort as sort_findings
 
+        named = versions.release(
+            spec.vllm_version or self.vllm_version, source=spec.where or spec.source
+        )
         loaded = load(
             spec.target,
             cwd=spec.cwd,
             platform=spec.platform,
-            vllm_version=versions.release(
-                spec.vllm_version or self.vllm_version, source=spec.where or spec.source
-            ).version,
+            vllm_version=named.version,
             given=spec.given,
             defaults=spec.defaults,
             override=override,
@@ -100,6 +104,9 @@ class Planner:
                 hint="give the engine (or the fleet) a platform, or pass --platform",
             )
         result = resolve(loaded.deployment, parse_platform(loaded.deployment.platform))
+        if named.assumed:  # planned with the nearest known release's rules: say so
+            found = Found(FindingCode.RELEASE_ASSUMED, None, named.message())
+            result = result._replace(findings=tuple(sort_findings([*result.findings, found])))
         role = spec.role
         if role == "auto":
             role = "both"

@@ -13,6 +13,11 @@ Mirrors ``Platform.update_block_size_for_backend`` (``vllm/platforms/interface.p
    least the state, rounded up to every backend's smallest kernel block; Mamba pages
    pad to that attention page, and with prefix caching Mamba blocks take B too;
 3. ``_check_aligned_block_size``: an aligned B some backend rejects fails start-up.
+
+Steps 1 to 3 differ between releases (``kvconfig.mirror.versions.Rules``: in the oldest
+step 1 asks the first backend alone, ``preferred_over_backends``; in older ones step 2
+rounds by the first backend's kernel block only and step 3 does not exist,
+``hybrid_over_backends``; the checkpoint grid is the newest's, ``checkpoint_grid``).
 """
 
 from __future__ import annotations
@@ -71,12 +76,13 @@ def preferred(names: Sequence[Backend], m: Machine, sizes_of: SizesOf) -> tuple[
     def everyone(block: int) -> bool:
         return all(supports_block_size(bk.name, block, m, sizes_of(bk)) for bk in names)
 
-    if len(names) == 1:
+    if len(names) == 1 or not m.rules.preferred_over_backends:
+        # one backend, or a release that asks only the first (``_find_non_ssm_backend``)
         bk = names[0]
         if bk.name in PREFERRED_BLOCK_SIZE:
             return PREFERRED_BLOCK_SIZE[bk.name](d), f"{bk.name}'s preferred block size"
         declared = sizes_of(bk)
-        if not declared or everyone(d):
+        if not declared or supports_block_size(bk.name, d, m, declared):
             return d, "vLLM's default"
         return min(_base(s) for s in declared), f"{bk.name}'s smallest supported block size"
     if everyone(d):
@@ -155,10 +161,13 @@ def plan_block_size(
     per_token = attention_page_per_token(s)
     first = min(_base(x) for x in sizes_of(names[0]))
     kernel = max(first, block)
-    backend_align = math.lcm(*(min(_base(x) for x in d) for b in names if (d := sizes_of(b))))
+    rules = m.rules
+    backend_align = 1
+    if rules.hybrid_over_backends:
+        backend_align = math.lcm(*(min(_base(x) for x in d) for b in names if (d := sizes_of(b))))
     if any(layer.kind in MLA_KINDS for layer in s.layers if layer.role == "target"):
         kernel = max(kernel, 128)
-    grid = checkpoint_alignment(s, p)
+    grid = checkpoint_alignment(s, p) if rules.checkpoint_grid else None
     if s.prefix_caching:
         kernel = math.lcm(kernel, grid or 1)
     aligned = kernel * -(-state // (kernel * per_token))
@@ -177,7 +186,7 @@ def plan_block_size(
         rejecting = [
             b.name for b in names if not supports_block_size(b.name, block, m, sizes_of(b))
         ]
-        if rejecting:
+        if rejecting and rules.hybrid_over_backends:
             raise AlignedBlockSizeUnsupported(block, rejecting)
     page = block * per_token
     padded = page if page != state else None

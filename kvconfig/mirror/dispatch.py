@@ -22,7 +22,7 @@ For a ``UniformTypeKVCacheSpecs`` group, the kind is that of its first layer spe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from kvconfig.mirror.vote import Declared, select_common
 
@@ -75,3 +75,18 @@ def prepare_kernel_block_sizes(groups: Sequence[GroupInput]) -> list[int]:
         if size is not None:
             out.append(size)
     return out
+
+
+def held_kernel_block_size(attention_group: Any) -> int | None:
+    """The kernel block size a running vLLM attention group reads with (None: its B).
+
+    Newer releases keep it on the group (``AttentionGroup.kernel_block_size``, set where
+    ``create_metadata_builders`` narrows the runner's value); older ones on each metadata
+    builder (``AttentionMetadataBuilder.set_kernel_block_size``). Read by
+    the hooks' checks and the engine child's readout.
+    """
+    k = getattr(attention_group, "kernel_block_size", None)
+    if k is None:
+        builders = getattr(attention_group, "metadata_builders", None) or [None]
+        k = getattr(builders[0], "kernel_block_size", None)
+    return int(k) if k is not None else None

@@ -16,8 +16,10 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
+from kvconfig.mirror import versions
 from kvconfig.mirror.catalog import CatalogData, SizeContext
 from kvconfig.mirror.platform import fa_supported, fa_version, is_quantized, supports_trtllm
+from kvconfig.mirror.versions import Rules
 from kvconfig.schemas.sizes import KernelSize, MultipleOf
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
@@ -63,6 +65,11 @@ class Machine(NamedTuple):
     def release(self) -> str | None:
         """The vLLM release whose rules apply (its catalog's; None: the newest)."""
         return self.catalog.vllm_version if self.catalog is not None else None
+
+    @property
+    def rules(self) -> Rules:
+        """The differing rules of that release."""
+        return versions.rules(self.release or versions.DEFAULT)
 
     @property
     def major(self) -> int:
@@ -135,7 +142,7 @@ def _fa_kv(kv: str, m: Machine, **kw: object) -> bool:
         return True
     version = m.fa(**kw)
     head = kw.get("head_size")
-    sm90_ok = version == 3 or (version == 4 and head in (None, 512))
+    sm90_ok = version == 3 or (m.rules.fa4_sm90_fp8 and version == 4 and head in (None, 512))
     return (sm90_ok and m.major == 9) or (version == 4 and m.major == 10)
 
 
@@ -143,7 +150,7 @@ def _fa_combination(r: Request, m: Machine) -> str | None:
     if r.has_sink and m.capability is not None and m.capability < (9, 0):
         return "sink not supported on compute capability < 9.0"
     quantized = is_quantized(r.kv_cache_dtype, m.release)
-    if r.use_mm_prefix and quantized and m.capability == (9, 0):
+    if r.use_mm_prefix and quantized and m.capability == (9, 0) and m.rules.fa4_sm90_fp8:
         return "SM90 FP8 KV with mm_prefix requires Triton"
     if quantized and not _fa_kv(
         r.kv_cache_dtype,
@@ -184,7 +191,7 @@ def _fi_sink(m: Machine) -> bool:
 
 def _fi_kv(kv: str, m: Machine) -> bool:
     if kv.startswith("nvfp4"):
-        if m.major in (8, 9, 12):
+        if m.major in (8, 9, 12) and m.rules.flashinfer_nvfp4_fa2:
             # SM80/90/120 read NVFP4 through FA2; only plain "nvfp4" has a writer there.
             return kv == "nvfp4"
         return m.major == 10 and m.trtllm(prefill=True) and m.trtllm(prefill=False)
@@ -192,6 +199,8 @@ def _fi_kv(kv: str, m: Machine) -> bool:
 
 
 def _fi_combination(r: Request, m: Machine) -> str | None:
+    if not m.rules.flashinfer_nvfp4_fa2:
+        return None
     if r.kv_cache_dtype.startswith("nvfp4") and m.major in (8, 9, 12):
         if r.head_size == 64:
             return "fa2 prefill misreads an NVFP4 KV cache at head_size 64"

@@ -76,7 +76,7 @@ def _fa4_mla_sparse(r: Request, m: Machine) -> str | None:
 
 def _flashmla_sparse(r: Request, m: Machine) -> str | None:
     if r.head_size == 512:
-        ok = r.kv_cache_dtype in ("auto", "bfloat16", "float16", "fp8_ds_mla") and m.major == 9
+        ok = r.kv_cache_dtype in m.rules.sparse_mla_nope and m.major == 9
         if not ok or _fact(m, "qk_rope_head_dim", 64) != 0:
             return "FLASHMLA_SPARSE supports head_size 512 only for rope-free models on SM90"
     if r.kv_cache_dtype == "nvfp4_ds_mla" and m.major != 10:
@@ -152,7 +152,7 @@ MLA_TRAITS: dict[str, Traits] = {
     "FLASHMLA_SPARSE": Traits(
         dtypes=("bfloat16",),
         kv_dtypes=("auto", "bfloat16", "fp8_ds_mla", "fp8", "nvfp4_ds_mla"),
-        head_sizes=lambda h, m: h in (576, 512),
+        head_sizes=lambda h, m: h == 576 or (h == 512 and bool(m.rules.sparse_mla_nope)),
         capability=lambda m: m.major in (9, 10),
         mla=True,
         sparse=True,

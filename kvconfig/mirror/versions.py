@@ -128,26 +128,38 @@ class Rules(NamedTuple):
     Everything else kvconfig mirrors was compared across the releases' code and is the
     same; what a release's installed code answers (backends present, their sizes, the
     options) is its data folder. Differences found (``vllm/v1/worker/utils.py``,
-    ``vllm/platforms/cuda.py``, ``vllm/entrypoints/cli/serve.py`` of each wheel):
+    ``vllm/platforms/interface.py``, ``vllm/platforms/cuda.py``, the backends under
+    ``vllm/v1/attention/backends/``, ``vllm/entrypoints/cli/serve.py`` of each wheel):
 
-    * vLLM 0.32.0 added the packed-tensor rule of ``prepare_kernel_block_sizes`` and
-      ``select_common_block_size``'s per-layer specs (0.31.0's backends take a spec but
-      the vote passes none; 0.30.0's take none): the catalog of each release is generated
-      with the vote's own call, so the sizes need no flag;
+    * ``select_common_block_size`` asks each backend for its sizes with the layer's spec
+      from 0.32.0 on; 0.31.0's backends take a spec but the vote passes none, 0.30.0's
+      take none (``vote_with_specs``; the catalog of each release is generated with the
+      vote's own call);
     * vLLM 0.33.0 added ``FLASH_ATTN_MLA_SPARSE_FA4`` to the sparse MLA priorities on
-      SM10x (``kvconfig.mirror.selection.priorities`` drops names the release's
-      registry lacks);
+      SM10x (``_get_backend_priorities`` of 0.30.0 to 0.32.0 is the same code), and
+      0.32.0 the ``ULTRAQUANT`` backend: ``kvconfig.mirror.selection.priorities`` drops
+      the names a release's registry lacks;
     * vLLM 0.33.0 moved ``make_arg_parser`` and ``validate_parsed_serve_args`` from
       ``vllm.entrypoints.launchers.cli_args`` to ``vllm.entrypoints.common.cli_args``
-      (the engine mode and the generators look in both: ``SERVE_ARGUMENTS``).
-    * In all four, the Model Runner V2 speculator re-votes over its draft layers
+      (the engine mode and the generators look in both: ``SERVE_ARGUMENTS``);
+    * the attention implementations' own refusals (``kvconfig.mirror.impls``) and the
+      KV-cache grouping (``kvconfig.mirror.grouping``) are the same in all four for
+      what kvconfig derives (0.30.0 promotes sliding windows without splitting
+      decode-context-parallel layers, which kvconfig does not plan);
+    * in all four, the Model Runner V2 speculator re-votes over its draft layers
       (``DraftModelSpeculator.set_attn`` calls ``init_attn_backend`` without the runner's
       ``kernel_block_sizes``).
     """
 
+    vote_with_specs: bool
+    """``select_common_block_size`` asks each backend for its sizes with its layers' spec;
+    before (0.31.0 and older), without one, so every backend reads the target model's
+    config (``get_current_vllm_config``): the model's head size, no value head size, the
+    model's cache dtype. Each catalog is generated with its release's call."""
     packed_keeps_block: bool
     """``prepare_kernel_block_sizes`` keeps B for a group a block-outermost packed tensor
-    holds (``block_stride > layer_stride``); before, it votes as for any group."""
+    holds (``block_stride > layer_stride``); before (0.31.0 and older), it votes as for
+    any group."""
     speculator_revotes: bool
     """The Model Runner V2 speculator runs its own vote over the draft layers."""
     quantized_by_name: bool
@@ -156,17 +168,97 @@ class Rules(NamedTuple):
     (``vllm/v1/kv_cache_interface.py``, which also counts TurboQuant, UltraQuant and
     int8). It decides FlashAttention's head-size-256 fallback, the sparse MLA priorities
     and the FlashAttention and B12X cache checks."""
+    preferred_over_backends: bool
+    """Without ``--block-size``, B is ``_preferred_block_size_for_backends`` over every
+    distinct attention backend; before (0.30.0), the first backend's
+    ``get_preferred_block_size(16)`` alone."""
+    hybrid_over_backends: bool
+    """``_align_hybrid_block_size`` rounds the aligned B up to every backend's smallest
+    kernel block and ``_check_aligned_block_size`` fails start-up when a backend rejects
+    the aligned B; before (0.31.0 and older), only the first backend's kernel block
+    counts and the aligned B goes on to the runner's vote."""
+    checkpoint_grid: bool
+    """With prefix caching (``mamba_cache_mode == "align"``), the hybrid alignment is
+    also a multiple of the gated-delta-net prefill checkpoint grid
+    (``get_mamba_prefill_checkpoint_alignment``); 0.32.0 and older do not align to it."""
+    fa4_sm90_fp8: bool
+    """``flash_attn_supports_fp8`` takes FA4 at head size 512 on SM90, and FlashAttention
+    refuses an FP8 cache with multimodal prefix attention on SM90
+    (``vllm/v1/attention/backends/fa_utils.py``, ``flash_attn.py``); 0.30.0 takes FA3
+    only on SM90 and has no such refusal."""
+    flashinfer_nvfp4_fa2: bool
+    """FlashInfer reads a plain ``nvfp4`` cache through FA2 on SM80, SM90 and SM12x,
+    refusing head size 64 and sinks there (``supports_kv_cache_dtype``,
+    ``supports_combination``); before (0.31.0 and older), NVFP4 needs SM100 with TRTLLM."""
+    connector_transfer_layers: bool
+    """The NIXL and Mooncake workers' vote (``_sync_block_size_with_kernel``) runs over
+    the transfer layers' (backend, spec) pairs, compressed caches left out
+    (``get_current_attn_backends_and_specs``); before (0.31.0 and older), over every
+    attention layer's backend, without a spec (``get_current_attn_backends``)."""
+    sparse_mla_nope: tuple[str, ...]
+    """The cache dtypes with which ``FLASHMLA_SPARSE`` takes head size 512 (rope-free
+    models on SM90): none in 0.30.0 (head size 576 only), ``fp8_ds_mla`` from 0.32.0."""
 
+
+_NOPE_BF16 = ("auto", "bfloat16", "float16")
 
 RULES: Mapping[str, Rules] = {
-    "0.32.0": Rules(packed_keeps_block=True, speculator_revotes=True, quantized_by_name=True),
-    "0.33.0": Rules(packed_keeps_block=True, speculator_revotes=True, quantized_by_name=False),
+    "0.30.0": Rules(
+        vote_with_specs=False,
+        packed_keeps_block=False,
+        speculator_revotes=True,
+        quantized_by_name=True,
+        preferred_over_backends=False,
+        hybrid_over_backends=False,
+        checkpoint_grid=False,
+        fa4_sm90_fp8=False,
+        flashinfer_nvfp4_fa2=False,
+        connector_transfer_layers=False,
+        sparse_mla_nope=(),
+    ),
+    "0.31.0": Rules(
+        vote_with_specs=False,
+        packed_keeps_block=False,
+        speculator_revotes=True,
+        quantized_by_name=True,
+        preferred_over_backends=True,
+        hybrid_over_backends=False,
+        checkpoint_grid=False,
+        fa4_sm90_fp8=True,
+        flashinfer_nvfp4_fa2=False,
+        connector_transfer_layers=False,
+        sparse_mla_nope=_NOPE_BF16,
+    ),
+    "0.32.0": Rules(
+        vote_with_specs=True,
+        packed_keeps_block=True,
+        speculator_revotes=True,
+        quantized_by_name=True,
+        preferred_over_backends=True,
+        hybrid_over_backends=True,
+        checkpoint_grid=False,
+        fa4_sm90_fp8=True,
+        flashinfer_nvfp4_fa2=True,
+        connector_transfer_layers=True,
+        sparse_mla_nope=(*_NOPE_BF16, "fp8_ds_mla"),
+    ),
+    "0.33.0": Rules(
+        vote_with_specs=True,
+        packed_keeps_block=True,
+        speculator_revotes=True,
+        quantized_by_name=False,
+        preferred_over_backends=True,
+        hybrid_over_backends=True,
+        checkpoint_grid=True,
+        fa4_sm90_fp8=True,
+        flashinfer_nvfp4_fa2=True,
+        connector_transfer_layers=True,
+        sparse_mla_nope=(*_NOPE_BF16, "fp8_ds_mla"),
+    ),
 }
-"""The differing rules of each known release (every release of ``KNOWN`` has a row).
-
-Compared but not yet known (no generated data): vLLM 0.30.0 and 0.31.0 would be
-``Rules(packed_keeps_block=False, speculator_revotes=True, quantized_by_name=True)``;
-their catalogs must be generated with the vote's spec-less call (``tools.catalog.grid``)."""
+"""The differing rules of each release compared (every release of ``KNOWN`` has a row; a
+release whose rules are compared and checked against its code but whose catalog is not
+generated yet has a row and is not in ``KNOWN``)."""
 
 SERVE_ARGUMENTS: tuple[str, ...] = (
     "vllm.entrypoints.common.cli_args",

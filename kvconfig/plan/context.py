@@ -93,7 +93,18 @@ class PlanContext:
         return hit
 
     def sizes(self, entry: Entry, layer: LayerSet, cache: str) -> tuple[KernelSize, ...]:
-        """A catalog entry's sizes for a layer, computed once per distinct geometry."""
+        """A catalog entry's sizes for a layer, computed once per distinct geometry (the
+        target model's, for a release whose vote asks without a spec)."""
+        if not self.machine.rules.vote_with_specs:
+            key_without = ("without spec", entry.class_path)
+            hit = self.setting.declared.get(key_without)
+            if hit is None:
+                model = model_layer(self.deployment)
+                kv = self.deployment.kv_cache_dtype
+                geometry = (model.head_size, None, 1)
+                context = layer_context(self.machine, kv, kv, geometry, self.target_heads)
+                hit = self.setting.declared[key_without] = entry.sizes(context)
+            return hit
         key = (
             entry.class_path,
             cache,

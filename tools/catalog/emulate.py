@@ -86,8 +86,9 @@ def install() -> None:
     if _INSTALLED.get("done"):
         return
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    from vllm import platforms
     from vllm.platforms.interface import DeviceCapability, UnspecifiedPlatform
+
+    from kvconfig.engine.emulate import take_platform
 
     class EmulatedPlatform(UnspecifiedPlatform):  # type: ignore[misc]
         """A GPU-less platform whose vendor and capability kvconfig sets per case."""
@@ -123,9 +124,7 @@ def install() -> None:
             active = _INSTALLED.get("active", False)
             return not active or _INSTALLED.get("vendor") == "unspecified"
 
-    if getattr(platforms, "_current_platform", None) is not None:
-        raise RuntimeError("vLLM's current_platform was resolved before kvconfig's emulation")
-    platforms._current_platform = EmulatedPlatform()
+    take_platform(EmulatedPlatform())
     _INSTALLED["capability"] = (9, 0)
     _INSTALLED["vendor"] = "cuda"
     if "vllm.vllm_flash_attn" not in sys.modules:

@@ -160,21 +160,24 @@ def emulation(p: Point, family: str) -> emulate.Emulation:
 
 
 def context(p: Point, family: str) -> SizeContext:
-    """The facts kvconfig computes for a point, with kvconfig's own mirrors."""
+    """The facts kvconfig computes for a point, with kvconfig's own mirrors: the layer's,
+    or where the release's vote asks without a spec, the target model's (its head size,
+    no value head size, one token per state)."""
     q, kv = p.heads
+    specs = vote_passes_specs()
     return size_context(
         vendor=p.vendor,
         capability=p.capability,
         layer_cache_dtype=p.cache_dtype,
         model_cache_dtype=p.cache_dtype,
         head_size=p.head_size,
-        head_size_v=p.head_size_v or None,
+        head_size_v=(p.head_size_v or None) if specs else None,
         target_heads=(q, 1 if _mla(family) else kv),
         use_trtllm_attention=p.use_trtllm_attention,
         cubins=p.cubins,
         batch_invariant=p.batch_invariant,
         flash_attn_version=p.flash_attn_version,
-        tokens_per_state=p.tokens_per_state,
+        tokens_per_state=p.tokens_per_state if specs else 1,
         release=installed_release(),
     )
 
@@ -203,7 +206,9 @@ def vllm_facts(p: Point, family: str) -> tuple[str, bool, int | None]:
         get_kv_quant_mode(p.cache_dtype).name.lower(),
         bool(can_use_trtllm_attention(q, kv)),
         get_flash_attn_version(
-            head_size=p.head_size, head_size_v=p.head_size_v or None, supports_fa4_hd256=True
+            head_size=p.head_size,
+            head_size_v=(p.head_size_v or None) if vote_passes_specs() else None,
+            supports_fa4_hd256=True,
         ),
     )
 

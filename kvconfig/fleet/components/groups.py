@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvconfig.fleet.model import Engine
+from kvconfig.mirror import versions
 from kvconfig.mirror.connectors.registry import (
     MOONCAKE_CONNECTORS,
     NIXL_CONNECTORS,
@@ -113,8 +114,10 @@ def _compressed(engine: Engine) -> frozenset[str]:
 
 
 def connector_voters(engine: Engine, groups: Sequence[Group]) -> list[Declared]:
-    """The (backend, sizes) pairs a connector's vote runs over, in layer order."""
-    skip = _compressed(engine)
+    """The (backend, sizes) pairs a connector's vote runs over, in layer order (every
+    attention layer's where the release's connectors do not skip compressed caches)."""
+    rules = versions.rules(engine.deployment.vllm_version)
+    skip = _compressed(engine) if rules.connector_transfer_layers else frozenset()
     seen: dict[tuple[str, tuple[KernelSize, ...]], None] = {}
     for g in groups:
         for name, sizes, layers, _ in g.voters:
