@@ -452,3 +452,42 @@ def test_operator_files_become_engines(tmp_path: Path, monkeypatch: pytest.Monke
         ("Deployment/d/vllm", "decode", 1, "H100"),
     ]
     assert [f["code"] for f in doc["findings"]] == ["KV703"]
+
+
+def test_a_release_kvconfig_assumes_is_hashed_as_named(tmp_path: Path) -> None:
+    """vLLM's NIXL compatibility hash includes the engine's own ``vllm.__version__``
+    (``nixl/metadata.py``): an engine naming a release kvconfig plans with another
+    release's rules (KV502) keeps its own name in the hash, so a pair across releases
+    fails the handshake (KV708) as vLLM's would, instead of reading ok."""
+    model = ROOT / "examples" / "models" / "deepseek-v3"
+
+    def engine(name: str, role: str, version: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "role": role,
+            "vllm_version": version,
+            "command": f"vllm serve {model}",
+            "kv_transfer_config": {
+                "kv_connector": "NixlConnector",
+                "kv_role": "kv_producer" if role == "prefill" else "kv_consumer",
+            },
+        }
+
+    def lint(decode_version: str) -> tuple[str, int]:
+        doc = {
+            "kvconfig_fleet": 1,
+            "name": "releases",
+            "platform": "h200",
+            "engines": [
+                engine("prefill", "prefill", "0.33.0"),
+                engine("decode", "decode", decode_version),
+            ],
+        }
+        path = tmp_path / f"fleet-{decode_version}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        return lint_fleet([path])
+
+    text, _ = lint("0.33.0")
+    assert "KV708" not in text and "KV502" not in text, text
+    text, code = lint("v0.34.0")
+    assert "KV502" in text and "KV708" in text and "0.34.0" in text and code == 1, text

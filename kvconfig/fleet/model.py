@@ -85,6 +85,10 @@ class Engine:
     """Engine mode: what vLLM's connector code computed on the engine's objects."""
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     """Values computed once per engine (its components)."""
+    release: str | None = None
+    """The vLLM release the engine names when kvconfig plans it with another release's
+    rules (KV502): what vLLM's own version string would say, for the cross-engine
+    rules that compare releases (the NIXL compatibility hash)."""
 
     @property
     def name(self) -> str:

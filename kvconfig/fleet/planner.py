@@ -116,7 +116,8 @@ class Planner:
                     break
         plan = result.to_json()
         plan["source"] = spec.source
-        return Engine(replace(spec, role=role), loaded, result, plan)
+        named_release = named.named.strip().lstrip("vV") if named.assumed else None
+        return Engine(replace(spec, role=role), loaded, result, plan, release=named_release)
 
     def replan(self, engine: Engine, override: Mapping[str, Any]) -> Engine | None:
         """``engine`` with ``override`` set (None when that does not plan)."""

@@ -208,7 +208,7 @@ def _nixl(engine: Engine, entry: Mapping[str, Any], groups: list[Group], layout:
     refusal = refusal or vote_refusal or hooks_refusal
     backend = _first_backend(groups)
     factors = compatibility_factors(
-        vllm_version=dep.vllm_version,
+        vllm_version=engine.release or dep.vllm_version,
         model=str(engine.options.get("model", dep.source)),
         dtype=f"torch.{dtype}",
         num_kv_heads=_hashed_kv_heads(engine, heads, use_mla),
