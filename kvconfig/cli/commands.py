@@ -14,6 +14,7 @@ gave.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -40,7 +41,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
 
     secrets.forget()
     try:
-        args = build_parser().parse_args(args_list)
+        args = _parse(args_list)
         from kvconfig.load.repo_config import effective
 
         args = effective(args)
@@ -70,6 +71,24 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
         os.dup2(devnull, sys.stdout.fileno())
         return code
     return code
+
+
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser, built once per process (building it costs more than
+    most commands: argparse formats and translates every option)."""
+    return build_parser()
+
+
+def _parse(words: list[str]) -> argparse.Namespace:
+    """``words`` parsed; list values are the namespace's own (an ``append`` option's
+    default list belongs to the shared parser, so a handler that extends it must not
+    change the next command's default)."""
+    args = _parser().parse_args(words)
+    for name, value in vars(args).items():
+        if isinstance(value, list):
+            setattr(args, name, list(value))
+    return args
 
 
 def outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:
