@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.contract import ALL, Tally, Workspace, fuzz, mutate
+from tests.fuzz.contract import ALL, FORMATS, REALWORLD, Tally, Workspace, fuzz, mutate
+from tests.fuzz.generated import generated
 
 PER_FORMAT = 50
 """Mutated inputs of each format per CI run (derandomized: the same every run)."""
@@ -47,9 +48,29 @@ def test_mutated_files_keep_the_contract(work: Workspace, fmt: str) -> None:
     tally = fuzz(work, fmt, PER_FORMAT, seed=0)
     assert tally.inputs == PER_FORMAT
     _assert_kept(tally)
-    # the mutations reach past the first reader: some inputs still plan
-    if fmt not in ("kserve", "diff", "command"):
+    # the mutations reach past the first reader: some inputs still plan (not counted
+    # where most seeds are real files whose Hub models are not here: the generated
+    # inputs' test checks those formats get past the reader)
+    real = fmt in FORMATS and any(p.is_relative_to(REALWORLD) for p in FORMATS[fmt].seeds)
+    if fmt not in ("diff", "command") and not real:
         assert set(tally.exits) & {0, 1}, tally.exits
+
+
+@pytest.mark.parametrize("fmt", ALL)
+def test_generated_inputs_keep_the_contract(work: Workspace, fmt: str) -> None:
+    tally = generated(work, fmt, PER_FORMAT // 2, seed=0)
+    assert tally.inputs == PER_FORMAT // 2
+    _assert_kept(tally)
+    # well-formed inputs get past the parser: not every one is refused as bad input
+    assert set(tally.exits) & {0, 1}, tally.exits
+
+
+def test_the_operator_formats_seed_from_the_real_file_corpus() -> None:
+    for fmt in ("kubernetes", "helm", "kserve", "dynamo", "skypilot", "rayserve"):
+        assert any(p.is_relative_to(REALWORLD) for p in FORMATS[fmt].seeds), fmt
+    every = {p for f in FORMATS.values() for p in f.seeds}
+    # every real file (compose has none in the corpus) seeds some format
+    assert set(REALWORLD.rglob("*.y*ml")) <= every
 
 
 def test_the_checks_can_fail(work: Workspace) -> None:
@@ -141,7 +162,9 @@ def test_the_workspace_links_the_models(work: Workspace) -> None:
     ).resolve()
 
 
-FLEET = (Path(__file__).parent.parent / "examples" / "fleets" / "correct-pd.yaml").read_bytes()
+EXAMPLES = Path(__file__).parent.parent / "examples"
+FLEET = (EXAMPLES / "fleets" / "correct-pd.yaml").read_bytes()
+COMPOSE = (EXAMPLES / "operators" / "qwen3-8b-eagle3-gh200-compose.yaml").read_bytes()
 COMMAND = b"command: vllm serve ../models/qwen3-8b --block-size 64"
 
 #: Inputs that broke the contract once (found by the fuzzer), each now bad input.
@@ -153,6 +176,13 @@ FOUND = {
     "fleet-unbalanced-quote": ("fleet", FLEET.replace(COMMAND, COMMAND + b" '--x", 1)),
     "diff-groups-not-a-list": ("diff", b'{"groups": true}'),
     "diff-group-id-a-list": ("diff", b'{"groups": [{"id": [1]}]}'),
+    # a --model-path target too long for the file system (exit 3: OSError ENAMETOOLONG)
+    "compose-model-name-too-long": (
+        "compose",
+        COMPOSE.replace(
+            b"- /mnt/models/qwen3-8b\n", b"- /mnt/models/qwen3-8" + b'{"a":' * 300 + b"\n"
+        ),
+    ),
 }
 
 
