@@ -300,7 +300,8 @@ def _mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
 
 def _bind_mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    for item in svc.get("volumes") or []:
+    volumes = svc.get("volumes")
+    for item in volumes if isinstance(volumes, list) else []:
         if isinstance(item, str):
             parts = item.split(":")
             if len(parts) >= 2 and parts[0].startswith((".", "/", "~")):
