@@ -168,14 +168,16 @@ MODEL_PATHS = (
     f"deepseek-ai/DeepSeek-V3={EXAMPLES / 'models' / 'deepseek-v3'}",
 )
 
+KSERVE_MODELS = f"/mnt/models={EXAMPLES / 'models' / 'qwen3-8b'}"
+
 
 def _with_models(argv: list[str], fmt: str = "") -> list[str]:
-    """``argv`` with the ``--model-path`` rules after its command's name (for KServe
-    without the ``/mnt/models`` rule: its ``storageUri`` id names the model, and the rule
-    would map ``/mnt/models`` itself to the folder of all models)."""
+    """``argv`` with the ``--model-path`` rules after its command's name (for KServe,
+    ``/mnt/models``, where its storage initializer puts the one model, is Qwen3-8B's
+    folder, as the examples' ``storageUri`` says)."""
     if argv[0] not in ("lint", "plan", "explain", "export") or "--fleet" in argv:
         return argv
-    rules = MODEL_PATHS[1:] if fmt == "kserve" else MODEL_PATHS
+    rules = (KSERVE_MODELS, *MODEL_PATHS[1:]) if fmt == "kserve" else MODEL_PATHS
     flags = [w for rule in rules for w in ("--model-path", rule)]
     return [argv[0], *flags, *argv[1:]]
 

@@ -42,6 +42,9 @@ KEYS = (
     "model-paths", "vllm-version", "extraArgs", "vllmConfig", "modelURL", "storageUri",
 )  # fmt: skip
 
+#: vLLM serve options among ``KEYS`` (a pasted command's edits).
+OPTIONS = KEYS[:10]
+
 SCALARS = (
     st.none()
     | st.booleans()
@@ -74,8 +77,8 @@ def _places(data: Any, out: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
 
 
 def edit(data: Any, draw: Callable[[st.SearchStrategy[Any]], Any]) -> Any:
-    """``data`` with 1 to 4 edits Hypothesis chooses."""
-    for _ in range(draw(st.integers(1, 4))):
+    """``data`` with 0 to 4 edits Hypothesis chooses (none: the seed, rewritten)."""
+    for _ in range(draw(st.integers(0, 4))):
         places = _places(data, [])
         if not places:
             data = draw(VALUES) if data is None or draw(st.booleans()) else data
@@ -134,13 +137,13 @@ def build(fmt: str, seed: bytes, draw: Callable[[st.SearchStrategy[Any]], Any]) 
     text = seed.decode("utf-8", "replace")
     if fmt == "command":
         words = shlex.split(text)
-        for _ in range(draw(st.integers(1, 4))):
+        for _ in range(draw(st.integers(0, 4))):
             at = draw(st.integers(0, len(words)))
             action = draw(st.integers(0, 2))
             if action == 0 and at < len(words):
                 del words[at]
             elif action == 1:
-                key = draw(st.sampled_from(KEYS))
+                key = draw(st.sampled_from(OPTIONS))
                 value = draw(VALUES)
                 shown = value if isinstance(value, str) else json.dumps(value)
                 words[at:at] = [f"--{key}", shown]
