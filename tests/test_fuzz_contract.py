@@ -205,6 +205,12 @@ FOUND = {
         _example(COMPOSE, b"volumes:\n      - ../models:/mnt/models:ro", b"volumes: 128"),
         0,
     ),
+    # exit 3, RuntimeError: a bind mount from the home of a user that does not exist
+    "compose-volume-home-of-no-user": (
+        "compose",
+        _example(COMPOSE, b"- ../models:/mnt/models:ro", b"- ~../models:/mnt/models:ro"),
+        0,
+    ),
     # exit 3, AttributeError: production-stack's lmcacheConfig not a mapping
     "helm-lmcache-config-a-number": (
         "helm",
