@@ -205,6 +205,8 @@ FOUND = {
         _example(COMPOSE, b"volumes:\n      - ../models:/mnt/models:ro", b"volumes: 128"),
         0,
     ),
+    # exit 3, RecursionError: a repository configuration nested too deeply for tomllib
+    "repo-nested-too-deeply": ("repo", b"platforms = " + b"[" * 1000 + b"]" * 1000 + b"\n", 2),
     # exit 3, RuntimeError: a bind mount from the home of a user that does not exist
     "compose-volume-home-of-no-user": (
         "compose",
