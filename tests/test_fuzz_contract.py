@@ -178,6 +178,11 @@ COMPOSE = "operators/qwen3-8b-eagle3-gh200-compose.yaml"
 STACK = "operators/qwen3-8b-eagle3-gh200-production-stack.yaml"
 LLM_D = "operators/llm-d-modelservice-values.yaml"
 KSERVE = "operators/kserve-llminferenceservice.yaml"
+STORM = (
+    Path(__file__).parent
+    / "realworld/files/vllm-project/aibrix/brixbench/benchmark/testdata/deployments/aibrix"
+    / "models/qwen3-8b-pd-1p1d-tp2-vke-comparison.yaml"
+)
 
 #: Inputs that broke the contract once (found by the fuzzer), and the exit code each has
 #: now (2: bad input; 1: vLLM refuses the deployment).
@@ -204,6 +209,22 @@ FOUND = {
         "compose",
         _example(COMPOSE, b"volumes:\n      - ../models:/mnt/models:ro", b"volumes: 128"),
         0,
+    ),
+    # exit 3, TypeError: a StormService whose replicas is a mapping
+    "kubernetes-storm-replicas-a-mapping": (
+        "kubernetes",
+        (STORM.read_bytes()).replace(b"\n  replicas: 1\n", b"\n  replicas: {a: 1}\n", 1),
+        2,
+    ),
+    # exit 3, TypeError: an offloading connector's secondary_tiers that is not a list
+    "fleet-secondary-tiers-a-number": (
+        "fleet",
+        _example(
+            "fleets/offload-tiers.yaml",
+            b"secondary_tiers: [{type: fs, root_dir: /mnt/kv-cache}]",
+            b"secondary_tiers: 5",
+        ),
+        1,  # the example's own verdict
     ),
     # exit 3, RecursionError: a repository configuration nested too deeply for tomllib
     "repo-nested-too-deeply": ("repo", b"platforms = " + b"[" * 1000 + b"]" * 1000 + b"\n", 2),

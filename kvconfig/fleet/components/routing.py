@@ -135,7 +135,8 @@ def _offload(
     dep = engine.deployment
     _, _, dtype, _ = _model_facts(engine)
     cache_dtype = dtype if dep.kv_cache_dtype == "auto" else str(dep.kv_cache_dtype)
-    for tier in extra.get("secondary_tiers") or []:
+    listed = extra.get("secondary_tiers")
+    for tier in listed if isinstance(listed, list) else []:
         if not isinstance(tier, Mapping):
             continue
         kind = str(tier.get("type", "?"))
