@@ -14,6 +14,7 @@ gave.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kvconfig.cli.outcomes import say
-from kvconfig.cli.parser import build_parser
+from kvconfig.cli.parser import COMMANDS, build_parser
 from kvconfig.errors import InputError, KVConfigError
 from kvconfig.report import lint_reporter
 from kvconfig.report.outcome import Outcome
@@ -40,7 +41,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int
 
     secrets.forget()
     try:
-        args = build_parser(args_list[0] if args_list else None).parse_args(args_list)
+        args = _parse(args_list)
         from kvconfig.load.repo_config import effective
 
         args = effective(args)
@@ -81,6 +82,25 @@ def internal_error(err: BaseException) -> str:
         f"{INTERNAL_ERROR}: {type(err).__name__}: {text} (please report it to kvconfig with "
         "the input; KVCONFIG_TRACEBACK=1 shows the traceback)"
     )
+
+
+@functools.cache
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``build_parser``), built once per process (building it
+    costs more than most commands: argparse formats and translates every option)."""
+    return build_parser(command)
+
+
+def _parse(words: list[str]) -> argparse.Namespace:
+    """``words`` parsed; list values are the namespace's own (an ``append`` option's
+    default list belongs to the shared parser, so a handler that extends it must not
+    change the next command's default)."""
+    command = words[0] if words and words[0] in COMMANDS else None
+    args = _parser(command).parse_args(words)
+    for name, value in vars(args).items():
+        if isinstance(value, list):
+            setattr(args, name, list(value))
+    return args
 
 
 def outcomes(args: argparse.Namespace, command: list[str] | None, many: bool) -> list[Outcome]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvconfig.load.engine_fields import listing, mapping
+from kvconfig.load.kubernetes.resources import strings
 from kvconfig.load.operator_engine import Engine
 
 if TYPE_CHECKING:
@@ -248,7 +249,7 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
             env_line = res.line(*tpath, "containers", index or 0, "env", k) or env_line
     env = container_env(container, res, (*tpath, "containers", index or 0), label)
     extra_words, extra_unknown = _additional_args(env, res.source, env_line, label)
-    args = [str(a) for a in container.get("args") or []]
+    args = strings(container.get("args"), res, (*tpath, "containers", index or 0, "args"), label)
     container["args"] = [*preset, *extra_words, *args]
     arg_unknown = [(2 + len(preset) + i, what) for i, what in extra_unknown]
     container["command"] = ["vllm", "serve"]

@@ -80,13 +80,7 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
     path = Path(os.path.expanduser(value))
     if not path.is_absolute():
         path = opts.base / path
-    try:
-        path.exists()
-    except (OSError, ValueError) as err:  # a name too long, a NUL byte
-        why = err.strerror if isinstance(err, OSError) else str(err)
-        raise opts.err(
-            key, f"{describe(value)} is not a usable path ({why})", "e.g. model: ./qwen3-8b"
-        ) from None
+    _usable(opts, key, path, value)
     if path.is_file() and path.name != "config.json":
         raise opts.err(
             key,
@@ -111,6 +105,7 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
         mapped = opts.model_paths.map(name) if opts.model_paths is not None else None
         if mapped is None:
             continue
+        _usable(opts, key, mapped, value)
         if mapped.exists():
             return _short(mapped)
         raise opts.err(
@@ -145,6 +140,18 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
         key=located.key,
         hint=located.hint,
     )
+
+
+def _usable(opts: Options, key: str, path: Path, value: str) -> None:
+    """InputError at ``key`` when ``path`` (``value``, or where ``--model-path`` maps it)
+    cannot even be looked up: a name too long, a NUL byte."""
+    try:
+        path.exists()
+    except (OSError, ValueError) as err:
+        why = err.strerror if isinstance(err, OSError) else str(err)
+        raise opts.err(
+            key, f"{describe(value)} is not a usable path ({why})", "e.g. model: ./qwen3-8b"
+        ) from None
 
 
 def read_model_at(opts: Options, path: Path, key: str) -> Model:

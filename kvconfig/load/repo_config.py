@@ -71,6 +71,12 @@ def load(path: Path) -> RepoConfig:
         raise InputError(
             f"invalid TOML: {err}", source=source, hint="check the file with a TOML linter"
         ) from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise InputError(
+            "nested too deeply to read",
+            source=source,
+            hint="the configuration's values are short lists of strings and a table of strings",
+        ) from None
     prefix = ""
     if path.name == "pyproject.toml":
         data = data.get("tool", {}).get("kvconfig", {})

@@ -22,6 +22,7 @@ import contextlib
 import io
 import json
 import random
+import re
 import shlex
 import signal
 import sys
@@ -35,6 +36,7 @@ from kvconfig.cli.commands import INTERNAL_ERROR
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
+REALWORLD = ROOT / "tests" / "realworld" / "files"
 
 TIME_BOUND = 10.0
 """Seconds one input may take (the slowest real inputs take well under one)."""
@@ -58,6 +60,22 @@ class Format:
 
 def _ops(*names: str) -> tuple[Path, ...]:
     return tuple(EXAMPLES / "operators" / n for n in names)
+
+
+def _realworld(fmt: str) -> tuple[Path, ...]:
+    """The real-file corpus's files of operator format ``fmt`` (tests/realworld), by the
+    project each comes from: chart values are ``helm``, the other Kubernetes files
+    (rendered charts, Deployments, LeaderWorkerSets, aibrix and GKE samples) ``kubernetes``."""
+    by_owner = {"kserve": "kserve", "ai-dynamo": "dynamo", "skypilot-org": "skypilot",
+                "ray-project": "rayserve"}  # fmt: skip
+    found = []
+    for path in sorted(REALWORLD.rglob("*.y*ml")):
+        owner = path.relative_to(REALWORLD).parts[0]
+        values = "values" in path.name or path.name == "production_stack_specification.yaml"
+        kind = by_owner.get(owner) or ("helm" if values else "kubernetes")
+        if kind == fmt:
+            found.append(path)
+    return tuple(found)
 
 
 def _lint(path: Path, work: Path) -> list[str]:
@@ -94,23 +112,26 @@ FORMATS: dict[str, Format] = {
                 "job-api-server.yaml",
                 "leaderworkerset.yaml",
                 "pd-decode-prefill-manifest.yaml",
-            ),
+            )
+            + _realworld("kubernetes"),
             _lint,
         ),
         Format("compose", _ops("qwen3-8b-eagle3-gh200-compose.yaml"), _lint),
         Format(
             "helm",
-            _ops("qwen3-8b-eagle3-gh200-production-stack.yaml", "llm-d-modelservice-values.yaml"),
+            _ops("qwen3-8b-eagle3-gh200-production-stack.yaml", "llm-d-modelservice-values.yaml")
+            + _realworld("helm"),
             _lint,
         ),
         Format(
             "kserve",
-            _ops("inferenceservice-custom-resource.yaml", "kserve-llminferenceservice.yaml"),
+            _ops("inferenceservice-custom-resource.yaml", "kserve-llminferenceservice.yaml")
+            + _realworld("kserve"),
             _lint,
         ),
-        Format("dynamo", _ops("dynamo-graph-deployment.yaml"), _lint),
-        Format("skypilot", _ops("skypilot-task.yaml"), _lint),
-        Format("rayserve", _ops("rayserve-llm-config.yaml"), _lint),
+        Format("dynamo", _ops("dynamo-graph-deployment.yaml") + _realworld("dynamo"), _lint),
+        Format("skypilot", _ops("skypilot-task.yaml") + _realworld("skypilot"), _lint),
+        Format("rayserve", _ops("rayserve-llm-config.yaml") + _realworld("rayserve"), _lint),
         Format(
             "explain",
             tuple(sorted(EXAMPLES.glob("qwen3-8b-*.yaml"))),
@@ -123,10 +144,22 @@ FORMATS: dict[str, Format] = {
         ),
     )
 }
-"""Every file format the command line reads (``command``, ``diff`` and ``stdin`` are
-built by ``Workspace``)."""
+"""Every file format the command line reads (``command``, ``diff``, ``stdin`` and
+``repo`` are built by ``Workspace``)."""
 
-ALL = (*FORMATS, "command", "diff", "stdin")
+ALL = (*FORMATS, "command", "diff", "stdin", "repo")
+
+#: Repository configurations (docs/inputs.md), seeds of ``repo``: ``.kvconfig.toml`` and
+#: ``pyproject.toml``'s ``[tool.kvconfig]``; ``repo`` runs ``kvconfig lint`` on a serve
+#: config in a folder holding the mutated one.
+REPO_CONFIGS = (
+    b'platforms = ["H100", "H200"]\nmodel-paths = ["/mnt/models=./models"]\n'
+    b'vllm-version = "0.33.0"\n[env]\nVLLM_USE_V2_MODEL_RUNNER = "0"\n',
+    b'[project]\nname = "x"\n\n[tool.kvconfig]\nplatforms = ["GH200"]\n'
+    b'model-paths = ["Qwen/Qwen3-8B=./models/qwen3-8b"]\nvllm-version = "0.32.0"\n'
+    b'[tool.kvconfig.env]\nVLLM_ATTENTION_BACKEND = "FLASHINFER"\n',
+)
+REPO_SERVE = EXAMPLES / "qwen3-8b-eagle3-gh200-triton-128.yaml"
 
 #: Where the files' model paths and Hub ids are found here (``--model-path``).
 MODEL_PATHS = (
@@ -136,12 +169,17 @@ MODEL_PATHS = (
     f"deepseek-ai/DeepSeek-V3={EXAMPLES / 'models' / 'deepseek-v3'}",
 )
 
+KSERVE_MODELS = f"/mnt/models={EXAMPLES / 'models' / 'qwen3-8b'}"
 
-def _with_models(argv: list[str]) -> list[str]:
-    """``argv`` with the ``--model-path`` rules after its command's name."""
+
+def _with_models(argv: list[str], fmt: str = "") -> list[str]:
+    """``argv`` with the ``--model-path`` rules after its command's name (for KServe,
+    ``/mnt/models``, where its storage initializer puts the one model, is Qwen3-8B's
+    folder, as the examples' ``storageUri`` says)."""
     if argv[0] not in ("lint", "plan", "explain", "export") or "--fleet" in argv:
         return argv
-    flags = [w for rule in MODEL_PATHS for w in ("--model-path", rule)]
+    rules = (KSERVE_MODELS, *MODEL_PATHS[1:]) if fmt == "kserve" else MODEL_PATHS
+    flags = [w for rule in rules for w in ("--model-path", rule)]
     return [argv[0], *flags, *argv[1:]]
 
 
@@ -156,6 +194,9 @@ TOKENS = (
     "KV101", "KV999", "\"kvconfig_fleet\": 1", "\"groups\": [", "env_file: /etc/passwd",
     "../../../../etc/passwd", "/dev/zero", "hf_" + "x" * 30,
 )  # fmt: skip
+
+
+_DIGIT = re.compile(rb"[0-9]")
 
 
 def mutate(data: bytes, rng: random.Random, others: Sequence[bytes]) -> bytes:
@@ -197,7 +238,7 @@ def mutate(data: bytes, rng: random.Random, others: Sequence[bytes]) -> bytes:
                 out[at:at] = other[a : a + rng.randint(1, 200)]
         elif kind == 8:
             # a number replaced by an odd one
-            digits = [i for i, c in enumerate(out) if 48 <= c <= 57]
+            digits = [m.start() for m in _DIGIT.finditer(out)]
             if digits:
                 i = rng.choice(digits)
                 out[i : i + 1] = rng.choice([b"0", b"-1", b"999999999999", b"1.5", b"1e3"])
@@ -251,14 +292,16 @@ class Workspace:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        for sub in ("", "operators", "fleets", "native"):
+        for sub in ("", "operators", "fleets", "native", "realworld", "repo"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
-        models = folder / "models"
-        if not models.exists():
-            models.symlink_to(EXAMPLES / "models")
+        for models in (folder / "models", folder / "repo" / "models"):
+            if not models.exists():
+                models.symlink_to(EXAMPLES / "models")
+        (folder / "repo" / "serve.yaml").write_bytes(REPO_SERVE.read_bytes())
         self.seeds = {name: [p.read_bytes() for p in f.seeds] for name, f in FORMATS.items()}
         self.seeds["command"] = [c.encode() for c in COMMANDS]
         self.seeds["stdin"] = self.seeds["serve"]
+        self.seeds["repo"] = list(REPO_CONFIGS)
         self.plans = self._plans()
         self.seeds["diff"] = self.plans
         self.last_stderr = ""
@@ -267,17 +310,16 @@ class Workspace:
     def _plans(self) -> list[bytes]:
         """Plan JSON of a few examples (``kvconfig export``), seeds of ``diff``."""
         out = []
+        # run in examples/ with relative names: the plans (and so every input spliced from
+        # them) are the same wherever the checkout lies, and a seed replays anywhere
         for path in FORMATS["export"].seeds:
             buf = io.StringIO()
-            with contextlib.redirect_stderr(io.StringIO()):
-                main(["export", "--platform", "gh200", str(path)], stdout=buf)
+            with contextlib.redirect_stderr(io.StringIO()), contextlib.chdir(EXAMPLES):
+                main(["export", "--platform", "gh200", path.name], stdout=buf)
             out.append(buf.getvalue().encode())
         fleet = io.StringIO()
-        with contextlib.redirect_stderr(io.StringIO()):
-            main(
-                ["lint", "--fleet", "--format", "json", str(EXAMPLES / "fleets/correct-pd.yaml")],
-                stdout=fleet,
-            )
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.chdir(EXAMPLES):
+            main(["lint", "--fleet", "--format", "json", "fleets/correct-pd.yaml"], stdout=fleet)
         if fleet.getvalue().strip():
             out.append(fleet.getvalue().encode())
         return [p for p in out if p.strip()]
@@ -285,7 +327,11 @@ class Workspace:
     def path_for(self, fmt: str, index: int) -> Path:
         if fmt in FORMATS:
             seed = FORMATS[fmt].seeds[index % len(FORMATS[fmt].seeds)]
+            if seed.is_relative_to(REALWORLD):
+                return self.folder / "realworld" / seed.name
             return self.folder / seed.relative_to(EXAMPLES)
+        if fmt == "repo":
+            return self.folder / "repo" / (".kvconfig.toml", "pyproject.toml")[index % 2]
         return self.folder / f"input-{fmt}.txt"
 
     def run(self, fmt: str, data: bytes, index: int, tally: Tally) -> None:
@@ -310,11 +356,18 @@ class Workspace:
         elif fmt == "stdin":
             argv = ["lint", "--platform", "h200", "--allow-path", str(EXAMPLES), "-"]
             stdin = data
+        elif fmt == "repo":
+            path.write_bytes(data)
+            (path.parent / ("pyproject.toml", ".kvconfig.toml")[index % 2]).unlink(True)
+            with contextlib.chdir(path.parent):
+                argv = ["lint", "--allow-path", str(EXAMPLES), "serve.yaml"]
+                self._one(fmt, argv, None, tally, data)
+            return
         else:
             path.write_bytes(data)
             argv = FORMATS[fmt].argv(path, self.folder)
         with contextlib.chdir(self.folder if fmt == "stdin" else ROOT):
-            self._one(fmt, _with_models(argv), stdin, tally, data)
+            self._one(fmt, _with_models(argv, fmt), stdin, tally, data)
         if fmt in FORMATS and FORMATS[fmt].api:
             self._api(path, tally)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvconfig.errors import ConnectorRefusal, NoCommonKernelBlockSize
+from kvconfig.errors import ConnectorRefusal, InputError, NoCommonKernelBlockSize
 from kvconfig.fleet.components.facts import OffloadFacts, RoutingFacts, TierFacts
 from kvconfig.fleet.components.groups import (
     FULL_ATTENTION_KINDS,
@@ -45,6 +45,21 @@ def _cache_groups(engine: Engine, groups: Sequence[Group]) -> list[CacheGroup]:
     ]
 
 
+def _match_unit(engine: Engine, unit: Any) -> int | None:
+    """``--prefix-match-unit`` as vLLM's parser takes it (an integer); InputError else."""
+    if unit is None:
+        return None
+    try:
+        return int(unit)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"expected a whole number of tokens, got {unit!r}; vLLM's parser refuses it",
+            source=engine.spec.source,
+            key="--prefix-match-unit",
+            hint="e.g. --prefix-match-unit 16",
+        ) from None
+
+
 def _routing(engine: Engine, groups: list[Group], connector: bool) -> RoutingFacts:
     dep = engine.deployment
     cgs = _cache_groups(engine, groups)
@@ -59,7 +74,7 @@ def _routing(engine: Engine, groups: list[Group], connector: bool) -> RoutingFac
             cgs,
             cache_block_size=cache_block_size(engine, groups),
             dcp=dcp,
-            prefix_match_unit=int(unit) if unit is not None else None,
+            prefix_match_unit=_match_unit(engine, unit),
             prefix_caching=bool(dep.prefix_caching),
             connector=connector,
         )
@@ -120,7 +135,8 @@ def _offload(
     dep = engine.deployment
     _, _, dtype, _ = _model_facts(engine)
     cache_dtype = dtype if dep.kv_cache_dtype == "auto" else str(dep.kv_cache_dtype)
-    for tier in extra.get("secondary_tiers") or []:
+    listed = extra.get("secondary_tiers")
+    for tier in listed if isinstance(listed, list) else []:
         if not isinstance(tier, Mapping):
             continue
         kind = str(tier.get("type", "?"))

@@ -300,16 +300,17 @@ def _mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
 
 def _bind_mounts(svc: Mapping[str, Any], base: Path) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    for item in svc.get("volumes") or []:
+    volumes = svc.get("volumes")
+    for item in volumes if isinstance(volumes, list) else []:
         if isinstance(item, str):
             parts = item.split(":")
             if len(parts) >= 2 and parts[0].startswith((".", "/", "~")):
-                host = Path(parts[0]).expanduser()
+                host = Path(os.path.expanduser(parts[0]))
                 out.append(
                     (parts[1], os.path.normpath(host if host.is_absolute() else base / host))
                 )
         elif isinstance(item, dict) and item.get("type") == "bind":
-            host = Path(str(item.get("source", ""))).expanduser()
+            host = Path(os.path.expanduser(str(item.get("source", ""))))
             out.append(
                 (str(item.get("target", "")), str(host if host.is_absolute() else base / host))
             )

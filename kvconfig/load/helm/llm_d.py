@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, describe
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
 from kvconfig.load.helm.values import _go, _Values, _ValuesShim
@@ -115,6 +115,15 @@ def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
             path: tuple[str | int, ...] = (role, "containers", i)
             label = f"{role}/{container.get('name') or 'vllm'}"
             mode = container.get("modelCommand") or "custom"
+            for key in ("env", "args"):
+                if container.get(key) is not None and not isinstance(container[key], list):
+                    raise values.err(
+                        f"{key}: expected a list, got {describe(container[key])}; the chart "
+                        "renders it into the container, which Kubernetes refuses",
+                        (*path, key),
+                        label,
+                        f"write {key}: [...]",
+                    )
             synth = dict(container)
             synth.setdefault("name", "vllm")
             env = list(container.get("env") or [])

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engine_fields import check_words
+from kvconfig.load.engine_fields import check_words, mapping
 from kvconfig.load.helm.values import _go, _truthy, _Values, _ValuesShim
 from kvconfig.load.operator_engine import Engine
 
@@ -82,7 +82,7 @@ def production_stack(doc: _yaml.Document, base: Path) -> list[Engine]:
         if affinity is not None:
             pod_spec["affinity"] = affinity
         role = {"kv_producer": "prefill", "kv_consumer": "decode"}.get(
-            str((ms.get("lmcacheConfig") or {}).get("kvRole", ""))
+            str(mapping(ms.get("lmcacheConfig")).get("kvRole", ""))
         )
         parallelism: dict[str, int] = {}
         gpus = ms.get("requestGPU")

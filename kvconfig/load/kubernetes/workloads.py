@@ -125,7 +125,8 @@ def resource_engines(
         if isinstance(replicas, int):
             pod.parallelism["replicas"] = replicas
         if isinstance(storm.get("replicas"), int):
-            pod.parallelism["replicas"] = storm["replicas"] * (replicas or 1)
+            scale = replicas if isinstance(replicas, int) and replicas else 1
+            pod.parallelism["replicas"] = storm["replicas"] * scale
         containers = pod.spec.get("containers")
         if not isinstance(containers, list):
             continue

@@ -30,9 +30,9 @@ def offload_blocks_per_chunk(
             "Specify only one of 'block_size' or 'blocks_per_chunk' in kv_connector_extra_config.",
         )
     if per_chunk is not None:
-        if int(per_chunk) <= 0:
+        if _int(per_chunk) <= 0:
             raise ConnectorRefusal("ValueError", "'blocks_per_chunk' must be greater than 0.")
-        return int(per_chunk)
+        return _int(per_chunk)
     if tokens is None:
         return 1
     unique = set(group_tokens_per_block)
@@ -43,7 +43,7 @@ def offload_blocks_per_chunk(
             "least one KV cache group, and all groups must have the same block size.",
         )
     block = unique.pop()
-    value = int(tokens)
+    value = _int(tokens)
     if value % block:
         rounded = math.ceil(value / block) * block
         raise ConnectorRefusal(
@@ -53,6 +53,14 @@ def offload_blocks_per_chunk(
             "'blocks_per_chunk' to express the chunk size in blocks.",
         )
     return value // block
+
+
+def _int(value: Any) -> int:
+    """``int(value)`` as vLLM calls it on the extra config: its error is vLLM's refusal."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise ConnectorRefusal(type(err).__name__, str(err)) from None
 
 
 def file_mapper_fields(
