@@ -5,12 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from kvconfig.errors import InputError
 from kvconfig.load.repo_config import effective, find, load
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +43,32 @@ def test_a_pyproject_without_the_table_is_not_a_configuration(tmp_path: Path) ->
     assert find(tmp_path) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[tool.kvconfig]\nplatforms = ["H100"]\n',
+        '[tool.kvconfig.env]\nA = "1"\n',
+        '[ tool . "kvconfig" ]\nplatforms = ["H100"]\n',
+        '[tool]\nkvconfig = { platforms = ["H100"] }\n',
+        '[tool]\n"kvconfig".platforms = ["H100"]\n',
+        'tool.kvconfig.platforms = ["H100"]\n[project]\nname = "x"\n',
+        '[project]\nname = "kvconfig"\ndependencies = ["kvconfig"]\n',
+        "[tool.other]\nkvconfig = 1\n",
+        "[tool.ruff]\nline-length = 99\n# [tool.kvconfig] comes later\n",
+    ],
+)
+def test_the_table_is_found_in_every_toml_spelling_as_the_toml_parser_reads_it(
+    tmp_path: Path, text: str
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(text)
+    tool = tomllib.loads(text).get("tool", {})
+    found = find(tmp_path) == tmp_path / "pyproject.toml"
+    assert found == ("kvconfig" in tool)
+    if found:
+        assert load(tmp_path / "pyproject.toml").model_dump(exclude_defaults=True)
+
+
 def test_the_command_line_wins(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / ".kvconfig.toml").write_text(
@@ -60,6 +92,7 @@ def test_the_command_line_wins(tmp_path: Path) -> None:
         ("platforms = 3\n", ".kvconfig.toml", "platforms"),
         ("[tool.kvconfig]\nenv = 1\n", "pyproject.toml", "tool.kvconfig.env"),
         ("platforms = [\n", ".kvconfig.toml", "invalid TOML"),
+        ("tool.kvconfig = 3\n", "pyproject.toml", "tool.kvconfig is not a table"),
     ],
 )
 def test_a_bad_configuration_is_one_line(

@@ -11,6 +11,7 @@ command line wins); other parts of kvconfig read the configuration through it.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,18 +42,43 @@ def find(start: Path) -> Path | None:
         folder = folder.parent
 
 
+_NAMES_KVCONFIG = re.compile(
+    r"""^[ \t]*\[*[ \t]*tool[ \t]*\.[ \t]*["']?kvconfig["']?[ \t]*[\].=]""", re.M
+)
+"""A line that may give ``tool.kvconfig``: a table header (``[tool.kvconfig]``,
+``[tool.kvconfig.env]``) or a dotted key (``tool.kvconfig.platforms = ...``)."""
+_TOOL_TABLE = re.compile(r"^[ \t]*\[[ \t]*tool[ \t]*\]", re.M)
+"""A ``[tool]`` table, whose keys may include ``kvconfig``."""
+
+
 def _has_table(path: Path) -> bool:
-    return "[tool.kvconfig" in path.read_text(encoding="utf-8", errors="replace")
+    """Whether a ``pyproject.toml`` gives ``tool.kvconfig``, in any of TOML's spellings. A
+    file that names it but is not valid TOML counts, so that ``load`` reports the error."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if _NAMES_KVCONFIG.search(text) is None and _TOOL_TABLE.search(text) is None:
+        return False  # the common case: no TOML parser imported
+    tomllib = _toml()
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return True
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "kvconfig" in tool
+
+
+def _toml() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
 
 
 def load(path: Path) -> RepoConfig:
     """The configuration in ``path``; InputError (file, key) when it is not valid
     (pydantic and the TOML parser are imported only here: a repository without a
     configuration never loads them)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    tomllib = _toml()
     from pydantic import ValidationError
 
     from kvconfig.schemas.repo_config import RepoConfig
@@ -79,8 +105,16 @@ def load(path: Path) -> RepoConfig:
         ) from None
     prefix = ""
     if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("kvconfig", {})
+        tool = data.get("tool", {})
+        data = tool.get("kvconfig", {}) if isinstance(tool, dict) else None
         prefix = "tool.kvconfig."
+        if not isinstance(data, dict):
+            raise InputError(
+                "tool.kvconfig is not a table",
+                source=source,
+                key="tool.kvconfig" if isinstance(tool, dict) else "tool",
+                hint="write it as a [tool.kvconfig] table (docs/inputs.md)",
+            )
     try:
         return RepoConfig.model_validate(data)
     except ValidationError as err:
