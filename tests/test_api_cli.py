@@ -113,8 +113,6 @@ def via_api(argv: list[str]) -> tuple[str, int, list[str]]:
         return text, kvconfig.exit_code(runs), []
     code = kvconfig.exit_code(runs)
     lines = [str(r.problem) for r in runs if r.problem is not None]
-    if code == 2 and fmt in ("text", "json"):
-        return "", 2, lines
     return kvconfig.render(runs, fmt), code, lines
 
 

@@ -12,6 +12,7 @@ Set ``KVCONFIG_WRITE_GOLDEN=1`` to write missing ``.err`` files from the current
 from __future__ import annotations
 
 import io
+import json
 import os
 import shlex
 import stat
@@ -97,36 +98,59 @@ def test_a_real_process_prints_the_same_line_and_no_traceback(name: str) -> None
     assert "Traceback" not in proc.stderr
 
 
-def test_one_bad_file_among_many_stops_the_report(
+def test_one_bad_file_among_many_hides_none_of_the_others(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Every file is read; each bad one gets its line on stderr; stdout gets no report
-    # with holes in it, and the exit code says input error.
+    # Every file is read; each bad one gets its line on stderr and an error row in its
+    # place in the report; the others keep their verdicts; the exit code is the worst.
     monkeypatch.chdir(HERE)
     good = "../../examples/qwen3-8b-eagle3-gh200-triton-64.yaml"
     rejected = "../../examples/qwen3-8b-eagle3-gh200-triton-128.yaml"
-    code, out, err = _run(
-        ["lint", "--platform", "h200", good, "block-size-zero.yaml", rejected, "empty.yaml"],
-        capsys,
-    )
-    assert (code, out) == (2, "")
+    files = [good, "block-size-zero.yaml", rejected, "empty.yaml"]
+    code, out, err = _run(["lint", "--platform", "h200", *files], capsys)
+    assert code == 2
     assert err == (HERE / "block-size-zero.err").read_text(encoding="utf-8") + (
         HERE / "empty.err"
     ).read_text(encoding="utf-8")
+    rows = [line.split()[:2] for line in out.splitlines() if not line.startswith(" ")]
+    assert rows[:-1] == [
+        ["ok", good],
+        ["error", "block-size-zero.yaml:2"],
+        ["reject", rejected],
+        ["error", "empty.yaml:1"],
+    ]
+    assert out.splitlines()[-1] == "1 of 4 safe, 2 not readable"
+    code, out, _ = _run(["lint", "--format", "json", "--platform", "h200", *files], capsys)
+    assert code == 2
+    assert [d["verdict"] for d in json.loads(out)] == ["ok", "error", "reject", "error"]
 
 
-@pytest.mark.parametrize("fmt", ["json"])
-def test_machine_formats_write_nothing_on_bad_input(
-    fmt: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_when_no_file_is_readable_the_error_lines_are_the_report(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(HERE)
+    code, out, err = _run(
+        ["lint", "--platform", "h200", "block-size-zero.yaml", "empty.yaml"], capsys
+    )
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 2
+
+
+def test_json_gives_a_bad_file_as_an_error_object_in_its_place(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(HERE)
     good = "../../examples/qwen3-8b-eagle3-gh200-triton-64.yaml"
     code, out, err = _run(
-        ["lint", "--platform", "h200", "--format", fmt, good, "yaml-duplicate-key.yaml"],
+        ["lint", "--platform", "h200", "--format", "json", good, "yaml-duplicate-key.yaml"],
         capsys,
     )
-    assert (code, out) == (2, "")
+    assert code == 2
     assert err == (HERE / "yaml-duplicate-key.err").read_text(encoding="utf-8")
+    docs = json.loads(out)
+    assert [d["verdict"] for d in docs] == ["ok", "error"]
+    assert docs[1]["source"] == "yaml-duplicate-key.yaml"
+    assert err.startswith(f"kvconfig: {docs[1]['file']}:{docs[1]['line']}: ")
 
 
 def test_an_error_shared_by_every_platform_is_one_line(
@@ -150,8 +174,10 @@ def test_a_folder_lints_the_yaml_files_inside(
     monkeypatch.chdir(tmp_path)
     allow = ["--allow-path", str(examples)]  # the model lies outside this folder
     code, out, err = _run(["lint", "--platform", "h200", "deploy", *allow], capsys)
-    assert (code, out) == (2, "")
+    assert code == 2
     assert err.startswith("kvconfig: deploy/nested/b.yml:2: invalid YAML: ")
+    rows = [line.split()[:2] for line in out.splitlines() if not line.startswith(" ")]
+    assert rows == [["ok", "deploy/a.yaml"], ["error", "deploy/nested/b.yml:2"], ["1", "of"]]
     (folder / "nested" / "b.yml").unlink()
     code, out, err = _run(["lint", "--platform", "h200", "deploy", *allow], capsys)
     assert (code, err) == (0, "")

@@ -205,20 +205,21 @@ def render(outcomes: Sequence[Outcome], format: str = "text") -> str:
     """The outcomes as ``kvconfig lint --format FORMAT`` prints them (``text``, ``json``,
     ``github`` workflow commands, ``sarif``)."""
     from kvconfig.errors import InputError
-    from kvconfig.report import LINT_REPORTERS, lint_reporter
+    from kvconfig.report import LINT_REPORTERS, render_lint
 
     if format not in LINT_REPORTERS:
         raise InputError(
             f"invalid choice: {format!r}", key="--format", hint=f"choose from {', '.join(FORMATS)}"
         )
-    return lint_reporter(format)(outcomes)
+    return render_lint(format, outcomes)
 
 
 def exit_code(outcomes: Sequence[Outcome]) -> int:
     """The CLI's exit code for the outcomes: 2 when any is an input error, else 1 when
     any is rejected, else 0."""
-    verdicts = {o.verdict for o in outcomes}
-    return 2 if "error" in verdicts else 1 if "reject" in verdicts else 0
+    from kvconfig.report import exit_code as lint_exit_code
+
+    return lint_exit_code(outcomes)
 
 
 @kvconfig_errors

@@ -24,7 +24,7 @@ from typing import TextIO
 from kvconfig.cli.outcomes import say
 from kvconfig.cli.parser import COMMANDS, build_parser
 from kvconfig.errors import InputError, KVConfigError
-from kvconfig.report import lint_reporter
+from kvconfig.report import exit_code, render_lint
 from kvconfig.report.outcome import Outcome
 
 
@@ -141,15 +141,8 @@ def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
     if args.fleet:
         return _lint_fleet(args, command)
     runs = outcomes(args, command, many=True)
-    render = lint_reporter(args.format)
-    verdicts = {o.verdict for o in runs}
-    if "error" in verdicts:
-        # Bad input: each bad deployment has had its line on stderr. A report or a JSON
-        # document with holes in it is worse than none; annotations (github, sarif) are
-        # per problem, so they carry the input errors beside the findings.
-        text = render(runs) if args.format in ("github", "sarif") else ""
-        return text, 2
-    return render(runs), 1 if "reject" in verdicts else 0
+    # each bad deployment has had its line on stderr (docs/errors.md)
+    return render_lint(args.format, runs), exit_code(runs)
 
 
 def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:

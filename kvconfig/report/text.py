@@ -110,5 +110,10 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
         lines += finding_lines(p.findings, indent="  ")
     ok = sum(o.verdict == "ok" for o in outcomes)
     unknown = sum(o.verdict == "unknown" for o in outcomes)
-    lines.append(f"{ok} of {len(outcomes)} safe" + (f", {unknown} unknown" if unknown else ""))
+    bad = sum(o.verdict == "error" for o in outcomes)
+    lines.append(
+        f"{ok} of {len(outcomes)} safe"
+        + (f", {unknown} unknown" if unknown else "")
+        + (f", {bad} not readable" if bad else "")
+    )
     return "\n".join(lines) + "\n"
