@@ -63,9 +63,7 @@ def test_every_option_is_a_keyword(command: str) -> None:
 
 def test_the_fleet_takes_the_options_the_cli_reads_with_fleet() -> None:
     p = _subparsers()["lint"]
-    # --fleet plans with the fleet file's own release and cubins
-    refused = {"vllm_version", "trtllm_cubins"}
-    wanted = {POSITIONAL.get(a.dest, a.dest) for a in p._actions} - OUTPUT - refused
+    wanted = {POSITIONAL.get(a.dest, a.dest) for a in p._actions} - OUTPUT
     assert wanted <= set(inspect.signature(kvconfig.plan_fleet).parameters)
 
 
@@ -90,7 +88,7 @@ def via_api(argv: list[str]) -> tuple[str, int, list[str]]:
         return "".join(f"wrote {Path(folder) / n}\n" for n in names), 0, []
     kw = {POSITIONAL.get(k, k): v for k, v in ns.items()}
     if name == "lint" and kw.pop("fleet"):
-        for option in ("model_path", "download", "vllm_version", "trtllm_cubins"):
+        for option in ("model_path", "download"):
             kw.pop(option)
         fleet = kvconfig.plan_fleet(**kw, command=command)
         doc = fleet.model_dump(mode="json", by_alias=True)

@@ -491,3 +491,27 @@ def test_a_release_kvconfig_assumes_is_hashed_as_named(tmp_path: Path) -> None:
     assert "KV708" not in text and "KV502" not in text, text
     text, code = lint("v0.34.0")
     assert "KV502" in text and "KV708" in text and "0.34.0" in text and code == 1, text
+
+
+def test_vllm_version_and_cubins_reach_every_engine_over_its_own(tmp_path: Path) -> None:
+    """``lint --fleet`` takes every option ``lint`` takes: ``--vllm-version`` is the
+    release every engine plans for, above the one the engine names (its image tag, a
+    fleet file's ``vllm_version``), as for ``kvconfig lint``; ``--no-trtllm-cubins``
+    reaches each engine's deployment."""
+    fleet = FLEETS / "correct-pd.yaml"
+    doc = fleet_document([str(fleet)])
+    assert {e["plan"]["vllm_version"] for e in doc["engines"]} == {"0.33.0"}
+    doc = fleet_document([str(fleet)], vllm_version="0.32.0")
+    assert doc["vllm_version"] == "0.32.0"
+    assert {e["plan"]["vllm_version"] for e in doc["engines"]} == {"0.32.0"}
+    fleet_in = fleet_read.read([str(fleet)])
+    for cubins in (None, False):
+        plans = P.Planner(fleet_in.vllm_version, trtllm_cubins=cubins)
+        engines, _ = P.plan_engines(fleet_in, plans)
+        assert engines and all(
+            e.loaded.deployment.trtllm_cubins is (cubins is not False) for e in engines
+        )
+    with pytest.raises(InputError, match="is not a vLLM release"):
+        fleet_document([str(fleet)], vllm_version="bogus")
+    text, _ = lint_fleet([str(fleet)], vllm_version="v0.29.1")
+    assert "KV502" in text and "0.29.1" in text, text

@@ -21,6 +21,8 @@ def plan_fleet(
     platform: str | Sequence[str] | None = None,
     env: Mapping[str, str] | Sequence[str] | None = None,
     hooks: str | None = None,
+    vllm_version: str | None = None,
+    trtllm_cubins: bool | None = None,
     model_path: Sequence[str] = (),
     download: bool | None = None,
     allow_path: Sequence[str] = (),
@@ -36,11 +38,10 @@ def plan_fleet(
     ``engine="vllm"`` or ``"both"`` plans every engine with vLLM's own start-up.
     ``plan.verdict`` is ``reject`` when the CLI exits 1. ``trust_remote_code`` is taken
     as the CLI takes it: with ``engine="vllm"`` vLLM may run the engines' model folders'
-    code (docs/security.md)."""
-    from kvconfig.cli.outcomes import env_pairs
-    from kvconfig.errors import InputError
+    code (docs/security.md). ``vllm_version`` is the release every engine plans for,
+    above its image tag (``--vllm-version``)."""
+    from kvconfig.cli.outcomes import fleet_options
     from kvconfig.fleet import plan_fleet as fleet_plan
-    from kvconfig.load.hub import ModelPaths
     from kvconfig.load.roots import of_command, reading_within
 
     args = namespace(
@@ -49,8 +50,8 @@ def plan_fleet(
         platform=platform,
         env=env,
         hooks=hooks,
-        vllm_version=None,
-        trtllm_cubins=None,
+        vllm_version=vllm_version,
+        trtllm_cubins=trtllm_cubins,
         model_path=model_path,
         download=download,
         allow_path=allow_path,
@@ -61,23 +62,11 @@ def plan_fleet(
         vllm_python=vllm_python,
     )
     if not args.deployments and not command:
+        from kvconfig.errors import InputError
+
         raise InputError("no fleet given", key="--fleet", hint="plan_fleet('fleet.yaml')")
     with reading_within(of_command(args)):
-        return fleet_plan(
-            args.deployments,
-            command=list(command) if command else None,
-            platform=args.platform,
-            env=env_pairs(args.env),
-            hooks=hooks,
-            # auto: offline; an engine kvconfig cannot derive is unknown (KV401)
-            engine="vllm" if engine in ("vllm", "both") else "offline",
-            jobs=jobs,
-            timeout=engine_timeout,
-            python=vllm_python,
-            model_paths=ModelPaths.parse(model_path) if model_path else None,
-            download=download or None,
-            trust_remote_code=trust_remote_code,
-        )
+        return fleet_plan(args.deployments, **fleet_options(args, command))
 
 
 @kvconfig_errors

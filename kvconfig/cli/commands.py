@@ -146,7 +146,6 @@ def _cmd_lint(args: argparse.Namespace, command: list[str] | None) -> tuple[str,
 
 
 def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:
-    from kvconfig.cli.outcomes import env_pairs
     from kvconfig.fleet import lint_fleet
 
     if args.format not in ("text", "json", "html"):
@@ -155,29 +154,9 @@ def _lint_fleet(args: argparse.Namespace, command: list[str] | None) -> tuple[st
             key="--format",
             hint="kvconfig lint --fleet --format json FILE",
         )
-    model_paths = None
-    if args.model_path:
-        from kvconfig.load.hub import ModelPaths
+    from kvconfig.cli.outcomes import fleet_options
 
-        model_paths = ModelPaths.parse(args.model_path)
-    if not args.deployments and not command:
-        raise InputError("no fleet given", key="--fleet", hint="kvconfig lint --fleet FLEET.yaml")
-    return lint_fleet(
-        args.deployments,
-        format=args.format,
-        command=command,
-        platform=args.platform,
-        env=env_pairs(args.env),
-        hooks=args.hooks,
-        # auto: offline; an engine kvconfig cannot derive is unknown (KV401)
-        engine="vllm" if args.engine in ("vllm", "both") else "offline",
-        jobs=args.jobs,
-        timeout=args.engine_timeout,
-        model_paths=model_paths,
-        download=args.download or None,
-        python=args.vllm_python,
-        trust_remote_code=bool(getattr(args, "trust_remote_code", False)),
-    )
+    return lint_fleet(args.deployments, format=args.format, **fleet_options(args, command))
 
 
 def _cmd_explain(args: argparse.Namespace, command: list[str] | None) -> tuple[str, int]:

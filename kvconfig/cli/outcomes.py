@@ -40,6 +40,34 @@ def env_pairs(items: Sequence[str]) -> dict[str, str]:
     return env
 
 
+def fleet_options(args: argparse.Namespace, command: Sequence[str] | None) -> dict[str, Any]:
+    """``kvconfig.fleet.fleet_document``'s arguments from ``lint --fleet``'s command line
+    (every option ``lint`` takes; the CLI and ``kvconfig.plan_fleet`` both use this)."""
+    model_paths = None
+    if args.model_path:
+        from kvconfig.load.hub import ModelPaths
+
+        model_paths = ModelPaths.parse(args.model_path)
+    if not args.deployments and not command:
+        raise InputError("no fleet given", key="--fleet", hint="kvconfig lint --fleet FLEET.yaml")
+    return {
+        "command": list(command) if command else None,
+        "platform": args.platform,
+        "env": env_pairs(args.env),
+        "hooks": args.hooks,
+        # auto: offline; an engine kvconfig cannot derive is unknown (KV401)
+        "engine": "vllm" if args.engine in ("vllm", "both") else "offline",
+        "jobs": args.jobs,
+        "timeout": args.engine_timeout,
+        "model_paths": model_paths,
+        "download": args.download or None,
+        "python": args.vllm_python,
+        "trust_remote_code": bool(getattr(args, "trust_remote_code", False)),
+        "vllm_version": args.vllm_version or getattr(args, "configured_version", None),
+        "trtllm_cubins": args.trtllm_cubins,
+    }
+
+
 class Settings(NamedTuple):
     """The command line's settings that every deployment is read and planned with."""
 

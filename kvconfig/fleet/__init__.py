@@ -40,6 +40,8 @@ def fleet_document(
     download: bool | None = None,
     python: str | None = None,
     trust_remote_code: bool = False,
+    vllm_version: str | None = None,
+    trtllm_cubins: bool | None = None,
 ) -> dict[str, Any]:
     """The fleet plan as its JSON document (what ``--format json`` prints).
 
@@ -49,13 +51,29 @@ def fleet_document(
         connector code computes on the engine's objects. ``model_paths`` (``--model-path``) and
     ``download`` (``--download``) say where models are read from, as for ``kvconfig lint``;
     ``trust_remote_code`` (``--trust-remote-code``) lets vLLM run code from the engines'
-    model folders in engine mode (docs/security.md). Raises ``kvconfig.InputError``.
+    model folders in engine mode (docs/security.md). ``vllm_version`` (``--vllm-version``,
+    or the repository configuration's) is the release every engine plans for, above its
+    image tag; ``trtllm_cubins=False`` is ``--no-trtllm-cubins``. Raises
+    ``kvconfig.InputError``.
     """
     from kvconfig.fleet import planner as P
     from kvconfig.fleet import read
 
     fleet = read.read(paths, command=command, platform=platform, hooks=hooks, env=env)
-    plans = P.Planner(fleet.vllm_version, model_paths=model_paths, download=download)
+    if vllm_version:
+        from dataclasses import replace
+
+        from kvconfig.mirror import versions
+
+        versions.release(vllm_version)  # not a release at all: bad input, before planning
+        fleet = replace(fleet, vllm_version=vllm_version)
+    plans = P.Planner(
+        fleet.vllm_version,
+        model_paths=model_paths,
+        download=download,
+        asked=vllm_version,
+        trtllm_cubins=trtllm_cubins,
+    )
     engines, unplanned = P.plan_engines(fleet, plans)
     if engine == "vllm":
         from kvconfig.fleet import engine_mode

@@ -127,6 +127,7 @@ def load(
     engine: Any = None,
     model_paths: Any = None,
     download: bool | None = None,
+    trtllm_cubins: bool | None = None,
 ) -> Loaded:
     """An engine: a file path (absolute, or relative to ``cwd``) or a ``vllm serve`` argv,
     with the fleet's options ``given`` (by vLLM option name) set on it, and ``override``
@@ -147,7 +148,12 @@ def load(
         doc = _parsed(path, target)
         if loader.is_native(doc):
             dep = loader.load(
-                str(path), platform=platform, env=env, vllm_version=vllm_version, hooks=hooks
+                str(path),
+                platform=platform,
+                env=env,
+                vllm_version=vllm_version,
+                hooks=hooks,
+                trtllm_cubins=trtllm_cubins,
             )
             tp = given.get("tensor-parallel-size")
             if tp is not None and tp != dep.tensor_parallel_size:
@@ -204,6 +210,8 @@ def load(
         fields["hooks"] = hooks
     if platform is not None:
         fields["platform"] = parse_platform(platform).name
+    if trtllm_cubins is not None:
+        fields["trtllm_cubins"] = trtllm_cubins
     if isinstance(target, str) and engine is None:
         fields["source"] = target
     dep = loader.from_options(opts_obj, version=vllm_version, env=env, overrides=fields)

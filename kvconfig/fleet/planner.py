@@ -39,10 +39,16 @@ class Planner:
         *,
         model_paths: Any = None,
         download: bool | None = None,
+        asked: str | None = None,
+        trtllm_cubins: bool | None = None,
     ) -> None:
         self.vllm_version = vllm_version
         self.model_paths = model_paths
         self.download = download
+        self.asked = asked
+        """The release every engine plans for (``--vllm-version``, else the repository
+        configuration's), above each engine's own (its image tag, its pinned install)."""
+        self.trtllm_cubins = trtllm_cubins
         self._done: dict[str, Engine | InputError] = {}
         self._copies: dict[tuple[Any, ...], Engine] = {}
 
@@ -78,7 +84,8 @@ class Planner:
         from kvconfig.plan.result import sort as sort_findings
 
         named = versions.release(
-            spec.vllm_version or self.vllm_version, source=spec.where or spec.source
+            self.asked or spec.vllm_version or self.vllm_version,
+            source=spec.where or spec.source,
         )
         loaded = load(
             spec.target,
@@ -95,6 +102,7 @@ class Planner:
             engine=spec.engine,
             model_paths=self.model_paths,
             download=self.download,
+            trtllm_cubins=self.trtllm_cubins,
         )
         if loaded.deployment.platform is None:
             raise InputError(
