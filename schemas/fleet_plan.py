@@ -232,7 +232,11 @@ class FleetPlan(Strict):
     engine: Literal["offline", "vllm"] = "offline"
     """How the engines were planned: kvconfig's resolver or vLLM's own start-up."""
     router: Router
-    """The router in front of the engines."""
+    """The router in front of the engines (the first of ``routers``)."""
+    routers: list[Router] = Field(default_factory=list)
+    """Every KV-aware router in front of the engines: an operator file may deploy several
+    (two Dynamo graphs, a frontend and a standalone ``dynamo.router``), each in front of
+    the engines it names (empty: every engine)."""
     engines: list[EnginePlan]
     """The engines kvconfig planned, in the fleet's order."""
     unplanned: list[UnplannedEngine] = Field(default_factory=list)

@@ -164,3 +164,23 @@ def test_the_dropped_text_is_a_finding(tmp_path: Path, capsys: pytest.CaptureFix
     code = main(["lint", "--platform", "h100", "--format", "json", str(tmp_path / "compose.yaml")])
     out = capsys.readouterr().out
     assert code == 0 and '"KV811"' in out and "2>&1 | tee /tmp/log" in out
+
+
+def test_a_required_secret_in_the_environment_is_unknown(tmp_path: Path) -> None:
+    """``HF_TOKEN: ${HF_TOKEN:?msg}`` in a service's environment: compose takes it from the
+    shell it runs in, which kvconfig does not have, so the container's variable is unknown
+    (a note says so) rather than the file bad input; ``--env`` gives it a value. A required
+    variable in the command stays an error (``test_a_service_whose_command_pipes_starts``)."""
+    from kvconfig.load.engines import engines_in
+
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.33.0\n"
+        "    environment:\n      HF_TOKEN: ${HF_TOKEN:?set HF_TOKEN}\n"
+        "    command: [Qwen/Qwen3-8B]\n"
+    )
+    (engine,) = engines_in(tmp_path / "compose.yaml", "compose.yaml")
+    assert "HF_TOKEN" in engine.env_unknown and "HF_TOKEN" not in engine.env
+    (note,) = [n for n in engine.notes if n.kind == "required-variable"]
+    assert "${HF_TOKEN} is required" in note.message
+    (given,) = engines_in(tmp_path / "compose.yaml", "compose.yaml", env={"HF_TOKEN": "x"})
+    assert given.env["HF_TOKEN"] == "x" and not given.env_unknown

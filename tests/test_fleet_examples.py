@@ -15,7 +15,6 @@ from kvconfig.errors import InputError
 from kvconfig.fleet import fleet_document, lint_fleet, plan_fleet
 from kvconfig.fleet import planner as P
 from kvconfig.fleet import read as fleet_read
-from kvconfig.fleet.rules.routers import RouterSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEETS = ROOT / "examples" / "fleets"
@@ -158,7 +157,7 @@ def _apply_fix(name: str, code: str) -> list[dict[str, Any]]:
     fleet = fleet_read.read([str(FLEETS / f"{name}.yaml")])
     planner = P.Planner()
     engines = [planner.plan(s, {"block-size": size}) for s in fleet.engines]
-    return [i.to_json() for i in P.issues(engines, fleet.router, planner)]
+    return [i.to_json() for i in P.issues(engines, fleet.routers, planner)]
 
 
 @pytest.mark.parametrize(
@@ -344,7 +343,7 @@ def test_replicas_plan_once_and_pairs_group() -> None:
     planner = P.Planner()
     engines = [planner.plan(s) for s in specs]
     assert len({id(e) for e in engines}) == 2
-    found = P.issues(engines, RouterSpec(), planner)
+    found = P.issues(engines, (), planner)
     assert [f.code for f in found] == ["KV703"]
 
 

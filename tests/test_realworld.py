@@ -5,6 +5,7 @@ whose reason says what is wrong, so the figure stays visible."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,7 @@ def test_fleet_lints(entry: dict[str, Any]) -> None:
         ("example.com/aibrix/ai-dynamo-vllm-runtime:1.2.0", [], None),
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag", [], None),
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag", ["--connector", "nixl"], "16"),
+        ("nvcr.io/nvidian/dynamo-dev/x:dynamo-v0.7.1.dev.1247fe315-vllm-runtime", [], "16"),
     ],
 )
 def test_dynamo_block_size_default_by_release(
@@ -268,3 +270,123 @@ def test_standalone_dynamo_router(extra: str, block: int) -> None:
 
     got = routers_of([yaml.safe_load(STANDALONE % extra)])
     assert [(r.kind, r.block_size) for r in got] == [("dynamo", block)]
+
+
+GRAPH = """
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: %(name)s}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0
+          command: [python3, -m, dynamo.frontend]
+          args: [--router-mode, kv%(router)s]
+    Worker:
+      componentType: worker
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-8B, --block-size, '%(block)s']
+"""
+
+
+def test_every_router_of_a_file(tmp_path: Path) -> None:
+    """Two Dynamo graphs in one file: each frontend routes to its own graph's workers
+    (a graph discovers its workers in its own namespace), and each is checked against
+    them: the frontend set to 16 in front of 64-token workers is KV711, the one that
+    takes its workers' block size is not."""
+    import io
+    import json
+
+    from kvconfig.cli.commands import main
+
+    text = GRAPH % {"name": "a", "router": ", --kv-cache-block-size, '16'", "block": 64}
+    text += "---" + GRAPH % {"name": "b", "router": "", "block": 32}
+    path = tmp_path / "graphs.yaml"
+    path.write_text(text)
+    out = io.StringIO()
+    argv = [
+        "lint", "--fleet", "--format", "json", "--platform", "H100", "--model-path",
+        f"Qwen/Qwen3-8B={QWEN3_8B}", str(path),
+    ]  # fmt: skip
+    assert main(argv, stdout=out) == 1
+    doc = json.loads(out.getvalue())
+    routers = [(r["kind"], r["block_size"], r["engines"]) for r in doc["routers"]]
+    assert routers == [
+        ("dynamo", 16, ["DynamoGraphDeployment/a/Worker/main"]),
+        ("dynamo", None, ["DynamoGraphDeployment/b/Worker/main"]),
+    ]
+    kv711 = [f["engines"] for f in doc["findings"] if f["code"] == "KV711"]
+    assert kv711 == [["DynamoGraphDeployment/a/Worker/main"]]
+
+
+@pytest.mark.parametrize(
+    ("image", "words", "connector"),
+    [
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1", [], "NixlConnector"),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1", ["--connector", "kvbm"], "DynamoConnector"),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1", ["--connector", "none"], None),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0", [], None),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag", [], None),
+    ],
+)
+def test_dynamo_connector_default_by_release(
+    image: str, words: list[str], connector: str | None
+) -> None:
+    """The dynamo.vllm releases that take --connector default it to nixl
+    (``default=["nixl"]`` in their args.py); from 1.1.0 the launcher takes none."""
+    from kvconfig.load.dynamo_args import split_args
+
+    split = split_args(["--model", "Qwen/Qwen3-8B", *words], image=image)
+    at = split.argv.index("--kv-transfer-config") if "--kv-transfer-config" in split.argv else None
+    got = None if at is None else json.loads(split.argv[at + 1])["kv_connector"]
+    assert got == connector
+
+
+SWAP_SPACE = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: old}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: %s
+        args: [Qwen/Qwen3-8B, --swap-space, "4", --disable-log-requests, --block-size, "32"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("image", "code"),
+    [
+        ("vllm/vllm-openai:v0.10.2", 0),  # written for 0.10.2: cannot tell, not bad input
+        ("lmcache/vllm-openai:2025-05-05-v1", 0),  # a build that names no release
+        ("vllm/vllm-openai:v0.33.0", 2),  # 0.33.0 itself refuses --swap-space
+        ("vllm/vllm-openai:latest", 2),  # the newest runs, and refuses it
+    ],
+)
+def test_options_of_another_release(tmp_path: Path, image: str, code: int) -> None:
+    """An option the option table kvconfig reads with refuses is bad input only when that
+    table is the release that runs; for another release it is left out, with KV502."""
+    import contextlib
+    import io
+
+    from kvconfig.cli.commands import main
+
+    path = tmp_path / "old.yaml"
+    path.write_text(SWAP_SPACE % image)
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["lint", "--platform", "H100", "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", str(path)]
+    with contextlib.redirect_stderr(err):
+        assert main(argv, stdout=out) == code
+    if code == 0:
+        assert "--swap-space and its value '4': kvconfig reads" in out.getvalue()
+        assert "block=32" in out.getvalue()
+    else:
+        assert "unknown vLLM 0.33.0 option '--swap-space'" in err.getvalue()

@@ -209,6 +209,11 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "nested shell, -- before the script": (
+        'KV_C=4; export KV_C; sh -c -x -- "vllm serve \\$KV_C" 2>/dev/null',
+        {},
+        BOTH,
+    ),
     "background engines": (
         "vllm serve a --port 8000 & vllm serve b --port 8001 & wait",
         {},

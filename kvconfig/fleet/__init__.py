@@ -90,9 +90,9 @@ def fleet_document(
 
     found = sort(
         [
-            *P.issues(engines, fleet.router, plans),
+            *P.issues(engines, fleet.routers, plans),
             *unplanned_issues(unplanned),
-            *modelless_issues(unplanned, fleet.router, engines),
+            *modelless_issues(unplanned, fleet.routers, engines),
         ]
     )
     return P.fleet_json(fleet, engines, found, engine, unplanned)

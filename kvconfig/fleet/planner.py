@@ -163,7 +163,9 @@ def _dedupe_pairs(engines: Sequence[Engine]) -> list[tuple[Pair, int]]:
     return [(p, n) for p, n in seen.values()]
 
 
-def issues(engines: Sequence[Engine], router: RouterSpec, planner: Planner) -> list[Issue]:
+def issues(
+    engines: Sequence[Engine], routers: Sequence[RouterSpec], planner: Planner
+) -> list[Issue]:
     """Every fleet finding. Engines without KV-cache groups (vLLM refused to start them in
     engine mode; their plans say why) take part in none."""
     out: list[Issue] = [f for e in engines if not e.plan.get("groups") for f in startup_issues(e)]
@@ -182,7 +184,8 @@ def issues(engines: Sequence[Engine], router: RouterSpec, planner: Planner) -> l
                 f.values["pairs"] = count
                 f.message += f" ({count} engine pairs have these two configurations.)"
         out.extend(found)
-    out.extend(router_issues(router, engines, planner.replan))
+    for router in routers:
+        out.extend(router_issues(router, engines, planner.replan))
     out.extend(tier_issues(engines))
     return sort(out)
 
@@ -320,21 +323,25 @@ def fleet_json(
     )
     unknown = bool(unplanned_engines) or any(f.code in ("KV401", "KV402") for f in found)
     members: list[Any] = [*engines, *unplanned_engines]
-    r = fleet.router
-    return {
-        "kvconfig_fleet": 1,
-        "verdict": "reject" if reject else "unknown" if unknown else "ok",
-        "source": fleet.source,
-        "vllm_version": fleet.vllm_version,
-        "engine": engine,
-        "router": {
+    routers = [
+        {
             "kind": r.kind,
             "block_size": r.block_size,
             "hashes_prompts": r.hashes_prompts,
             "hash_algo": r.hash_algo,
             "hash_seed": r.hash_seed,
             "engines": list(r.engines),
-        },
+        }
+        for r in fleet.routers or (fleet.router,)
+    ]
+    return {
+        "kvconfig_fleet": 1,
+        "verdict": "reject" if reject else "unknown" if unknown else "ok",
+        "source": fleet.source,
+        "vllm_version": fleet.vllm_version,
+        "engine": engine,
+        "router": routers[0],
+        "routers": [r for r in routers if r["kind"] != "none"],
         "engines": bodies,
         "unplanned": [unplanned_json(u) for u in unplanned_engines],
         "pairs": [{"prefill": p.spec.name, "decode": d.spec.name} for p, d in role_pairs(members)],

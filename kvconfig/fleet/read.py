@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,9 +66,15 @@ class FleetInput:
 
     source: str
     engines: tuple[EngineSpec, ...]
-    router: RouterSpec = field(default_factory=RouterSpec)
+    routers: tuple[RouterSpec, ...] = ()
+    """The KV-aware routers in front of the engines (an operator file may deploy several)."""
     vllm_version: str = versions.DEFAULT
     name: str = ""
+
+    @property
+    def router(self) -> RouterSpec:
+        """The first router, or none."""
+        return self.routers[0] if self.routers else RouterSpec()
 
 
 def _load_yaml(path: Path, source: str) -> Any:
@@ -234,7 +240,8 @@ def read_fleet_file(path: str, *, platform: str | None = None) -> FleetInput:
         hash_seed=r.hash_seed,
         engines=tuple(r.engines),
     )
-    return FleetInput(path, tuple(engines), router, fleet.vllm_version, fleet.name)
+    routers = (router,) if router.kind != "none" else ()
+    return FleetInput(path, tuple(engines), routers, fleet.vllm_version, fleet.name)
 
 
 def read_deployments(
@@ -248,7 +255,7 @@ def read_deployments(
     """A list of deployments (optionally ``role:`` prefixed) and one pasted command."""
     engines: list[EngineSpec] = []
     names: set[str] = set()
-    router = RouterSpec()
+    routers: list[RouterSpec] = []
 
     def name_for(stem: str) -> str:
         n, i = stem, 2
@@ -270,7 +277,7 @@ def read_deployments(
             if found is not None:
                 break
         if found is not None:
-            router = _operator_router(path) if router.kind == "none" else router
+            routers += _operator_routers(path, [spec.name for spec in found])
             for spec in found:
                 names.add(spec.name)
                 engines.append(
@@ -316,12 +323,15 @@ def read_deployments(
         )
     if not engines:
         raise InputError("no engine given", hint="pass a fleet file or deployment files")
-    return FleetInput(", ".join(paths) or "<command>", tuple(engines), router)
+    return FleetInput(", ".join(paths) or "<command>", tuple(engines), tuple(routers))
 
 
-def _operator_router(path: Path) -> RouterSpec:
-    """The KV-aware router an operator file deploys beside its engines
-    (``kvconfig.load.routers``), or none."""
+def _operator_routers(path: Path, names: Sequence[str]) -> list[RouterSpec]:
+    """The KV-aware routers an operator file deploys beside its engines
+    (``kvconfig.load.routers``), each in front of the engines it routes to: a Dynamo
+    router (frontend or ``dynamo.router``) the workers of its own graph (a
+    ``DynamoGraphDeployment`` discovers its workers in its own namespace), the others every
+    engine of the file."""
     import yaml
 
     from kvconfig.load.routers import routers_of
@@ -329,17 +339,23 @@ def _operator_router(path: Path) -> RouterSpec:
     try:
         docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return RouterSpec()
-    found = routers_of(docs)
-    if not found:
-        return RouterSpec()
-    first = found[0]
-    return RouterSpec(
-        kind=first.kind,
-        block_size=first.block_size,
-        hashes_prompts=first.kind == "llm-d" and first.hash_seed is not None,
-        hash_seed=first.hash_seed,
-    )
+        return []
+    out = []
+    for r in routers_of(docs):
+        behind: tuple[str, ...] = ()
+        if r.name.startswith("DynamoGraphDeployment/"):
+            graph = "/".join(r.name.split("/")[:2]) + "/"
+            behind = tuple(n for n in names if n.startswith(graph))
+        out.append(
+            RouterSpec(
+                kind=r.kind,
+                block_size=r.block_size,
+                hashes_prompts=r.kind == "llm-d" and r.hash_seed is not None,
+                hash_seed=r.hash_seed,
+                engines=behind,
+            )
+        )
+    return out
 
 
 def read(

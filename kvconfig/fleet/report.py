@@ -115,12 +115,13 @@ def _unplanned_line(u: Mapping[str, Any]) -> str:
 
 def render_text(doc: Mapping[str, Any]) -> str:
     """The fleet plan as text."""
-    router = doc["router"]
-    r = "no router"
-    if router["kind"] != "none":
-        r = f"{router['kind']} router" + (
-            f" at {router['block_size']}-token blocks" if router["block_size"] else ""
-        )
+    routers = doc.get("routers") or [doc["router"]]
+    kinds = [
+        f"{x['kind']} router" + (f" at {x['block_size']}-token blocks" if x["block_size"] else "")
+        for x in routers
+        if x["kind"] != "none"
+    ]
+    r = ", ".join(kinds) or "no router"
     n = len(doc["engines"]) + len(doc.get("unplanned", []))
     lines = [
         f"fleet {doc['source']}: {n} engine{'s' if n != 1 else ''}, vLLM {doc['vllm_version']}, "

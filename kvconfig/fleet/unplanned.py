@@ -158,13 +158,15 @@ def _router_size(router: RouterSpec) -> tuple[int | None, str]:
 
 
 def modelless_issues(
-    found: Sequence[Unplanned], router: RouterSpec, planned: Sequence[Any]
+    found: Sequence[Unplanned], routers: Sequence[RouterSpec], planned: Sequence[Any]
 ) -> list[Issue]:
     """KV711, KV710, KV703 from what the files say, for pairs and routers with an unplanned
     engine (pairs of two planned engines are the planned rules' own)."""
     out: list[Issue] = []
-    size, origin = _router_size(router)
-    if router.kind != "none" and size is not None:
+    for router in routers:
+        size, origin = _router_size(router)
+        if router.kind == "none" or size is None:
+            continue
         for u in found:
             if router.engines and u.name not in router.engines:
                 continue

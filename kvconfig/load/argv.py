@@ -67,6 +67,14 @@ def _is_option(token: str) -> bool:
     return " " not in token or "=" in token.split(" ", 1)[0]
 
 
+def _other(name: str, version: str, written_for: str, value: str) -> str:
+    return (
+        f"{name}{value}: kvconfig reads {written_for}'s arguments with vLLM {version}'s "
+        f"option table, which refuses it; kvconfig cannot tell what {written_for} does with "
+        "it and leaves it out (check the plan with that release: --engine vllm)"
+    )
+
+
 def _dotted_value(text: str) -> Any:
     try:
         return jsontext.loads(text)
@@ -96,6 +104,7 @@ def parse_serve_args(
     read_config: ConfigReader | None = None,
     base: Path | None = None,
     source: str = "<command>",
+    written_for: str | None = None,
 ) -> ServeArgs:
     """The options vLLM's parser takes from ``argv`` (the words after ``vllm serve``).
 
@@ -104,6 +113,11 @@ def parse_serve_args(
     launchers that hand the words to vLLM's engine parser: ``--model`` is an option).
     ``read_config`` returns the data of a ``--config`` file (default: the YAML file,
     relative to ``base``). Raises InputError where vLLM would refuse the arguments.
+
+    ``written_for`` names the release the words were written for when ``version``'s table
+    is another's (``kvconfig.load.engine_options.written_for``): an option or a value that
+    table refuses may be one that release took, so it is left out with an ``other-release``
+    note (kvconfig cannot tell), not refused.
     """
     table = options(version)
     notes: list[ArgNote] = []
@@ -253,6 +267,12 @@ def parse_serve_args(
             if len(matches) == 1:
                 notes.append(ArgNote("abbreviated", f"vLLM reads {name} as {matches[0]}", name))
                 name, spec = matches[0], table[matches[0]]
+        if spec is None and written_for is not None:
+            valued = i < len(tokens) and not _is_option(tokens[i][0]) and not eq
+            value = f" and its value {tokens[i][0]!r}" if valued else ""
+            i += valued
+            notes.append(ArgNote("other-release", _other(name, version, written_for, value), name))
+            continue
         if spec is None:
             longs = [o for o in table if o.startswith("--") and not o.startswith("--no-")]
             raise err(
@@ -289,6 +309,16 @@ def parse_serve_args(
             and not _RUN_TIME.search(stored)
             and (problem := refusal(dest, stored, version))
         ):
+            if written_for is not None:
+                said = f" (vLLM {version} refuses it: {problem})"
+                notes.append(
+                    ArgNote(
+                        "other-release",
+                        _other(name, version, written_for, f" {stored!r}{said}"),
+                        name,
+                    )
+                )
+                continue
             raise err(f"vLLM's parser refuses this value: {problem}", name, _JSON_HINT)
         key = dest.replace("_", "-")
         if third == "append":

@@ -11,7 +11,8 @@ class ArgNote(NamedTuple):
 
     kind: str
     """``config-equals-ignored``, ``dotted-replaces``, ``config-value-dropped``,
-    ``repeated``, ``abbreviated`` or ``model-tag-ignored``."""
+    ``repeated``, ``abbreviated``, ``model-tag-ignored`` or ``other-release`` (an option
+    or value the table of the release kvconfig reads with refuses, written for another)."""
     message: str
     """One sentence, for the report."""
     key: str = ""

@@ -29,6 +29,7 @@ NOTE_CODES = {
     "config-equals-ignored": FindingCode.CONFIG_EQUALS_IGNORED,
     "dotted-replaces": FindingCode.DOTTED_REPLACES,
     "config-value-dropped": FindingCode.CONFIG_VALUE_DROPPED,
+    "other-release": FindingCode.RELEASE_ASSUMED,
 }
 
 
@@ -115,15 +116,22 @@ def options_from_argv(
     env: Mapping[str, str] | None = None,
     defaults: Mapping[str, Any] | None = None,
     read_config: Callable[[str], Any] | None = None,
+    written_for: str | None = None,
 ) -> Options:
     """Options from the words vLLM's parser receives (after ``vllm serve``): the value
     argparse stores for each destination, the launcher's ``defaults`` for those left
     unset; every option is located at ``line``. ``read_config`` returns a ``--config``
-    file's data (default: the YAML file)."""
+    file's data (default: the YAML file). ``written_for``: see ``parse_serve_args``."""
     from kvconfig.load.argv import parse_serve_args
 
     args = parse_serve_args(
-        argv, version=version, entry=parser, base=base, source=source, read_config=read_config
+        argv,
+        version=version,
+        entry=parser,
+        base=base,
+        source=source,
+        read_config=read_config,
+        written_for=written_for,
     )
     opts = Options(source, base, env=dict(env or {}))
     for key, value in args.values.items():

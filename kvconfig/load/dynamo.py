@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvconfig.load.dynamo_args import one_launcher
+from kvconfig.load.dynamo_args import decode_workers, one_launcher
 from kvconfig.load.engine_fields import mapping
 from kvconfig.load.operator_engine import Engine
 
@@ -43,7 +43,7 @@ def engines(
     rname = f"DynamoGraphDeployment/{meta.get('name', 'unnamed')}"
     out: list[Engine] = []
     if isinstance(spec, dict) and isinstance(spec.get("components"), list):
-        return one_launcher(_components(res, spec, rname, base, found, block_lines))
+        return decode_workers(one_launcher(_components(res, spec, rname, base, found, block_lines)))
     if not isinstance(services, dict):
         return out
     global_env = _envs(spec.get("envs"))
@@ -96,7 +96,7 @@ def engines(
         out.extend(
             replace(e, env_from=(*e.env_from, *unknown)) if unknown else e for e in engines_here
         )
-    return one_launcher(out)
+    return decode_workers(one_launcher(out))
 
 
 def _components(  # noqa: PLR0917 (one call site)

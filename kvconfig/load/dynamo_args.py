@@ -67,12 +67,15 @@ PR #7690 (merged 2026-03-31, "remove forcing the kv block size as 16 in vLLM bac
 removed it on main, after v1.0.1 and v1.1.0-dev.1 were cut; v1.1.0 (2026-05-01) is the first
 release with it (docs/reference/release-artifacts.md)."""
 
-_DYNAMO_TAG = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+_DYNAMO_TAG = re.compile(r"^(?:dynamo[-_]?)?v?(\d+)\.(\d+)(?:\.(\d+))?")
+"""A release at the start of the tag, also after ``dynamo-`` (development builds are tagged
+``dynamo-v0.7.1.dev.<commit>-vllm-runtime``)."""
 
 
 def dynamo_release(image: str | None) -> tuple[int, int, int] | None:
     """The Dynamo release a Dynamo runtime image's tag names (``ai-dynamo/vllm-runtime:1.0.1``,
-    ``ai-dynamo-vllm-runtime:1.2.0``), or None (another image, a tag such as ``my-tag``)."""
+    ``ai-dynamo-vllm-runtime:1.2.0``, ``dynamo-dev/x:dynamo-v0.7.1.dev.1247fe315``), or
+    None (another image, a tag such as ``my-tag``)."""
     if not image:
         return None
     from kvconfig.load.engine_fields import split_image
@@ -80,7 +83,7 @@ def dynamo_release(image: str | None) -> tuple[int, int, int] | None:
     repo, tag = split_image(image)
     if "dynamo" not in repo.lower() or tag is None:
         return None
-    m = _DYNAMO_TAG.match(tag)
+    m = _DYNAMO_TAG.match(tag.lower())
     if m is None:
         return None
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
@@ -132,7 +135,10 @@ _CONNECTORS: dict[str, dict[str, str]] = {
     },
 }
 """What each ``--connector`` word becomes (``create_kv_transfer_config`` in
-``components/src/dynamo/vllm/args.py`` of the Dynamo releases that take ``--connector``)."""
+``components/src/dynamo/vllm/args.py`` of the Dynamo releases that take ``--connector``,
+whose default is ``nixl``: ``parser.add_argument("--connector", nargs="*",
+default=["nixl"])``, later ``DYN_CONNECTOR``; a ``--kv-transfer-config`` of the user's own
+replaces it)."""
 
 
 def connector_config(connectors: Sequence[str]) -> dict[str, Any] | None:
@@ -198,9 +204,14 @@ def split_args(
                     name,
                 )
             )
+    given = any(w.split("=", 1)[0] in ("--kv-transfer-config", "--kv_transfer_config") for w in out)
+    release = dynamo_release(image)
+    defaulted = not connectors and not given and release is not None
+    if defaulted and release is not None and release < BLOCK_SIZE_LEFT_TO_VLLM:
+        connectors = ["nixl"]  # the launchers that take --connector default it to nixl
     config = connector_config(connectors)
     if config is not None:
-        if any(w.split("=", 1)[0] in ("--kv-transfer-config", "--kv_transfer_config") for w in out):
+        if given:
             raise InputError(
                 "dynamo.vllm refuses both --kv-transfer-config and --connector",
                 source=source,
@@ -212,7 +223,8 @@ def split_args(
         notes.append(
             Note(
                 "launcher-default",
-                f"dynamo.vllm turns --connector {' '.join(connectors)} into the kv-transfer "
+                f"dynamo.vllm turns --connector {' '.join(connectors)}"
+                f"{' (its default)' if defaulted else ''} into the kv-transfer "
                 f"config {config['kv_connector']}",
                 line,
                 "--connector",
@@ -250,3 +262,19 @@ def one_launcher(engines: list[Any]) -> list[Any]:
         )
         out.append(replace(e, defaults={**e.defaults, **DYNAMO_DEFAULTS}, notes=(*kept, note)))
     return out
+
+
+def decode_workers(engines: list[Any]) -> list[Any]:
+    """In a graph with prefill workers, a ``dynamo.vllm`` worker that is not one is the
+    decode worker: ``dynamo.vllm``'s ``main.py`` starts ``init_prefill`` for
+    ``--is-prefill-worker`` and the decode worker (``DecodeWorkerHandler``, which hands
+    prefill to the prefill workers when they are registered) otherwise."""
+    from dataclasses import replace
+
+    workers = [e for e in engines if e.entry == "dynamo.vllm"]
+    if not any(e.role == "prefill" for e in workers):
+        return engines
+    return [
+        replace(e, role="decode") if e.entry == "dynamo.vllm" and e.role is None else e
+        for e in engines
+    ]

@@ -18,6 +18,7 @@ Errors about the engine's own file name the engine: ``FILE:LINE: ENGINE: KEY: ..
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -120,7 +121,40 @@ def _parsed(engine: Engine, version: str, base: Path) -> Options:
         line=engine.line,
         env=engine.env,
         defaults=engine.defaults,
+        written_for=written_for(engine),
     )
+
+
+_NUMBERED = re.compile(r"^v?\d+\.\d+")
+_CHANNELS = ("nightly", "latest", "main", "dev", "head")
+
+
+def written_for(engine: Engine) -> str | None:
+    """The vLLM the engine's words were written for, when kvconfig reads them with another
+    release's option table (KV502), else None: a numbered release kvconfig has no rules for
+    (``vllm/vllm-openai:v0.10.2``, ``pip install vllm==0.6.6``: read with the nearest known
+    release, ``versions.release``), or an image whose tag names no vLLM release and no
+    channel (``lmcache/vllm-openai:2025-05-05-v1``, a vendor's build such as
+    ``opea/vllm-gaudi:1.22.0``: read with the newest). Options come and go between releases
+    (vLLM 0.10 took ``--swap-space`` and ``--disable-log-requests``, later releases refuse
+    them), so what that table refuses may be what the vLLM that runs takes: kvconfig cannot
+    tell, and says so rather than calling the file bad input. A known release, a channel
+    (``latest``, ``nightly``: the newest runs), Dynamo's launcher or no image: None."""
+    from kvconfig.load.engine_fields import split_image
+    from kvconfig.mirror import versions
+
+    said = engine.vllm_version
+    if said:
+        named = str(said)
+        if named in versions.KNOWN or not _NUMBERED.match(named):
+            return None
+        return f"vLLM {named}"
+    if not engine.image or engine.entry == "dynamo.vllm":
+        return None
+    tag = split_image(engine.image)[1]
+    if not tag or any(w in tag.lower() for w in _CHANNELS):
+        return None
+    return f"the vLLM of {engine.image}"
 
 
 def located(engine: Engine, run: Callable[[], T]) -> T:

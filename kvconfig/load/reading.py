@@ -134,19 +134,19 @@ def _speculative(config: Mapping[str, Any] | None) -> str | None:
 def reading_of(engine: Engine) -> Reading:
     """What ``engine`` runs with, read by vLLM's parser rules (``kvconfig.load.argv``)."""
     from kvconfig.load.argv import parse_serve_args
-    from kvconfig.mirror import versions
+    from kvconfig.load.engine_options import engine_version, written_for
 
-    version = engine.vllm_version if engine.vllm_version in versions.KNOWN else versions.DEFAULT
     values: Mapping[str, Any] = {}
     model: str | None = None
     unreadable: str | None = None
     try:
         args = parse_serve_args(
             engine.argv,
-            version=version or versions.DEFAULT,
+            version=engine_version(engine, None)[0],
             entry="api_server" if engine.parser == "api_server" else "serve",
             read_config=lambda _path: {},
             source=engine.source,
+            written_for=written_for(engine),
         )
         values, model = args.values, args.model
     except InputError as exc:

@@ -86,7 +86,7 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
             continue
         path: tuple[str | int, ...] = ("services", sname)
         label = f"compose/{sname}"
-        interp.unset = []
+        interp.unset, interp.required = [], []
         svc = interp.walk(raw, doc, path)
         line = doc.line(*path)
         image = svc.get("image") if isinstance(svc.get("image"), str) else None
@@ -135,7 +135,8 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
             out.append(
                 _engine(
                     one, f"{label}#{k + 1}" if len(starts) > 1 else label, svc, doc, path, base,
-                    interp.unset, variables, unknown, sources, entrypoint, image, split_notes,
+                    interp.unset, interp.required, variables, unknown, sources, entrypoint,
+                    image, split_notes,
                 )
             )  # fmt: skip
     if not out:
@@ -157,6 +158,7 @@ def _engine(  # noqa: PLR0917 (one service's facts)
     path: tuple[str | int, ...],
     base: Path,
     unset: list[str],
+    required: list[str],
     variables: dict[str, str],
     unknown: list[str],
     sources: list[str],
@@ -168,6 +170,16 @@ def _engine(  # noqa: PLR0917 (one service's facts)
     (entry, parser, argv), script_cmd = one
     check_words(argv, doc.source, line, label)
     notes: list[Note] = list(split_notes)
+    for name in required:
+        notes.append(
+            Note(
+                "required-variable",
+                f"${{{name}}} is required (${{{name}:?}}): compose takes it from the "
+                "environment it runs in, so its value is not known here",
+                line,
+                name,
+            )
+        )
     for name in unset:
         notes.append(
             Note(

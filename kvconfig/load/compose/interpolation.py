@@ -10,6 +10,8 @@ from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
 
 _VAR = re.compile(r"\$(\$|\{|[A-Za-z_][A-Za-z0-9_]*)")
+_REQUIRED = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?\?[^}]*\}$")
+"""A whole value that is only ``${NAME:?message}`` (or ``${NAME?message}``)."""
 
 
 class Interpolation:
@@ -19,6 +21,9 @@ class Interpolation:
         self.variables = variables
         self.source = source
         self.unset: list[str] = []
+        self.required: list[str] = []
+        """Variables a container's environment requires (``${NAME:?}``) that are not set
+        here: compose takes them from the shell it runs in, so their values are unknown."""
 
     def text(self, value: str, line: int | None, key: str) -> str:
         out: list[str] = []
@@ -99,6 +104,14 @@ class Interpolation:
         return value
 
     def walk(self, node: Any, doc: _yaml.Document, path: tuple[str | int, ...]) -> Any:
+        if isinstance(node, str) and path[2:3] == ("environment",) and len(path) == 4:
+            key, eq, value = node.partition("=") if isinstance(path[3], int) else ("", "", node)
+            m = _REQUIRED.match(value if eq or not isinstance(path[3], int) else "")
+            if m and not self.variables.get(m.group(1)) and m.group(1) not in self.required:
+                # the container's variable comes from the environment compose runs in
+                self.required.append(m.group(1))
+            if m and not self.variables.get(m.group(1)):
+                return key or None
         if isinstance(node, str):
             return self.text(node, doc.line(*path), field_name(path))
         if isinstance(node, dict):

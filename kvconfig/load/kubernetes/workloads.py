@@ -10,6 +10,7 @@ from typing import Any
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.kubernetes.containers import read_container
+from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
 from kvconfig.load.kubernetes.resources import Found, Pod, Resource
 from kvconfig.load.operator_engine import Engine
 
@@ -108,13 +109,14 @@ def resource_engines(
         labels = _template_labels(res, path)
         storm = _storm_role(res, path)
         role = labels.get("llm-d.ai/role") or storm.get("name")
-        pod = Pod(
-            res,
-            path,
-            f"{rname}/{part}" if part else rname,
-            role=role if role in ("prefill", "decode") else None,
-            block_lines=block_lines,
-        )
+        name = f"{rname}/{part}" if part else rname
+        server = server_pod(res, path)
+        pod = Pod(res, path, name, block_lines=block_lines)
+        if server is not None:  # llm-d's dual pods: the vLLM server is the patched pod's
+            pod = Pod(server, ("spec",), f"{name}/server", block_lines=block_lines)
+        if role not in ("prefill", "decode") and has_routing_sidecar(pod.spec):
+            role = "decode"
+        pod.role = role if role in ("prefill", "decode") else None
         env_base: dict[str, str] = {}
         env_unknown: list[str] = []
         if data.get("kind") == "LeaderWorkerSet":

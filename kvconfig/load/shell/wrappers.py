@@ -92,9 +92,12 @@ def unwrap(
 
 
 def script_of(words: Sequence[str]) -> int | None:
-    """Index of the script in ``sh -c SCRIPT ...`` (``-xc``, ``-o pipefail -c``, ``-lc``)."""
+    """Index of the script in ``sh -c SCRIPT ...`` (``-xc``, ``-o pipefail -c``, ``-lc``,
+    ``-lc -- SCRIPT``): as bash and dash read their arguments, options come first (``--``
+    ends them) and the first word after them is the script when ``-c`` was among them."""
     if not words or os.path.basename(words[0]) not in SHELLS:
         return None
+    command = False
     i = 1
     while i < len(words):
         word = words[i]
@@ -102,17 +105,14 @@ def script_of(words: Sequence[str]) -> int | None:
             i += 2
             continue
         if word == "--":
-            return None
-        if word[:1] in "-+" and len(word) > 1 and not word.startswith("--"):
-            if "c" in word[1:] and word[0] == "-":
-                return i + 1 if i + 1 < len(words) else None
+            i += 1
+            break
+        if word[:1] in "-+" and len(word) > 1:
+            command = command or (word[0] == "-" and not word.startswith("--") and "c" in word)
             i += 1
             continue
-        if word.startswith("--"):
-            i += 1
-            continue
-        return None
-    return None
+        break
+    return i if command and i < len(words) else None
 
 
 def shell_script(words: Sequence[str]) -> tuple[int, str] | None:

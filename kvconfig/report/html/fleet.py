@@ -71,19 +71,21 @@ def edges(doc: Mapping[str, Any]) -> tuple[list[Edge], dict[str, list[str]]]:
     for key in labels:
         a, b = sorted(key)
         order[key] = (a, b)
-    router = doc["router"]
-    if router["kind"] != "none":
-        for name in router["engines"] or names:
-            key = frozenset((ROUTER, name))
-            labels.setdefault(key, []).append("routes")
-            order[key] = (ROUTER, name)
+    routed: list[str] = []  # the planned engines behind any router
+    for router in doc.get("routers") or [doc["router"]]:
+        if router["kind"] != "none":
+            routed += [n for n in router["engines"] if n in names] if router["engines"] else names
+    for name in dict.fromkeys(routed):
+        key = frozenset((ROUTER, name))
+        labels.setdefault(key, []).append("routes")
+        order[key] = (ROUTER, name)
     codes: dict[frozenset[str], list[str]] = {}
     nodes: dict[str, list[str]] = {}
     for f in doc["findings"]:
         if f["severity"] == "info":
             continue
         who = [e for e in f["engines"] if e in names]
-        if len(who) == 1 and f["code"] in ROUTER_CODES and router["kind"] != "none":
+        if len(who) == 1 and f["code"] in ROUTER_CODES and doc["router"]["kind"] != "none":
             key = frozenset((ROUTER, who[0]))
             order.setdefault(key, (ROUTER, who[0]))
             labels.setdefault(key, ["routes"])
