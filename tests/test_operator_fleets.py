@@ -152,6 +152,24 @@ def test_skypilot_accelerator_set_without_spaces() -> None:
     assert engine.platforms == ("H100", "H200")
 
 
+def test_skypilot_alternatives_with_other_counts_are_one_engine_each() -> None:
+    """SkyPilot launches on one alternative and sets SKYPILOT_NUM_GPUS_PER_NODE to its
+    count (a count left out is 1: docs/source/compute/gpus.rst): one engine per count,
+    each with its GPUs, none left with a run-time tensor parallelism."""
+    from kvconfig.load.engines import engines_in
+
+    task = (
+        "name: t\nresources:\n  accelerators: {A100:4, A100-80GB:8, H100:8, L4}\nrun: |\n"
+        "  vllm serve Qwen/Qwen3-8B --tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE\n"
+    )
+    got = {e.name: (e.argv[-1], e.platforms) for e in engines_in(task, "<sky>")}
+    assert got == {
+        "skypilot/t (4 GPUs)": ("4", ("A100",)),
+        "skypilot/t (8 GPUs)": ("8", ("A100", "H100")),
+        "skypilot/t (1 GPU)": ("1", ("L4",)),
+    }
+
+
 DGD = """apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
 metadata: {name: kv}

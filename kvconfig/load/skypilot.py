@@ -5,9 +5,13 @@ each node, with ``envs`` (and ``secrets``) exported. ``resources.accelerators`` 
 GPU: ``H100:8``, ``{H100: 8}``, or a list or set of alternatives; ``resources.any_of`` and
 ``resources.ordered`` list alternative resources. SkyPilot also exports
 ``SKYPILOT_NUM_GPUS_PER_NODE`` and ``SKYPILOT_NUM_NODES`` (known from the resources) and
-``SKYPILOT_NODE_RANK``/``SKYPILOT_NODE_IPS`` (known only at run time). The vLLM version
-comes from a ``docker:vllm/vllm-openai:vX.Y.Z`` ``image_id``, or from a pinned
-``vllm==X.Y.Z`` in ``setup``.
+``SKYPILOT_NODE_RANK``/``SKYPILOT_NODE_IPS`` (known only at run time). A count left out
+is one GPU (``H100`` is ``H100:1``: SkyPilot's ``docs/source/compute/gpus.rst``). SkyPilot
+launches the task on one of the alternatives; when their GPU counts differ, the run
+script sees a different ``SKYPILOT_NUM_GPUS_PER_NODE`` on each, so the task is read as
+one engine per count (``skypilot/NAME (4 GPUs)``), each with the GPUs of that count. The
+vLLM version comes from a ``docker:vllm/vllm-openai:vX.Y.Z`` ``image_id``, or from a
+pinned ``vllm==X.Y.Z`` in ``setup``.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ def _accelerators(value: Any) -> list[tuple[str, int | None]]:
                 # {H100:8, H200:8}: YAML reads each "H100:8" as a key without a value;
                 # SkyPilot's own examples write sets this way and it reads NAME:COUNT
                 out.extend(_accelerators(str(name)))
-            else:
-                out.append((str(name), count if isinstance(count, int) else None))
+            else:  # {A100, H100} is a set: one GPU of either
+                out.append((str(name), count if isinstance(count, int) else 1))
     elif isinstance(value, list):
         for item in value:
             out.extend(_accelerators(item))
@@ -62,9 +66,8 @@ def _resources(data: dict[str, Any]) -> tuple[list[tuple[str, int | None]], str 
 
 
 def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
-    """The vLLM server the task's ``run`` script starts."""
-    from kvconfig.load.shell.script import commands
-
+    """The vLLM server the task's ``run`` script starts: one engine per GPU count of the
+    task's accelerator alternatives (one when they agree, or name none)."""
     data = doc.data
     name = str(data.get("name") or Path(doc.source).stem)
     label = f"skypilot/{name}"
@@ -89,10 +92,37 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
                     if known
                     else None
                 )
-    counts = {c for _, c in accelerators}
-    env["SKYPILOT_NUM_GPUS_PER_NODE"] = (
-        str(counts.pop()) if len(counts) == 1 and None not in counts else None
-    )
+    by_count: dict[int | None, list[str]] = {}
+    for gpu_name, count in accelerators:
+        by_count.setdefault(count, []).append(gpu_name)
+    if not by_count:
+        by_count[None] = []
+    found = []
+    for count, names in by_count.items():
+        env["SKYPILOT_NUM_GPUS_PER_NODE"] = str(count) if count is not None else None
+        each = label if len(by_count) == 1 else f"{label} ({count} GPU{'' if count == 1 else 's'})"
+        found.append(
+            _engine(
+                doc, data, each, run=run, env=dict(env), gpus=names, image_id=image_id, base=base
+            )
+        )
+    return found
+
+
+def _engine(
+    doc: _yaml.Document,
+    data: dict[str, Any],
+    label: str,
+    *,
+    run: str,
+    env: dict[str, str | None],
+    gpus: list[str],
+    image_id: str | None,
+    base: Path,
+) -> Engine:
+    """The engine of the task on the GPUs ``gpus`` (their count is in ``env``)."""
+    from kvconfig.load.shell.script import commands
+
     nodes = data.get("num_nodes", 1)
     env["SKYPILOT_NUM_NODES"] = str(nodes) if isinstance(nodes, int) else None
     for runtime in ("SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_TASK_ID"):
@@ -160,7 +190,7 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
                     "setup",
                 )
             )
-    gpu, platforms, gnotes = gpu_fields([a for a, _ in accelerators], doc.line("resources"))
+    gpu, platforms, gnotes = gpu_fields(gpus, doc.line("resources"))
     notes += gnotes
     parallelism: dict[str, int] = {}
     if env["SKYPILOT_NUM_GPUS_PER_NODE"]:
@@ -169,22 +199,20 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
         parallelism["nodes"] = nodes
     run_env = {k: v for k, v in cmd.env.items() if v is not None and not k.startswith("SKYPILOT_")}
     unknown = sorted(k for k, v in cmd.env.items() if v is None and not k.startswith("SKYPILOT_"))
-    return [
-        Engine(
-            name=label,
-            source=doc.source,
-            line=cmd.line,
-            argv=tuple(argv),
-            entry=entry,
-            parser=parser,
-            env=run_env,
-            env_unknown=tuple(unknown),
-            gpu=gpu,
-            platforms=platforms,
-            vllm_version=version,
-            image=image,
-            parallelism=parallelism,
-            base=str(base),
-            notes=tuple(notes),
-        )
-    ]
+    return Engine(
+        name=label,
+        source=doc.source,
+        line=cmd.line,
+        argv=tuple(argv),
+        entry=entry,
+        parser=parser,
+        env=run_env,
+        env_unknown=tuple(unknown),
+        gpu=gpu,
+        platforms=platforms,
+        vllm_version=version,
+        image=image,
+        parallelism=parallelism,
+        base=str(base),
+        notes=tuple(notes),
+    )
