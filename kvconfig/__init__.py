@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         KernelBlockSizeMismatch,
         KVConfigError,
         NoCommonKernelBlockSize,
+        RunTimeValue,
         UnsupportedArchitecture,
     )
     from kvconfig.mirror.block_table import expand_block_table
@@ -68,6 +69,7 @@ _ERRORS = (
     "KVConfigError",
     "KernelBlockSizeMismatch",
     "NoCommonKernelBlockSize",
+    "RunTimeValue",
     "UnsupportedArchitecture",
 )
 _WHERE = {
@@ -88,6 +90,7 @@ __all__ = [
     "KernelBlockSizeMismatch",
     "NoCommonKernelBlockSize",
     "Outcome",
+    "RunTimeValue",
     "Severity",
     "UnsupportedArchitecture",
     "__version__",

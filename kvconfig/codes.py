@@ -148,6 +148,13 @@ class FindingCode(str, Enum):
         "a fleet engine's model config.json cannot be read offline: its plan is unknown "
         "(exit 0); the fleet checks that need no model still run",
     )
+    RUNTIME_VALUE = (
+        "KV403",
+        "runtime-value",
+        Severity.WARNING,
+        "an option that changes the plan is only known at run time ($(TP) from a ConfigMap, "
+        "$(cat FILE)): the verdict is unknown (exit 0); write the value to plan it",
+    )
     BLOCK_SIZE_ADJUSTED = (
         "KV501",
         "block-size-adjusted",

@@ -158,7 +158,7 @@ class EnginePlan(Strict):
 
 
 class UnplannedEngine(Strict):
-    """An engine kvconfig could not plan offline (KV401, KV402): what its file says."""
+    """An engine kvconfig could not plan offline (KV401, KV402, KV403): what its file says."""
 
     name: str
     """The engine's name."""
@@ -168,11 +168,13 @@ class UnplannedEngine(Strict):
     """How many engines it stands for (replicas x data-parallel size)."""
     source: str
     """The deployment it was read from."""
-    code: Literal["KV401", "KV402"]
-    """Why it is not planned: its layers cannot be derived (KV401), or its model's
-    ``config.json`` cannot be read offline (KV402)."""
+    code: Literal["KV401", "KV402", "KV403"]
+    """Why it is not planned: its layers cannot be derived (KV401), its model's
+    ``config.json`` cannot be read offline (KV402), or an option that changes the plan is
+    only known at run time (KV403)."""
     why: str
-    """The architecture (KV401) or what kvconfig could not read (KV402)."""
+    """The architecture (KV401), what kvconfig could not read (KV402), or which value is
+    only known at run time (KV403)."""
     model: str | None
     """The model vLLM serves, as its parser stores it."""
     parallelism: dict[str, int]
@@ -224,7 +226,7 @@ class FleetPlan(Strict):
     """Format version of this document."""
     verdict: Literal["ok", "reject", "unknown"]
     """``reject`` when an engine's plan or a fleet finding is an error; ``unknown`` when
-    none is, but kvconfig cannot plan some engine offline (KV401, KV402)."""
+    none is, but kvconfig cannot plan some engine offline (KV401, KV402, KV403)."""
     source: str
     """The fleet file (or the deployment files, comma-separated)."""
     vllm_version: str

@@ -81,6 +81,10 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "InputError": (("bad",), {"source": "f.yaml", "line": 3, "key": "k", "hint": "h"}),
     "ModelUnavailable": (("not cached",), {"source": "f.yaml", "key": "model", "hint": "h"}),
     "UnsupportedArchitecture": (("XForCausalLM", "m/config.json", "kvconfig: 1"), {}),
+    "RunTimeValue": (
+        ("$BS", "--block-size"),
+        {"engine": "Deployment/d/vllm", "source": "d.yaml", "line": 9, "fixes": ["f"]},
+    ),
     "DeploymentError": (("two", ("layers", 0), "fix"), {}),
     "NoCommonBlockSize": ((["A", "B"],), {}),
     "ScriptStops": (("exit",), {}),

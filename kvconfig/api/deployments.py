@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kvconfig.api._options import FORMATS, Paths, kvconfig_errors, namespace, outcomes
 
 if TYPE_CHECKING:
-    from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
     from kvconfig.load.operator_engine import Engine
     from kvconfig.load.serve import Notice
     from kvconfig.report.outcome import Outcome
@@ -25,14 +25,16 @@ class Input(NamedTuple):
     source: str
     """The file as named, ``<command>`` or ``<stdin>``."""
     deployment: Deployment | None
-    """The deployment (None when kvconfig cannot derive its model: see ``unsupported``)."""
+    """The deployment (None when kvconfig cannot tell its plan: see ``unsupported``)."""
     notices: tuple[Notice, ...]
     """What vLLM does with the text that the text does not show (findings KV8xx)."""
     engine: Engine | None = None
     """For an operator file: what was read of the engine (its name and line, the
     ``vllm serve`` words, environment, image, GPU labels, role, notes)."""
-    unsupported: UnsupportedArchitecture | None = None
-    """Why the model cannot be derived offline (``engine="vllm"`` still plans it)."""
+    unsupported: UnsupportedArchitecture | RunTimeValue | None = None
+    """Why kvconfig cannot tell the plan: the model cannot be derived offline
+    (``engine="vllm"`` still plans it), or an option that changes the plan is only known at
+    run time (``RunTimeValue``: no engine can plan it without the value)."""
 
 
 @kvconfig_errors
@@ -90,7 +92,7 @@ def _read_engines(
 ) -> None:
     """Append each engine ``load_engines`` reads to ``found``."""
     from kvconfig.cli import targets as T
-    from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
     from kvconfig.load.deployment import load_engine, load_noted
 
     for target in T.named(args, list(command) if command else None, many=True):
@@ -101,7 +103,7 @@ def _read_engines(
                 else:
                     where = item.target if item.target != T.STDIN else item.source
                     loaded = load_noted(where, doc=item.doc, **common)
-            except UnsupportedArchitecture as err:
+            except (UnsupportedArchitecture, RunTimeValue) as err:
                 found.append(Input(item.source, None, (), item.engine, err))
                 continue
             found.append(Input(item.source, loaded.deployment, loaded.notices, item.engine))

@@ -15,7 +15,7 @@ from kvconfig.errors import InputError
 from kvconfig.report.outcome import Outcome
 
 if TYPE_CHECKING:
-    from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
     from kvconfig.load.deployment import Loaded
     from kvconfig.load.hub import ModelPaths
     from kvconfig.mirror.platform import PlatformId
@@ -115,7 +115,7 @@ class Slot(NamedTuple):
     start-up (``engine_runs.pending``), or an input error (``outcome``)."""
 
     item: T.Item
-    loaded: Loaded | UnsupportedArchitecture | None
+    loaded: Loaded | UnsupportedArchitecture | RunTimeValue | None
     platform: PlatformId | None
     outcome: Outcome | None = None
     offline: PlanResult | None = None
@@ -155,12 +155,7 @@ def finish(slots: Sequence[Slot]) -> list[Outcome]:
         if o.problem is not None:
             say(str(o.problem))
         elif o.verdict == "unknown":
-            arch = slot.loaded.architecture if isinstance(slot.loaded, Exception) else "?"
-            say(
-                f"warning: {o.label()} [{o.platform}]: verdict unknown, kvconfig cannot "
-                f"derive the KV-cache layers of {arch!r} offline (KV401); plan it with "
-                "--engine auto or --engine vllm"
-            )
+            say(f"warning: {o.label()} [{o.platform}]: verdict unknown, {_why(slot.loaded)}")
         out.append(o)
     return out
 
@@ -215,11 +210,27 @@ def label(platform: PlatformId | None) -> str:
     return platform.label() if platform is not None else "-"
 
 
-def _load(args: argparse.Namespace, s: Settings, item: T.Item) -> Loaded | UnsupportedArchitecture:
+def _why(loaded: Any) -> str:
+    """Why a deployment's verdict is unknown, for its warning line."""
+    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+
+    if isinstance(loaded, RunTimeValue):
+        return f"{loaded.reason} (KV403); write the value, or lint the rendered manifest"
+    arch = loaded.architecture if isinstance(loaded, UnsupportedArchitecture) else "?"
+    return (
+        f"kvconfig cannot derive the KV-cache layers of {arch!r} offline (KV401); plan it "
+        "with --engine auto or --engine vllm"
+    )
+
+
+def _load(
+    args: argparse.Namespace, s: Settings, item: T.Item
+) -> Loaded | UnsupportedArchitecture | RunTimeValue:
     """The deployment of an item, through the loader the API uses too; a model kvconfig
     cannot derive is returned as its error (it becomes finding KV401, or goes to vLLM's
-    start-up with ``--engine vllm``)."""
-    from kvconfig.errors import UnsupportedArchitecture
+    start-up with ``--engine vllm``), and so is an option only known at run time (KV403,
+    whatever the engine: vLLM cannot start without the value either)."""
+    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
     from kvconfig.load.deployment import load_engine, load_noted
 
     common = {
@@ -236,19 +247,18 @@ def _load(args: argparse.Namespace, s: Settings, item: T.Item) -> Loaded | Unsup
         target = item.target if item.target != T.STDIN else item.source
         common["vllm_version"] = args.vllm_version or s.configured_version
         return load_noted(target, doc=item.doc, **common)
-    except UnsupportedArchitecture as err:
+    except (UnsupportedArchitecture, RunTimeValue) as err:
         return err
 
 
 def _own_platforms(
-    item: T.Item, loaded: Loaded | UnsupportedArchitecture
+    item: T.Item, loaded: Loaded | UnsupportedArchitecture | RunTimeValue
 ) -> list[PlatformId | None]:
     """Without ``--platform``: the deployment's own, else the GPUs its operator file
     names (each one, when a resource accepts several), else none (an error later)."""
-    from kvconfig.errors import UnsupportedArchitecture
     from kvconfig.load.platforms import parse_platform
 
-    if not isinstance(loaded, UnsupportedArchitecture) and loaded.deployment.platform:
+    if not isinstance(loaded, Exception) and loaded.deployment.platform:
         return [parse_platform(loaded.deployment.platform)]
     if item.engine is not None and item.engine.platforms:
         return [parse_platform(p) for p in item.engine.platforms]
@@ -268,15 +278,18 @@ def no_platform(item: T.Item) -> InputError:
 
 def _offline(
     item: T.Item,
-    loaded: Loaded | UnsupportedArchitecture | None,
+    loaded: Loaded | UnsupportedArchitecture | RunTimeValue | None,
     platform: PlatformId | None,
     engine: str,
 ) -> Slot:
     """Resolve one deployment on one platform offline (unless only vLLM's start-up runs)."""
-    from kvconfig.errors import UnsupportedArchitecture
+    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
 
     if platform is None:
         raise no_platform(item)
+    if isinstance(loaded, RunTimeValue):
+        plan = unsupported_plan(loaded, item.source, platform)
+        return Slot(item, loaded, platform, outcome(item, platform, plan))
     if engine == "vllm" or loaded is None:
         return Slot(item, loaded, platform)
     if isinstance(loaded, UnsupportedArchitecture):
@@ -298,8 +311,12 @@ def _engine_can_plan(platform: PlatformId) -> bool:
     return platform.vendor == "cuda" and platform.capability is not None and available() is None
 
 
-def unsupported_plan(err: UnsupportedArchitecture, source: str, platform: PlatformId) -> PlanResult:
-    """The plan of a model kvconfig cannot derive: finding KV401 only."""
+def unsupported_plan(
+    err: UnsupportedArchitecture | RunTimeValue, source: str, platform: PlatformId
+) -> PlanResult:
+    """The plan of a deployment kvconfig cannot tell: finding KV401 (a model it cannot
+    derive) or KV403 (an option only known at run time) only."""
+    from kvconfig.errors import RunTimeValue
     from kvconfig.mirror import versions
     from kvconfig.plan import findings as F
     from kvconfig.plan.result import PlanResult
@@ -312,7 +329,11 @@ def unsupported_plan(err: UnsupportedArchitecture, source: str, platform: Platfo
         hooks="none",
         speculative_method=None,
         groups=(),
-        findings=(F.architecture(err.architecture, err.source, err.snippet),),
+        findings=(
+            F.runtime_value(err)
+            if isinstance(err, RunTimeValue)
+            else F.architecture(err.architecture, err.source, err.snippet),
+        ),
     )
 
 

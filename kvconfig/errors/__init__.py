@@ -2,7 +2,8 @@
 because vLLM raises them in worker processes and re-raises them elsewhere.
 
 Public (``kvconfig.__all__``): ``KVConfigError``, ``InputError`` (bad input, one line),
-``UnsupportedArchitecture`` (a model kvconfig cannot derive), ``NoCommonKernelBlockSize``
+``UnsupportedArchitecture`` (a model kvconfig cannot derive), ``RunTimeValue`` (an option
+that changes the plan only known at run time), ``NoCommonKernelBlockSize``
 and ``KernelBlockSizeMismatch`` (raised by the vLLM hooks). The others mirror where
 vLLM fails at start-up; the resolver turns them into findings, the loaders into
 ``InputError``, so they never reach a caller of the API.
@@ -28,6 +29,7 @@ from kvconfig.errors.plan import (
     ModelUnavailable,
     NoCommonBlockSize,
     NoCommonKernelBlockSize,
+    RunTimeValue,
     ScriptJumps,
     ScriptStops,
     UnsupportedArchitecture,
@@ -50,6 +52,7 @@ __all__ = [
     "ModelUnavailable",
     "NoCommonBlockSize",
     "NoCommonKernelBlockSize",
+    "RunTimeValue",
     "ScriptJumps",
     "ScriptStops",
     "UnsupportedArchitecture",

@@ -101,6 +101,31 @@ class UnsupportedArchitecture(KVConfigError):
         super().__init__(message + (", starting from:\n" + snippet if snippet else ""))
 
 
+class RunTimeValue(KVConfigError):
+    """An option that changes the plan holds a word only known at run time (``$(TP)`` from
+    a ConfigMap, ``$BS`` from the pod's environment, ``$(cat FILE)``). The file is valid;
+    kvconfig cannot tell its plan, so the outcome is ``unknown`` (finding KV403), never a
+    rejection and never a guess. ``fixes`` say how to settle the value."""
+
+    def __init__(
+        self, word: str, option: str, *, engine: str, source: str, line: int | None,
+        fixes: Sequence[str],
+    ) -> None:  # fmt: skip
+        self.word = word
+        self.option = option
+        self.engine = engine
+        self.source = source
+        self.line = line
+        self.fixes = list(fixes)
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {engine}: {self.reason}")
+
+    @property
+    def reason(self) -> str:
+        """``$BS is only known at run time, and --block-size changes the plan``."""
+        return f"{self.word} is only known at run time, and {self.option} changes the plan"
+
+
 class DeploymentError(KVConfigError):
     """A contradiction inside a deployment (``schemas.deployment``), with the path of the
     key it is about; the loaders report it as an ``InputError`` at that key's line."""

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from kvconfig.codes import FindingCode
-from kvconfig.errors import InputError, ModelUnavailable, UnsupportedArchitecture
+from kvconfig.errors import InputError, ModelUnavailable, RunTimeValue, UnsupportedArchitecture
 from kvconfig.fleet._load import kv_transfer_of, load
 from kvconfig.fleet.components import components
 from kvconfig.fleet.components.groups import entries, kind_of
@@ -131,13 +131,14 @@ class Planner:
         """``engine`` with ``override`` set (None when that does not plan)."""
         try:
             return self.plan(engine.spec, override)
-        except (InputError, UnsupportedArchitecture):
+        except (InputError, UnsupportedArchitecture, RunTimeValue):
             return None
 
 
 def plan_engines(fleet: FleetInput, planner: Planner) -> tuple[list[Engine], list[Unplanned]]:
     """Every engine of the fleet, planned; and those kvconfig cannot plan offline (their
-    layers cannot be derived, KV401, or their model cannot be read, KV402): cannot tell is
+    layers cannot be derived, KV401, their model cannot be read, KV402, or an option that
+    changes the plan is only known at run time, KV403): cannot tell is
     no rejection, and they stay in the fleet as read (``kvconfig.fleet.unplanned``)."""
     engines: list[Engine] = []
     found: list[Unplanned] = []
@@ -148,6 +149,8 @@ def plan_engines(fleet: FleetInput, planner: Planner) -> tuple[list[Engine], lis
             found.append(unplanned(spec, "KV401", str(getattr(err, "architecture", "?"))))
         except ModelUnavailable as err:
             found.append(unplanned(spec, "KV402", err.message))
+        except RunTimeValue as err:
+            found.append(unplanned(spec, "KV403", f"line {err.line}: {err.reason}"))
     return engines, found
 
 
@@ -321,7 +324,7 @@ def fleet_json(
     reject = any(b["plan"]["verdict"] == "reject" for b in bodies) or any(
         f.severity == "error" for f in found
     )
-    unknown = bool(unplanned_engines) or any(f.code in ("KV401", "KV402") for f in found)
+    unknown = bool(unplanned_engines) or any(f.code in ("KV401", "KV402", "KV403") for f in found)
     members: list[Any] = [*engines, *unplanned_engines]
     routers = [
         {

@@ -95,7 +95,7 @@ def _engine_lines(e: Mapping[str, Any]) -> list[str]:
 
 
 def _unplanned_line(u: Mapping[str, Any]) -> str:
-    """An engine kvconfig did not plan: what its file says, and why (KV401, KV402)."""
+    """An engine kvconfig did not plan: what its file says, and why (KV401, KV402, KV403)."""
     p = u["parallelism"]
     par = f"TP {p['tensor']}" + "".join(
         f", {label} {p[key]}" for key, label in (("pipeline", "PP"), ("data", "DP")) if p[key] > 1

@@ -1,8 +1,10 @@
 """Fleet engines kvconfig cannot plan offline, and the checks that need no model.
 
-An engine whose model's layers kvconfig cannot derive (finding KV401), or whose model's
+An engine whose model's layers kvconfig cannot derive (finding KV401), whose model's
 ``config.json`` it cannot read offline (KV402: a Hugging Face id not in the cache, a path
-that is a mount inside the pod), still belongs to its fleet: its name, role, replicas,
+that is a mount inside the pod), or with an option that changes the plan only known at
+run time (KV403: ``--tensor-parallel-size $(TP)`` from a ConfigMap) still belongs to its
+fleet: its name, role, replicas,
 parallel sizes, connector and block size are what its file says (``kvconfig.load.reading``),
 it forms P/D pairs and sits behind the router. Its plan is "cannot tell" (the fleet's
 verdict is ``unknown`` unless another finding rejects it), and the rules that need only
@@ -46,9 +48,11 @@ class Unplanned:
     spec: EngineSpec
     """The engine, its role resolved from its connector as for planned engines."""
     code: str
-    """KV401 (layers not derivable) or KV402 (config.json not readable offline)."""
+    """KV401 (layers not derivable), KV402 (config.json not readable offline) or KV403
+    (an option that changes the plan only known at run time)."""
     why: str
-    """The architecture (KV401) or the input error's text (KV402)."""
+    """The architecture (KV401), the input error's text (KV402) or the run-time value's
+    (KV403)."""
     reading: Reading | None
     """What its file says (None for an engine that is not an operator file's)."""
 
@@ -120,7 +124,7 @@ def unplanned_json(u: Unplanned) -> dict[str, Any]:
 
 
 def unplanned_issues(found: Sequence[Unplanned]) -> list[Issue]:
-    """KV401 or KV402 for each engine kvconfig has not planned."""
+    """KV401, KV402 or KV403 for each engine kvconfig has not planned."""
     out = []
     for u in found:
         if u.code == "KV401":
@@ -128,6 +132,12 @@ def unplanned_issues(found: Sequence[Unplanned]) -> list[Issue]:
             fixes = [
                 "plan the engine with vLLM's own start-up: kvconfig plan --engine vllm FILE",
                 "or describe its layers in a native deployment file (docs/native-format.md)",
+            ]
+        elif u.code == "KV403":
+            what = f"kvconfig cannot tell its plan ({u.why})"
+            fixes = [
+                "write the value in the file",
+                "or lint the manifests as they are applied, with the values filled in",
             ]
         else:
             what = f"kvconfig cannot read its model offline ({u.why})"

@@ -5,8 +5,8 @@ entry point's parser, relative to its file's folder; the launcher's defaults fil
 options left unset. What the file leaves to run time is decided here:
 
 * a word only known at run time (``unknown-value``: a Secret's ``$(VAR)``, a command
-  substitution) in an option that changes the plan is an error naming it; elsewhere
-  it does not matter;
+  substitution) in an option that changes the plan is ``RunTimeValue`` naming it (the
+  verdict is unknown, finding KV403); elsewhere it does not matter;
 * arguments only known at run time (KServe's ``VLLM_ADDITIONAL_ARGS`` from a Secret)
   are finding KV805; a variable that changes the plan set from a Secret, or a whole
   ``envFrom`` source, finding KV804;
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kvconfig.codes import FindingCode
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, RunTimeValue
 from kvconfig.load.checks import PLAN_ENV
 from kvconfig.load.serve import Notice, Options
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from kvconfig.load.hub import ModelPaths
     from kvconfig.load.operator_engine import Engine
 
-#: Options whose value changes the plan: a value only known at run time stops it.
+#: Options whose value changes the plan: a value only known at run time makes it unknown.
 PLAN_OPTIONS = (
     "model",
     "hf-config-path",
@@ -198,8 +198,8 @@ def _words(value: Any) -> Iterator[str]:
 
 
 def _unknown_values(engine: Engine, opts: Options) -> None:
-    """Refuse a plan-relevant option whose value is only known at run time; note
-    arguments that are only known at run time."""
+    """Raise RunTimeValue for a plan-relevant option whose value is only known at run time
+    (the verdict is unknown, finding KV403); note arguments only known at run time."""
     for note in engine.notes:
         if note.kind != "unknown-value":
             continue
@@ -212,14 +212,38 @@ def _unknown_values(engine: Engine, opts: Options) -> None:
         for option in PLAN_OPTIONS:
             if any(what in word for word in _words(opts.values.get(option))):
                 shown = option if option == "model" else f"--{option}"
-                raise InputError(
-                    f"{what} is only known at run time, and {shown} changes the plan",
+                raise RunTimeValue(
+                    what,
+                    shown,
+                    engine=engine.name,
                     source=engine.source,
                     line=note.line if note.line is not None else engine.line,
-                    key=_key(engine, shown),
-                    hint="write the value in the file, or lint the manifest with the values "
-                    "filled in",
+                    fixes=_settle(engine, what, shown),
                 )
+
+
+_VARIABLE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")
+
+
+def _settle(engine: Engine, word: str, option: str) -> list[str]:
+    """How to make a value only known at run time known to kvconfig."""
+    fixes = [
+        f"write {option}'s value in the file",
+        "or lint the manifest as it is applied, with the values filled in (helm template, "
+        "kustomize build)",
+    ]
+    variable = _VARIABLE.match(word)
+    if variable and engine.name.startswith("compose/"):
+        name = variable.group(1)
+        fixes.append(
+            f"or, where the service takes {name} from the environment compose runs in "
+            f"(environment: [{name}]), pass --env {name}=VALUE"
+        )
+    fixes.append(
+        "or plan it where it runs, with the value known: kvconfig plan --engine vllm -- "
+        f"vllm serve ... {option} VALUE"
+    )
+    return fixes
 
 
 def _environment(engine: Engine) -> list[Notice]:

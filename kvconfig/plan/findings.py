@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvconfig.codes import FindingCode
-from kvconfig.errors import NoCommonKernelBlockSize
+from kvconfig.errors import NoCommonKernelBlockSize, RunTimeValue
 from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.selection import Selection
 from kvconfig.mirror.vote import Declared
@@ -233,6 +233,17 @@ def architecture(arch: str, source: str, snippet: str = "") -> Found:
         f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r} "
         "offline: the verdict is unknown (no rejection; exit 0).",
         tuple(fixes),
+    )
+
+
+def runtime_value(err: RunTimeValue) -> Found:
+    """KV403: an option that changes the plan is only known at run time; the verdict is
+    ``unknown``."""
+    return Found(
+        FindingCode.RUNTIME_VALUE,
+        None,
+        f"{err}: kvconfig cannot tell the plan, so the verdict is unknown (no rejection; exit 0).",
+        tuple(err.fixes),
     )
 
 

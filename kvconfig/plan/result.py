@@ -21,6 +21,11 @@ from kvconfig.schemas.sizes import KernelSize, size_to_json
 
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
+#: The findings that make a verdict ``unknown``: kvconfig cannot tell the plan (the model's
+#: layers cannot be derived offline, KV401; an option that changes the plan is only known
+#: at run time, KV403).
+CANNOT_TELL = (FindingCode.ARCHITECTURE_NOT_DERIVABLE, FindingCode.RUNTIME_VALUE)
+
 
 class Found(NamedTuple):
     """One finding."""
@@ -196,11 +201,11 @@ class PlanResult(NamedTuple):
 
     @property
     def verdict(self) -> str:
-        """``reject`` when any finding is an error; ``unknown`` when kvconfig cannot derive
-        the model's layers offline (KV401: cannot tell is no rejection); else ``ok``."""
+        """``reject`` when any finding is an error; ``unknown`` when kvconfig cannot tell
+        (``CANNOT_TELL``: cannot tell is no rejection); else ``ok``."""
         if any(f.severity is Severity.ERROR for f in self.findings):
             return "reject"
-        if any(f.code is FindingCode.ARCHITECTURE_NOT_DERIVABLE for f in self.findings):
+        if any(f.code in CANNOT_TELL for f in self.findings):
             return "unknown"
         return "ok"
 

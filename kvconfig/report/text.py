@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvconfig.codes import FindingCode, Severity
-from kvconfig.plan.result import Found, GroupResult, PlanResult
+from kvconfig.codes import Severity
+from kvconfig.plan.result import CANNOT_TELL, Found, GroupResult, PlanResult
 from kvconfig.report.outcome import Outcome
 from kvconfig.schemas.sizes import format_sizes
 
@@ -102,7 +102,7 @@ def render_lint(outcomes: Sequence[Outcome]) -> str:
         p = o.plan
         errors = [f for f in p.findings if f.severity is Severity.ERROR]
         if p.verdict == "unknown":
-            errors = [f for f in p.findings if f.code is FindingCode.ARCHITECTURE_NOT_DERIVABLE]
+            errors = [f for f in p.findings if f.code in CANNOT_TELL]
         summary = ", ".join(dict.fromkeys(f"{f.code} {f.name}" for f in errors)) or "safe"
         lines.append(f"{p.verdict:<7} {o.label()} [{o.platform}]: {summary}")
         if o.reading is not None:

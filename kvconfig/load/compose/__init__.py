@@ -265,7 +265,7 @@ def _environment(  # noqa: PLR0917 (one service's facts)
     if isinstance(env, dict):
         for k, v in env.items():
             if v is None:
-                unknown.append(str(k))
+                _passed(str(k), lookup, variables, unknown)
             else:
                 variables[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
     elif isinstance(env, list):
@@ -274,7 +274,7 @@ def _environment(  # noqa: PLR0917 (one service's facts)
             if eq:
                 variables[name] = value
             else:
-                unknown.append(name)
+                _passed(name, lookup, variables, unknown)
     elif env is not None:
         raise InputError(
             "environment: expected a list of KEY=VALUE or a mapping",
@@ -284,6 +284,17 @@ def _environment(  # noqa: PLR0917 (one service's facts)
             hint="write environment: {KEY: VALUE}",
         )
     return variables, unknown, sources
+
+
+def _passed(
+    name: str, lookup: Mapping[str, str], variables: dict[str, str], unknown: list[str]
+) -> None:
+    """A variable named without a value: compose passes the one of the environment it runs
+    in (``--env``, the ``.env`` file), else it is only known at run time."""
+    if name in lookup:
+        variables[name] = lookup[name]
+    else:
+        unknown.append(name)
 
 
 def _gpu_count(svc: Mapping[str, Any]) -> int | None:

@@ -283,7 +283,8 @@ def _router_words(r: Mapping[str, Any]) -> str:
 
 
 def _unplanned_section(unplanned: list[Mapping[str, Any]], pairs: list[Mapping[str, Any]]) -> str:
-    """The engines kvconfig did not plan (KV401, KV402), as their files read, and the pairs."""
+    """The engines kvconfig did not plan (KV401, KV402, KV403), as their files read, and
+    the pairs."""
     if not unplanned and not pairs:
         return ""
     rows = "".join(

@@ -1,0 +1,187 @@
+"""An option that changes the plan but is only known at run time (a ConfigMap's ``$(TP)``,
+a script's ``$BS`` from a Secret, ``$(cat FILE)``): the file is valid and kvconfig cannot
+tell its plan, so the verdict is ``unknown`` (KV403, exit 0) in every command and in the
+API, never bad input and never a guess. Which words are only known at run time is the
+shell reader's and the Kubernetes reader's business (tests/test_shell_differential.py,
+tests/test_inputs_shell.py); here they only feed the outcome."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr
+from pathlib import Path
+
+import kvconfig
+from kvconfig.cli import main
+from kvconfig.schemas.fleet_plan import FleetPlan
+from kvconfig.schemas.plan import Plan
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN = f"Qwen/Qwen3-8B={ROOT / 'examples' / 'models' / 'qwen3-8b'}"
+
+_MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: qwen3}
+spec:
+  template:
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          env:
+            - {name: TP, valueFrom: {configMapKeyRef: {name: c, key: tp}}}
+          args: ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "$(TP)"]
+"""
+
+_SCRIPT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: qwen3}
+spec:
+  template:
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              exec vllm serve Qwen/Qwen3-8B --max-model-len $(cat /etc/len)
+"""
+
+_COMPOSE = """\
+services:
+  vllm:
+    image: vllm/vllm-openai:v0.33.0
+    environment: [BS]
+    entrypoint: ["/bin/sh", "-c"]
+    command: ["exec vllm serve Qwen/Qwen3-8B --block-size $$BS"]
+"""
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stderr(err):
+        code = main(list(args), stdout=out)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _file(tmp_path: Path, text: str, name: str = "d.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_configmap_value_makes_lint_unknown_not_bad_input(tmp_path: Path) -> None:
+    path = _file(tmp_path, _MANIFEST)
+    code, out, err = _run("lint", "--model-path", QWEN, path)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"unknown {path}:9 Deployment/qwen3/vllm [H100 (sm90)]: KV403 runtime-value"
+    )
+    assert lines[1].startswith("  read: Qwen/Qwen3-8B ")
+    assert (
+        f"{path}:9: Deployment/qwen3/vllm: $(TP) is only known at run time, and "
+        "--tensor-parallel-size changes the plan" in out
+    )
+    assert "fix: write --tensor-parallel-size's value in the file" in out
+    assert "helm template" in out and "--engine vllm" in out
+    assert lines[-1] == "0 of 1 safe, 1 unknown"
+    assert "verdict unknown, $(TP) is only known at run time" in err
+    assert "Traceback" not in err
+
+
+def test_a_command_substitution_in_a_script_is_unknown_in_json(tmp_path: Path) -> None:
+    path = _file(tmp_path, _SCRIPT)
+    code, out, _ = _run("lint", "--format", "json", "--model-path", QWEN, path)
+    assert code == 0
+    plan = json.loads(out)
+    Plan.model_validate(plan)
+    assert plan["verdict"] == "unknown"
+    assert [(f["code"], f["name"]) for f in plan["findings"]] == [("KV403", "runtime-value")]
+    assert (
+        "$(cat /etc/len) is only known at run time, and --max-model-len"
+        in (plan["findings"][0]["message"])
+    )
+    assert plan["operator_engine"]["name"] == "Deployment/qwen3/vllm"
+
+
+def test_plan_and_export_say_unknown_as_for_kv401(tmp_path: Path) -> None:
+    path = _file(tmp_path, _MANIFEST)
+    for command in ("plan", "export"):
+        code, out, err = _run(command, "--format", "json", "--model-path", QWEN, path)
+        assert code == 0, (command, err)
+        assert json.loads(out)["verdict"] == "unknown", command
+
+
+def test_the_engine_mode_cannot_start_without_the_value_either(tmp_path: Path) -> None:
+    """``--engine vllm`` would start vLLM with ``$(TP)`` as its argument: unknown too,
+    decided before any engine runs."""
+    path = _file(tmp_path, _MANIFEST)
+    for engine in ("vllm", "both", "auto"):
+        code, out, err = _run("lint", "--engine", engine, "--model-path", QWEN, path)
+        assert code == 0, (engine, err)
+        assert "KV403 runtime-value" in out.splitlines()[0], engine
+
+
+def test_another_deployment_still_decides_the_exit_code(tmp_path: Path) -> None:
+    unknown = _file(tmp_path, _MANIFEST, "a.yaml")
+    rejected = _file(
+        tmp_path,
+        _MANIFEST.replace('"$(TP)"', '"1", "--block-size", "7"').replace("qwen3}", "q2}"),
+        "b.yaml",
+    )
+    code, out, _ = _run("lint", "--model-path", QWEN, unknown, rejected)
+    assert code == 1
+    assert out.splitlines()[0].startswith(f"unknown {unknown}:9")
+
+
+def test_a_fleet_lists_the_engine_as_not_planned(tmp_path: Path) -> None:
+    path = _file(tmp_path, _MANIFEST)
+    code, out, err = _run("lint", "--fleet", "--format", "json", "--model-path", QWEN, path)
+    assert code == 0, err
+    plan = json.loads(out)
+    FleetPlan.model_validate(plan)
+    assert plan["verdict"] == "unknown"
+    (engine,) = plan["unplanned"]
+    assert (engine["name"], engine["code"]) == ("Deployment/qwen3/vllm", "KV403")
+    assert "$(TP) is only known at run time" in engine["why"]
+    assert [f["code"] for f in plan["findings"]] == ["KV403"]
+
+
+def test_the_api_reads_it_as_unknown(tmp_path: Path) -> None:
+    path = _file(tmp_path, _MANIFEST)
+    (found,) = kvconfig.load_engines([path], model_path=[QWEN])
+    assert found.deployment is None
+    assert isinstance(found.unsupported, kvconfig.RunTimeValue)
+    assert (found.unsupported.word, found.unsupported.option) == (
+        "$(TP)",
+        "--tensor-parallel-size",
+    )
+    (outcome,) = kvconfig.plan_deployments([path], model_path=[QWEN])
+    assert outcome.verdict == "unknown"
+    assert kvconfig.exit_code([outcome]) == 0
+
+
+def test_env_settles_a_variable_compose_passes_through(tmp_path: Path) -> None:
+    """``environment: [BS]`` takes BS from the environment compose runs in: ``--env``."""
+    path = _file(tmp_path, _COMPOSE, "compose.yaml")
+    common = ("lint", "--platform", "h100", "--format", "json", "--model-path", QWEN)
+    code, out, _ = _run(*common, path)
+    assert code == 0
+    plan = json.loads(out)
+    assert plan["verdict"] == "unknown"
+    assert "$BS is only known at run time" in plan["findings"][0]["message"]
+    assert "pass --env BS=VALUE" in " ".join(plan["findings"][0]["fixes"])
+    code, out, err = _run(*common, "--env", "BS=32", path)
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["verdict"] == "ok"
+    assert plan["groups"][0]["block_size"] == 32
+    assert plan["operator_engine"]["reading"]["block_size"] == 32
+    assert "KV403" not in out
