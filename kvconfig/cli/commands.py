@@ -1,8 +1,9 @@
 """``kvconfig``: plan, lint, explain and export KV-cache kernel block-size plans.
 
 Exit codes: 0 no deployment is rejected (each is safe, or ``unknown``: a model kvconfig
-cannot derive offline, finding KV401, a warning); 1 some deployment is rejected; 2 usage or
-input error; 3 a kvconfig bug (one line on stderr; ``KVCONFIG_TRACEBACK=1`` shows it).
+cannot derive offline, KV401, or an option only known at run time, KV403: warnings); 1 some
+deployment is rejected; 2 usage or input error; 3 a kvconfig bug (one line on stderr;
+``KVCONFIG_TRACEBACK=1`` shows it).
 
 Every input error is one line on stderr (docs/errors.md). A usage error, or a bad
 file given to ``plan``, ``explain`` or ``export``, prints nothing on stdout. ``lint``
