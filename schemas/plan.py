@@ -151,6 +151,9 @@ class Reading(Strict):
     """The vLLM release the image or a pinned install names."""
     unreadable: str | None
     """Why the arguments could not be read, or None."""
+    run_time: dict[str, str]
+    """Options whose value is only known at run time, with the word holding it
+    (``{"tensor-parallel-size": "$(TP)"}``: finding KV403); their fields keep the default."""
 
 
 class OperatorEngine(Strict):

@@ -84,7 +84,7 @@ def test_a_configmap_value_makes_lint_unknown_not_bad_input(tmp_path: Path) -> N
     assert lines[0] == (
         f"unknown {path}:9 Deployment/qwen3/vllm [H100 (sm90)]: KV403 runtime-value"
     )
-    assert lines[1].startswith("  read: Qwen/Qwen3-8B ")
+    assert lines[1].startswith("  read: Qwen/Qwen3-8B tp=$(TP) ")  # not a default
     assert (
         f"{path}:9: Deployment/qwen3/vllm: $(TP) is only known at run time, and "
         "--tensor-parallel-size changes the plan" in out
@@ -109,6 +109,7 @@ def test_a_command_substitution_in_a_script_is_unknown_in_json(tmp_path: Path) -
         in (plan["findings"][0]["message"])
     )
     assert plan["operator_engine"]["name"] == "Deployment/qwen3/vllm"
+    assert plan["operator_engine"]["reading"]["run_time"] == {}  # --max-model-len: not shown
 
 
 def test_plan_and_export_say_unknown_as_for_kv401(tmp_path: Path) -> None:
@@ -177,6 +178,7 @@ def test_env_settles_a_variable_compose_passes_through(tmp_path: Path) -> None:
     plan = json.loads(out)
     assert plan["verdict"] == "unknown"
     assert "$BS is only known at run time" in plan["findings"][0]["message"]
+    assert plan["operator_engine"]["reading"]["run_time"] == {"block-size": "$BS"}
     assert "pass --env BS=VALUE" in " ".join(plan["findings"][0]["fixes"])
     code, out, err = _run(*common, "--env", "BS=32", path)
     assert code == 0, err

@@ -19,7 +19,7 @@ Errors about the engine's own file name the engine: ``FILE:LINE: ENGINE: KEY: ..
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -197,29 +197,38 @@ def _words(value: Any) -> Iterator[str]:
         yield from (str(v) for v in value)
 
 
+def run_time_words(
+    engine: Engine, values: Mapping[str, Any], options: Sequence[str]
+) -> Iterator[tuple[str, str, int | None]]:
+    """(option, word, line) for each of ``options`` whose value holds a word only known at
+    run time (the engine's ``unknown-value`` notes)."""
+    for note in engine.notes:
+        if note.kind != "unknown-value" or " in argument " not in note.message:
+            continue
+        what = note.message.split(" in argument ", 1)[0]
+        for option in options:
+            if any(what in word for word in _words(values.get(option))):
+                yield option, what, note.line if note.line is not None else engine.line
+
+
 def _unknown_values(engine: Engine, opts: Options) -> None:
     """Raise RunTimeValue for a plan-relevant option whose value is only known at run time
     (the verdict is unknown, finding KV403); note arguments only known at run time."""
     for note in engine.notes:
-        if note.kind != "unknown-value":
-            continue
-        what = note.message.split(" in argument ", 1)[0] if " in argument " in note.message else ""
-        if not what:
+        if note.kind == "unknown-value" and " in argument " not in note.message:
             opts.notices.append(
                 Notice(FindingCode.RUNTIME_ARGUMENTS, f"{engine.name}: {note.message}")
             )
-            continue
-        for option in PLAN_OPTIONS:
-            if any(what in word for word in _words(opts.values.get(option))):
-                shown = option if option == "model" else f"--{option}"
-                raise RunTimeValue(
-                    what,
-                    shown,
-                    engine=engine.name,
-                    source=engine.source,
-                    line=note.line if note.line is not None else engine.line,
-                    fixes=_settle(engine, what, shown),
-                )
+    for option, what, line in run_time_words(engine, opts.values, PLAN_OPTIONS):
+        shown = option if option == "model" else f"--{option}"
+        raise RunTimeValue(
+            what,
+            shown,
+            engine=engine.name,
+            source=engine.source,
+            line=line,
+            fixes=_settle(engine, what, shown),
+        )
 
 
 _VARIABLE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kvconfig.errors import InputError
@@ -53,6 +53,9 @@ class Reading:
     """The vLLM release the image tag or a pinned install names."""
     unreadable: str | None = None
     """Why the arguments could not be read (vLLM would refuse them), or None."""
+    run_time: dict[str, str] = field(default_factory=dict)
+    """Options whose value is only known at run time, with the word that holds it
+    (``{"tensor-parallel-size": "$(TP)"}``); their fields above keep the default."""
 
     def to_json(self) -> dict[str, Any]:
         """The reading as JSON (docs/json.md)."""
@@ -62,11 +65,17 @@ class Reading:
         """One line for the text report: ``Qwen/Qwen3-8B tp=2 block=64 NixlConnector
         (kv_producer) prefill``."""
         parts = [self.model or "model ?"]
-        sizes = [("tp", self.tensor), ("pp", self.pipeline), ("dp", self.data)]
+        r = self.run_time
+        sizes = [
+            ("tp", r.get("tensor-parallel-size", self.tensor)),
+            ("pp", r.get("pipeline-parallel-size", self.pipeline)),
+            ("dp", r.get("data-parallel-size", self.data)),
+        ]
         parts += [f"{k}={v}" for k, v in sizes if v != 1 or k == "tp"]
         if self.expert:
             parts.append("ep")
-        parts.append(f"block={self.block_size}" if self.block_size else "block=vLLM default")
+        block = r.get("block-size", self.block_size)
+        parts.append(f"block={block}" if block else "block=vLLM default")
         if self.speculative:
             parts.append(f"spec={self.speculative}")
         if self.connector:
@@ -131,10 +140,15 @@ def _speculative(config: Mapping[str, Any] | None) -> str | None:
     return "draft" if config.get("model") else None
 
 
+#: The options a reading shows.
+_SHOWN = ("model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
+          "block-size")  # fmt: skip
+
+
 def reading_of(engine: Engine) -> Reading:
     """What ``engine`` runs with, read by vLLM's parser rules (``kvconfig.load.argv``)."""
     from kvconfig.load.argv import parse_serve_args
-    from kvconfig.load.engine_options import engine_version, written_for
+    from kvconfig.load.engine_options import engine_version, run_time_words, written_for
 
     values: Mapping[str, Any] = {}
     model: str | None = None
@@ -172,4 +186,5 @@ def reading_of(engine: Engine) -> Reading:
         kv_role=kv_role,
         vllm_version=engine.vllm_version,
         unreadable=unreadable,
+        run_time={o: w for o, w, _ in run_time_words(engine, values, _SHOWN)},
     )
