@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from kvconfig.errors import InputError
 
-KNOWN: tuple[str, ...] = ("0.32.0", "0.33.0")
+KNOWN: tuple[str, ...] = ("0.30.0", "0.31.0", "0.32.0", "0.33.0")
 """The vLLM releases kvconfig plans for, oldest first. The hooks are built for these too."""
 
 DEFAULT: str = KNOWN[-1]
@@ -258,7 +258,7 @@ RULES: Mapping[str, Rules] = {
 }
 """The differing rules of each release compared (every release of ``KNOWN`` has a row; a
 release whose rules are compared and checked against its code but whose catalog is not
-generated yet has a row and is not in ``KNOWN``)."""
+generated yet may have a row without being in ``KNOWN``)."""
 
 SERVE_ARGUMENTS: tuple[str, ...] = (
     "vllm.entrypoints.common.cli_args",
