@@ -20,7 +20,8 @@ def _routing(vllm_config: Any, kv_cache_config: Any) -> dict[str, Any]:
     cache = vllm_config.cache_config
     dcp = vllm_config.parallel_config.decode_context_parallel_size
     out: dict[str, Any] = {
-        "effective_block_size": cache.effective_attention_block_size,
+        # None where the release's CacheConfig has no such report (the older releases)
+        "effective_block_size": getattr(cache, "effective_attention_block_size", None),
         "group_block_sizes": [
             int(resolve_dcp_kv_block_size(g.kv_cache_spec, dcp))
             for g in kv_cache_config.kv_cache_groups
