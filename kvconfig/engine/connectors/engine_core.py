@@ -56,7 +56,7 @@ def _aligned(vllm_config: Any, requested: int | None) -> dict[str, int]:
     if not getattr(model, "is_hybrid", False):
         return {}
     heads = int(getattr(model.hf_text_config, "num_attention_heads", 1) or 1)
-    backends = current_platform._find_non_ssm_backends(vllm_config)
+    backends = _non_ssm_backends(current_platform, vllm_config)
     if not backends:
         return {}
     saved = list(ALIGNED)
@@ -79,3 +79,14 @@ def _aligned(vllm_config: Any, requested: int | None) -> dict[str, int]:
     finally:
         ALIGNED[:] = saved
     return out
+
+
+def _non_ssm_backends(platform: Any, vllm_config: Any) -> list[Any]:
+    """The attention backends ``_align_hybrid_block_size`` is handed: 0.31.0 on finds them
+    all (``_find_non_ssm_backends``), 0.30.0 the first one (``_find_non_ssm_backend``,
+    ``vllm/platforms/interface.py``)."""
+    every = getattr(platform, "_find_non_ssm_backends", None)
+    if callable(every):
+        return list(every(vllm_config) or [])
+    first = platform._find_non_ssm_backend(vllm_config)
+    return [] if first is None else [first]
