@@ -56,7 +56,12 @@ def _aligned(vllm_config: Any, requested: int | None) -> dict[str, int]:
     if not getattr(model, "is_hybrid", False):
         return {}
     heads = int(getattr(model.hf_text_config, "num_attention_heads", 1) or 1)
-    backends = current_platform._find_non_ssm_backends(vllm_config)
+    many = getattr(current_platform, "_find_non_ssm_backends", None)
+    if callable(many):
+        backends = list(many(vllm_config) or ())
+    else:  # the older releases find the first backend only (``_find_non_ssm_backend``)
+        one = current_platform._find_non_ssm_backend(vllm_config)
+        backends = [one] if one is not None else []
     if not backends:
         return {}
     saved = list(ALIGNED)
