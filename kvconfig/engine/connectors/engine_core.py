@@ -56,7 +56,12 @@ def _aligned(vllm_config: Any, requested: int | None) -> dict[str, int]:
     if not getattr(model, "is_hybrid", False):
         return {}
     heads = int(getattr(model.hf_text_config, "num_attention_heads", 1) or 1)
-    backends = _non_ssm_backends(current_platform, vllm_config)
+    many = getattr(current_platform, "_find_non_ssm_backends", None)
+    if callable(many):
+        backends = list(many(vllm_config) or ())
+    else:  # the older releases find the first backend only (``_find_non_ssm_backend``)
+        one = current_platform._find_non_ssm_backend(vllm_config)
+        backends = [one] if one is not None else []
     if not backends:
         return {}
     saved = list(ALIGNED)
@@ -79,14 +84,3 @@ def _aligned(vllm_config: Any, requested: int | None) -> dict[str, int]:
     finally:
         ALIGNED[:] = saved
     return out
-
-
-def _non_ssm_backends(platform: Any, vllm_config: Any) -> list[Any]:
-    """The attention backends ``_align_hybrid_block_size`` is handed: 0.31.0 on finds them
-    all (``_find_non_ssm_backends``), 0.30.0 the first one (``_find_non_ssm_backend``,
-    ``vllm/platforms/interface.py``)."""
-    every = getattr(platform, "_find_non_ssm_backends", None)
-    if callable(every):
-        return list(every(vllm_config) or [])
-    first = platform._find_non_ssm_backend(vllm_config)
-    return [] if first is None else [first]
