@@ -72,9 +72,13 @@ def expected_k(group: Any, sizes: Sequence[int]) -> int:
 
 
 def declared(group: Any) -> list[Any]:
-    """The sizes a group's backend declares for its layer spec."""
+    """The sizes a group's backend declares as the runner's vote asks: for its layer spec,
+    or without one where the vote passes none (:func:`narrows`: the older releases, some
+    of whose backends take no argument)."""
     try:
-        return list(group.backend.get_supported_kernel_block_sizes(group.kv_cache_spec))
+        if narrows():
+            return list(group.backend.get_supported_kernel_block_sizes(group.kv_cache_spec))
+        return list(group.backend.get_supported_kernel_block_sizes())
     except Exception:
         return []
 
@@ -170,6 +174,11 @@ class Facts:
         except Exception:
             pass
         self.trtllm = _trtllm(vllm_config, self.capability, self.heads)
+        cache = getattr(getattr(vllm_config, "cache_config", None), "cache_dtype", None)
+        self.cache_dtype = str(cache) if cache is not None else "auto"
+        """``--kv-cache-dtype``: the name a catalog rule's ``cache_dtype`` tests (only
+        releases whose vote asks without a spec have such rules, and there every backend
+        reads the model's cache dtype)."""
 
     @property
     def platform(self) -> PlatformId:
@@ -217,6 +226,7 @@ class Facts:
             trtllm=self.trtllm,
             fa_version=self.fa_version(head, head_v),
             tokens_per_state=int(tps) if isinstance(tps, int) and tps > 1 else 1,
+            cache_dtype=self.cache_dtype,
         )
 
 

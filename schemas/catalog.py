@@ -33,6 +33,11 @@ class Conditions(Strict):
     """The layer's KV quantization mode is one of these (``none``, ``fp8_per_tensor``, ...)."""
     kv_quant_not: list[str] | None = None
     """The layer's KV quantization mode is none of these."""
+    cache_dtype: list[str] | None = None
+    """The cache dtype's name is one of these (``fp8``, ``fp8_e4m3``, ...): the layer's,
+    or the model's ``--kv-cache-dtype`` where the release's vote asks without a spec. Only
+    where the quantization mode cannot tell the answers apart (a release's FlashAttention
+    that reads the name: ``_get_sm90_fa4_fp8_kv_block_size``)."""
     head_size: list[int] | None = None
     """The layer's head size is one of these."""
     head_size_not: list[int] | None = None

@@ -271,6 +271,9 @@ def summary(results: Sequence[Result]) -> dict[str, Any]:
         "cases": len(results),
         "outcomes": counts,
         "agreement": counts.get("agree", 0) / compared if compared else None,
+        "engine_versions": sorted(
+            {r.engine["vllm_version"] for r in results if isinstance(r.engine, dict)}
+        ),
         "differences": {
             r.case.id: [*r.differences, *_errors(r.engine)] for r in results if r.differences
         },

@@ -16,7 +16,9 @@ def observe() -> dict[str, object]:
     """The installed vLLM's rules, flag by flag."""
     from vllm.config.cache import CacheDType
     from vllm.distributed.kv_transfer.kv_connector import utils as connector_utils
+    from vllm.model_executor.layers.attention.mla_attention import MLAAttention
     from vllm.platforms.interface import Platform
+    from vllm.v1.attention.backend import AttentionBackend
     from vllm.v1.attention.backends import fa_utils, flash_attn
     from vllm.v1.attention.backends.flashinfer import FlashInferBackend
     from vllm.v1.attention.backends.mla.flashmla_sparse import FlashMLASparseBackend
@@ -24,6 +26,14 @@ def observe() -> dict[str, object]:
     from vllm.v1.worker.gpu.spec_decode.speculator import DraftModelSpeculator
 
     set_attn = inspect.getsource(DraftModelSpeculator.set_attn)
+    mla_spec = inspect.getsource(MLAAttention.get_kv_cache_spec)
+    alignment = (
+        "runner"
+        if hasattr(utils, "customize_attention_spec")
+        else "mla"
+        if "block_stride_alignment" in mla_spec
+        else "none"
+    )
     hybrid = inspect.getsource(Platform._align_hybrid_block_size)
     turbo = [d for d in typing.get_args(CacheDType) if d.startswith("turboquant")]
     sparse_512 = 512 in FlashMLASparseBackend.get_supported_head_sizes()
@@ -35,6 +45,8 @@ def observe() -> dict[str, object]:
     return {
         "vote_with_specs": "kv_cache_specs"
         in inspect.signature(utils.select_common_block_size).parameters,
+        "backends_take_specs": "kv_cache_spec"
+        in inspect.signature(AttentionBackend.get_supported_kernel_block_sizes).parameters,
         "packed_keeps_block": "block_stride > t.layer_stride"
         in inspect.getsource(utils.prepare_kernel_block_sizes),
         "speculator_revotes": "init_attn_backend(" in set_attn
@@ -49,6 +61,7 @@ def observe() -> dict[str, object]:
         "connector_transfer_layers": hasattr(
             connector_utils, "get_current_attn_backends_and_specs"
         ),
+        "spec_alignment": alignment,
         "sparse_mla_nope": list(nope),
     }
 

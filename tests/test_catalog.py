@@ -182,3 +182,43 @@ def test_learner_reproduces_its_samples_deterministically() -> None:
         "kv_quant_not",
         "head_size_not",
     }
+
+
+def _by_name(ctx: SizeContext) -> tuple[int | MultipleOf, ...]:
+    """A made-up backend that reads the cache dtype's name, as vLLM 0.31.0's FlashAttention
+    does without a spec (``_get_sm90_fa4_fp8_kv_block_size``): 64-token pages on SM90 at
+    head size 512 under FA4 for ``fp8`` and ``fp8_e4m3``, not ``fp8_e5m2`` or ``fp8_inc``."""
+    if (
+        ctx.capability_major == 9
+        and ctx.head_size == 512
+        and ctx.fa_version == 4
+        and ctx.cache_dtype in ("fp8", "fp8_e4m3")
+    ):
+        return (64,)
+    return (MultipleOf(16),)
+
+
+def test_the_learner_tests_the_cache_dtype_name_only_where_the_mode_cannot_tell() -> None:
+    from kvconfig.mirror import platform
+
+    rng = random.Random(5)
+    names = ["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"]
+    contexts = []
+    for c in (_random_ctx(rng) for _ in range(3000)):
+        name = rng.choice(names)
+        contexts.append(c._replace(cache_dtype=name, kv_quant=platform.kv_quant(name)))
+    named = [(c, _by_name(c)) for c in contexts]
+    rules = learn_rules(named, "by name")
+    assert any("cache_dtype" in r.get("when", {}) for r in rules)
+    from kvconfig.mirror.catalog import parse_catalog
+
+    entry = parse_catalog(
+        {
+            "vllm_version": "",
+            "backends": [{"name": "X", "class": "x.X", "rules": rules, "source": "x.py:1"}],
+        }
+    ).entries[0]
+    for ctx, sizes in named:
+        assert entry.sizes(ctx) == sizes
+    plain = learn_rules([(c, _synthetic(c)) for c in contexts], "synthetic")
+    assert not any("cache_dtype" in r.get("when", {}) for r in plain)

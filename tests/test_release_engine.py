@@ -141,6 +141,42 @@ def test_the_sweep_agrees_with_the_releases_start_up(version: str) -> None:
     assert summary["outcomes"].get("agree", 0) > 0
 
 
+def _sweep_case(index: int, version: str) -> engine_sweep.Result:
+    """One case of the seeded sweep, planned offline and by ``version``'s start-up."""
+    case = engine_sweep.cases(index + 1, engine_sweep.SEED)[index]
+    (result,) = engine_sweep.run([case], version=version, python=python_for_full(version))
+    assert isinstance(result.engine, dict) and isinstance(result.offline, dict), result.engine
+    assert result.engine["vllm_version"] == version
+    assert result.differences == []
+    return result
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_a_drafter_on_another_backend_groups_as_the_release_does(version: str) -> None:
+    # sweep case 39: GPT-OSS on B300, Model Runner V1, FP8 cache, FlashInfer for the target
+    # and Triton for its EAGLE3 drafter. From 0.32.0 the runner aligns each spec to its
+    # backend's kernel blocks (versions.Rules.spec_alignment): the draft layer's spec
+    # differs from the target's and every layer gets a group (37); 0.30.0 and 0.31.0 merge
+    # it with the full-attention layers (2 groups)
+    result = _sweep_case(39, version)
+    assert (result.case.runner, result.case.draft_backend) == ("v1", "TRITON_ATTN")
+    aligned = versions.rules(version).spec_alignment == "runner"
+    assert len(result.engine["groups"]) == (37 if aligned else 2)
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_a_sliding_window_picks_its_block_as_the_release_does(version: str) -> None:
+    # sweep case 61: Gemma 2 (head size 256, sliding windows) on B300 with FlashAttention
+    # and --block-size 16. From 0.31.0 the sliding-window layer asks FlashAttention for its
+    # sizes with its spec (FA4's 128-token pages) and the full-attention pages scale to
+    # 128; 0.30.0's backends take no spec and no config is current then: 16 stays
+    # (versions.Rules.backends_take_specs)
+    result = _sweep_case(61, version)
+    assert result.case.block_size == 16 and result.case.family.model == "gemma-2-9b-it"
+    takes = versions.rules(version).backends_take_specs
+    assert {g["block_size"] for g in result.engine["groups"]} == {128 if takes else 16}
+
+
 def test_the_serve_parser_is_found_where_each_release_keeps_it() -> None:
     pytest.importorskip("vllm")
     from kvconfig.engine import startup

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import importlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -214,7 +215,7 @@ def _patch_worker(gpu: Gpu, scratch: Path) -> None:
                 self.vllm_config, self.rank, None, self.local_rank, "gloo"
             )
         set_random_seed(self.model_config.seed)
-        self._init_workspace_and_model_runner()
+        _workspace_and_runner(self)
 
     def determine_available_memory(self: Any) -> int:
         return int(gpu.memory_bytes * self.cache_config.gpu_memory_utilization)
@@ -225,6 +226,36 @@ def _patch_worker(gpu: Gpu, scratch: Path) -> None:
     worker_cls.init_device = init_device
     worker_cls.determine_available_memory = determine_available_memory
     worker_cls.compile_or_warm_up_model = compile_or_warm_up_model
+
+
+def _workspace_and_runner(worker: Any) -> None:
+    """What ``Worker.init_device`` does after the device: the release's own
+    ``_init_workspace_and_model_runner`` where it has one; in the older releases, which
+    do it inline at the end of ``init_device`` (``vllm/v1/worker/gpu_worker.py``), the
+    same steps with their functions: the workspace manager, the model runner (V2, its
+    encoder-only variant, or V1), the usage report."""
+    own = getattr(worker, "_init_workspace_and_model_runner", None)
+    if own is not None:
+        own()
+        return
+    from vllm.v1.worker import gpu_worker
+
+    config = worker.vllm_config
+    gpu_worker.init_workspace_manager(
+        worker.device,
+        2 if config.parallel_config.enable_dbo else 1,
+        gpu_worker._num_workspace_lanes(config, worker.use_v2_model_runner),
+    )
+    if not worker.use_v2_model_runner:
+        where = ("vllm.v1.worker.gpu_model_runner", "GPUModelRunner")
+    elif config.is_mm_encoder_only:
+        where = ("vllm.v1.worker.mm_encoder_model_runner", "MMEncoderModelRunner")
+    else:
+        where = ("vllm.v1.worker.gpu.model_runner", "GPUModelRunner")
+    runner_cls = getattr(importlib.import_module(where[0]), where[1])
+    worker.model_runner = runner_cls(config, worker.device)
+    if worker.rank == 0:
+        gpu_worker.report_usage_stats(config)
 
 
 def take_platform(platform: Any) -> None:

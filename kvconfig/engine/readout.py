@@ -80,10 +80,18 @@ def _speculator_own(runner: Any, kv_cache_config: Any) -> list[int] | None:
 
 
 def _declared(group: Any) -> list[int | dict[str, int]] | None:
+    """The sizes the group's backend declares as the release's vote asks: with the
+    layer's spec where ``select_common_block_size`` takes the specs, without one in the
+    older releases (whose oldest backends take no argument)."""
+    import inspect
+
+    from vllm.v1.worker.utils import select_common_block_size
+
+    backend = group.backend
     try:
-        return [
-            _size(s) for s in group.backend.get_supported_kernel_block_sizes(group.kv_cache_spec)
-        ]
+        if "kv_cache_specs" in inspect.signature(select_common_block_size).parameters:
+            return [_size(s) for s in backend.get_supported_kernel_block_sizes(group.kv_cache_spec)]
+        return [_size(s) for s in backend.get_supported_kernel_block_sizes()]
     except Exception:
         return None
 

@@ -304,16 +304,23 @@ _LAST_RUNNER: list[Any] = []
 
 
 def remember_runners() -> None:
-    """Keep a reference to each model runner built, so a failed start-up can be read."""
+    """Keep a reference to each model runner built, so a failed start-up can be read.
+
+    ``Worker.init_device`` builds the runner in every known release (through
+    ``_make_model_runner`` in the newer ones, inline in the older): the runner it set is kept
+    whether it returns or raises."""
     from vllm.v1.worker import gpu_worker
 
     worker_cls: Any = gpu_worker.Worker
-    real = worker_cls._make_model_runner
+    real = worker_cls.init_device
 
-    def _make_model_runner(self: Any) -> Any:
-        runner = real(self)
+    def init_device(self: Any) -> Any:
         _LAST_RUNNER.clear()
-        _LAST_RUNNER.append(runner)
-        return runner
+        try:
+            return real(self)
+        finally:
+            runner = self.__dict__.get("model_runner")
+            if runner is not None:
+                _LAST_RUNNER.append(runner)
 
-    worker_cls._make_model_runner = _make_model_runner
+    worker_cls.init_device = init_device

@@ -33,6 +33,9 @@ class SizeContext(NamedTuple):
     trtllm: bool
     fa_version: int | None
     tokens_per_state: int = 1
+    cache_dtype: str = "auto"
+    """The cache dtype's name the backend reads (the layer's; the model's
+    ``--kv-cache-dtype`` where the release's vote asks without a spec)."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -88,6 +91,7 @@ def size_context(
             softcap_model=softcap,
         ),
         tokens_per_state=tokens_per_state,
+        cache_dtype=layer_cache_dtype,
     )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from kvconfig.mirror import versions
 from kvconfig.mirror.platform import kv_quant
 from kvconfig.schemas.deployment import Deployment, LayerSet
 from kvconfig.schemas.sizes import KernelSize, MultipleOf
@@ -273,4 +274,18 @@ def layer_spec(  # noqa: PLR0917 (what a layer and its backend are)
             spec = Spec("chunked_local", B, heads, content, fields=fields)
         else:
             spec = Spec("full", B, heads, content, l.tokens_per_state, fields=fields)
-    return customize(spec, name, sizes, major, kv_quant(kv) != "none")
+    how = versions.rules(dep.vllm_version).spec_alignment
+    if how == "runner":
+        return customize(spec, name, sizes, major, kv_quant(kv) != "none")
+    if how == "mla" and l.kind in ("mla_attention", "sparse_mla") and _flat_mla(name, kv, major):
+        return spec._replace(alignment=("bytes", spec.content))
+    return spec
+
+
+def _flat_mla(backend: str, kv_cache_dtype: str, major: int | None) -> bool:
+    """Whether vLLM 0.31.0's ``MLAAttention.get_kv_cache_spec`` aligns the block stride
+    to the state bytes (``_uses_flat_kv_cache``, or FlashMLA's SM100 token-row kernels)."""
+    ds_mla = kv_cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla")
+    if backend == "FLASHMLA_SPARSE":
+        return not ds_mla or major == 10
+    return backend == "FLASHINFER_MLA_SPARSE"

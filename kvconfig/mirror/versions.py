@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from kvconfig.errors import InputError
 
-KNOWN: tuple[str, ...] = ("0.32.0", "0.33.0")
+KNOWN: tuple[str, ...] = ("0.30.0", "0.31.0", "0.32.0", "0.33.0")
 """The vLLM releases kvconfig plans for, oldest first. The hooks are built for these too."""
 
 DEFAULT: str = KNOWN[-1]
@@ -156,6 +156,12 @@ class Rules(NamedTuple):
     before (0.31.0 and older), without one, so every backend reads the target model's
     config (``get_current_vllm_config``): the model's head size, no value head size, the
     model's cache dtype. Each catalog is generated with its release's call."""
+    backends_take_specs: bool
+    """A backend's ``get_supported_kernel_block_sizes`` takes the layer's spec (0.31.0 on,
+    ``vllm/v1/attention/backend.py``). 0.30.0's take nothing: a sliding-window layer that
+    picks its kernel block at ``get_kv_cache_spec`` time (``_largest_kernel_block_within``,
+    ``vllm/model_executor/layers/attention/attention.py``), when no vLLM config is current,
+    gets the sizes of a backend that knows neither the layer nor the model."""
     packed_keeps_block: bool
     """``prepare_kernel_block_sizes`` keeps B for a group a block-outermost packed tensor
     holds (``block_stride > layer_stride``); before (0.31.0 and older), it votes as for
@@ -195,6 +201,16 @@ class Rules(NamedTuple):
     the transfer layers' (backend, spec) pairs, compressed caches left out
     (``get_current_attn_backends_and_specs``); before (0.31.0 and older), over every
     attention layer's backend, without a spec (``get_current_attn_backends``)."""
+    spec_alignment: str
+    """Who sets an attention spec's ``block_stride_alignment``: ``runner`` (0.32.0 on:
+    the runners' ``customize_attention_spec``, ``vllm/v1/worker/utils.py``, gives each
+    spec its backend's ``customize_spec`` and otherwise ``MultipleOf`` the largest of
+    fixed kernel block sizes), ``mla`` (0.31.0: only ``MLAAttention.get_kv_cache_spec``,
+    ``vllm/model_executor/layers/attention/mla_attention.py``, aligns to the state bytes
+    for flat sparse caches and ``FLASHMLA_SPARSE`` with a ``*_ds_mla`` cache on SM100) or
+    ``none`` (0.30.0: specs have no such field). Specs that differ only there do not
+    merge, so it decides whether a drafter on another backend shares the target's
+    groups."""
     sparse_mla_nope: tuple[str, ...]
     """The cache dtypes with which ``FLASHMLA_SPARSE`` takes head size 512 (rope-free
     models on SM90): none in 0.30.0 (head size 576 only), ``fp8_ds_mla`` from 0.32.0."""
@@ -205,6 +221,7 @@ _NOPE_BF16 = ("auto", "bfloat16", "float16")
 RULES: Mapping[str, Rules] = {
     "0.30.0": Rules(
         vote_with_specs=False,
+        backends_take_specs=False,
         packed_keeps_block=False,
         speculator_revotes=True,
         quantized_by_name=True,
@@ -214,10 +231,12 @@ RULES: Mapping[str, Rules] = {
         fa4_sm90_fp8=False,
         flashinfer_nvfp4_fa2=False,
         connector_transfer_layers=False,
+        spec_alignment="none",
         sparse_mla_nope=(),
     ),
     "0.31.0": Rules(
         vote_with_specs=False,
+        backends_take_specs=True,
         packed_keeps_block=False,
         speculator_revotes=True,
         quantized_by_name=True,
@@ -227,10 +246,12 @@ RULES: Mapping[str, Rules] = {
         fa4_sm90_fp8=True,
         flashinfer_nvfp4_fa2=False,
         connector_transfer_layers=False,
+        spec_alignment="mla",
         sparse_mla_nope=_NOPE_BF16,
     ),
     "0.32.0": Rules(
         vote_with_specs=True,
+        backends_take_specs=True,
         packed_keeps_block=True,
         speculator_revotes=True,
         quantized_by_name=True,
@@ -240,10 +261,12 @@ RULES: Mapping[str, Rules] = {
         fa4_sm90_fp8=True,
         flashinfer_nvfp4_fa2=True,
         connector_transfer_layers=True,
+        spec_alignment="runner",
         sparse_mla_nope=(*_NOPE_BF16, "fp8_ds_mla"),
     ),
     "0.33.0": Rules(
         vote_with_specs=True,
+        backends_take_specs=True,
         packed_keeps_block=True,
         speculator_revotes=True,
         quantized_by_name=False,
@@ -253,12 +276,13 @@ RULES: Mapping[str, Rules] = {
         fa4_sm90_fp8=True,
         flashinfer_nvfp4_fa2=True,
         connector_transfer_layers=True,
+        spec_alignment="runner",
         sparse_mla_nope=(*_NOPE_BF16, "fp8_ds_mla"),
     ),
 }
 """The differing rules of each release compared (every release of ``KNOWN`` has a row; a
 release whose rules are compared and checked against its code but whose catalog is not
-generated yet has a row and is not in ``KNOWN``)."""
+generated yet may have a row without being in ``KNOWN``)."""
 
 SERVE_ARGUMENTS: tuple[str, ...] = (
     "vllm.entrypoints.common.cli_args",

@@ -125,6 +125,8 @@ class PlanContext:
         hit = self.setting.declared.get(key)
         if hit is None:
             geometry = (layer.head_size, layer.head_size_v, layer.tokens_per_state)
+            if not self.machine.rules.backends_take_specs:
+                geometry = (0, None, layer.tokens_per_state)  # neither layer nor model known
             context = layer_context(self.machine, "auto", cache, geometry, (0, 0), config=False)
             hit = self.setting.declared[key] = entry.sizes(context)
         return hit

@@ -15,7 +15,9 @@ Every step is ordered, so the output is byte-stable.
 Compressed caches: when an answer at ``tokens_per_state = t`` is the answer at 1
 with every exact size times ``t``, the rule stores the unscaled sizes with
 ``"scale": "tokens_per_state"`` (``Glm5NextIndexerBackend``). Any other effect of a
-fact the schema cannot express is an error, not a silent approximation.
+fact the schema cannot express is an error, not a silent approximation. The cache
+dtype's name is a fact only for a class whose answers the other facts cannot tell apart
+(:data:`NAMED`), so the other classes' rules do not grow with it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ FACTS = (
 )
 """The facts a rule may test, in the order the learner prefers them."""
 
+NAMED = (*FACTS, "cache_dtype")
+"""The facts with the cache dtype's name, tried only for a backend whose answers the
+quantization mode cannot tell apart (vLLM 0.31.0's FlashAttention reads the name)."""
+
 _NEGATABLE = {"kv_quant": "kv_quant_not", "head_size": "head_size_not"}
 _OPEN_ENDED = {"head_size": 80}
 """Facts the grid cannot enumerate, and the value that stands for "any other"."""
@@ -57,12 +63,14 @@ def _scaled(sizes: Sizes, factor: int) -> Sizes:
     return tuple(s * factor if isinstance(s, int) else s for s in sizes)
 
 
-def _unscale(samples: Sequence[tuple[SizeContext, Sizes]]) -> tuple[list[Row], bool]:
-    """Rows over FACTS; divides sizes by tokens_per_state when the class scales by it."""
+def _unscale(
+    samples: Sequence[tuple[SizeContext, Sizes]], facts: Sequence[str]
+) -> tuple[list[Row], bool]:
+    """Rows over ``facts``; divides sizes by tokens_per_state when the class scales by it."""
     base: dict[tuple[Any, ...], Sizes] = {}
     rows: list[tuple[tuple[Any, ...], Sizes, int]] = []
     for ctx, sizes in samples:
-        key = tuple(getattr(ctx, f) for f in FACTS)
+        key = tuple(getattr(ctx, f) for f in facts)
         rows.append((key, sizes, ctx.tokens_per_state))
         if ctx.tokens_per_state == 1:
             base[key] = sizes
@@ -79,20 +87,30 @@ def _unscale(samples: Sequence[tuple[SizeContext, Sizes]]) -> tuple[list[Row], b
     return out, scales
 
 
-def _dedupe(rows: list[Row], where: str) -> list[Row]:
+def _dedupe(rows: list[Row], where: str, facts: Sequence[str]) -> list[Row]:
     seen: dict[tuple[Any, ...], Sizes] = {}
     for key, sizes in rows:
         if seen.setdefault(key, sizes) != sizes:
-            facts = dict(zip(FACTS, key, strict=True))
+            at = dict(zip(facts, key, strict=True))
             raise ValueError(
-                f"{where}: the catalog's facts cannot tell {seen[key]} from {sizes} at {facts}; "
+                f"{where}: the catalog's facts cannot tell {seen[key]} from {sizes} at {at}; "
                 "the backend reads something schemas.catalog.Conditions does not have"
             )
     return sorted(seen.items(), key=lambda r: tuple(_key(v) for v in r[0]))
 
 
-def _tight(keys: list[tuple[Any, ...]]) -> list[set[Any]]:
-    return [{k[i] for k in keys} for i in range(len(FACTS))]
+def _tells_apart(samples: Sequence[tuple[SizeContext, Sizes]], facts: Sequence[str]) -> bool:
+    """Whether samples with equal ``facts`` (and tokens per state) have equal answers."""
+    seen: dict[tuple[Any, ...], Sizes] = {}
+    for ctx, sizes in samples:
+        key = (*(getattr(ctx, f) for f in facts), ctx.tokens_per_state)
+        if seen.setdefault(key, sizes) != sizes:
+            return False
+    return True
+
+
+def _tight(keys: list[tuple[Any, ...]], width: int) -> list[set[Any]]:
+    return [{k[i] for k in keys} for i in range(width)]
 
 
 def _in_box(key: tuple[Any, ...], box: Sequence[set[Any] | None]) -> bool:
@@ -111,12 +129,13 @@ def _candidate(rows: list[Row], want: Sizes) -> tuple[int, list[set[Any] | None]
     of ``want`` it loses. Then keep the smallest set of conditions (earlier FACTS
     preferred) under which the box is still pure.
     """
+    width = len(rows[0][0])
     mine = [k for k, s in rows if s == want]
-    box = _tight(mine)
+    box = _tight(mine, width)
     while not _pure(rows, want, box):
         best: tuple[Any, ...] | None = None
         inside = [(k, s) for k, s in rows if _in_box(k, box)]
-        for i in range(len(FACTS)):
+        for i in range(width):
             for value in sorted(box[i], key=_key):
                 lost = sum(1 for k, s in inside if k[i] == value and s == want)
                 gained = sum(1 for k, s in inside if k[i] == value and s != want)
@@ -129,23 +148,23 @@ def _candidate(rows: list[Row], want: Sizes) -> tuple[int, list[set[Any] | None]
             return None
         _, i, value = best
         mine = [k for k in mine if k[i] != value]
-        box = _tight(mine)
-    present = _tight([k for k, _ in rows])
-    needed = [i for i in range(len(FACTS)) if not box[i] >= present[i]]
+        box = _tight(mine, width)
+    present = _tight([k for k, _ in rows], width)
+    needed = [i for i in range(width) if not box[i] >= present[i]]
     for size in range(len(needed) + 1):
         for keep in itertools.combinations(needed, size):
-            trial: list[set[Any] | None] = [
-                box[i] if i in keep else None for i in range(len(FACTS))
-            ]
+            trial: list[set[Any] | None] = [box[i] if i in keep else None for i in range(width)]
             if _pure(rows, want, trial):
                 covered = sum(1 for k, s in rows if s == want and _in_box(k, trial))
                 return covered, trial
     return None  # not reached: the full box is pure
 
 
-def _conditions(box: list[set[Any] | None], domain: list[list[Any]]) -> dict[str, Any]:
+def _conditions(
+    box: list[set[Any] | None], domain: list[list[Any]], facts: Sequence[str]
+) -> dict[str, Any]:
     when: dict[str, Any] = {}
-    for i, fact in enumerate(FACTS):
+    for i, fact in enumerate(facts):
         allowed = box[i]
         if allowed is None or allowed >= set(domain[i]):
             continue
@@ -166,13 +185,15 @@ def _conditions(box: list[set[Any] | None], domain: list[list[Any]]) -> dict[str
 
 
 def learn_rules(samples: Sequence[Sample], where: str = "") -> list[dict[str, Any]]:
-    """Ordered catalog rules reproducing ``samples`` (rejected layers are skipped)."""
+    """Ordered catalog rules reproducing ``samples`` (rejected layers are skipped): over
+    :data:`FACTS`, or over :data:`NAMED` where those cannot tell the answers apart."""
     kept = [(ctx, sizes) for ctx, sizes in samples if sizes is not None]
     if not kept:
         raise ValueError(f"{where}: the backend rejected every layer of the grid")
-    scaled_rows, scales = _unscale(kept)
-    rows = _dedupe(scaled_rows, where)
-    domain = [sorted({k[i] for k, _ in rows}, key=_key) for i in range(len(FACTS))]
+    facts = FACTS if _tells_apart(kept, FACTS) else NAMED
+    scaled_rows, scales = _unscale(kept, facts)
+    rows = _dedupe(scaled_rows, where, facts)
+    domain = [sorted({k[i] for k, _ in rows}, key=_key) for i in range(len(facts))]
     counts = Counter(s for _, s in rows)
     default = max(counts, key=lambda s: (counts[s], [str(x) for x in s]))
     rules: list[dict[str, Any]] = []
@@ -192,7 +213,7 @@ def learn_rules(samples: Sequence[Sample], where: str = "") -> list[dict[str, An
         if best is None:
             raise ValueError(f"{where}: no pure rule found")
         _, want, box = best
-        rules.append(_rule(_conditions(box, domain), want, scales))
+        rules.append(_rule(_conditions(box, domain, facts), want, scales))
         remaining = [(k, s) for k, s in remaining if not _in_box(k, box)]
     rules.append(_rule({}, default, scales))
     return rules

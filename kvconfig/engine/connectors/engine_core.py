@@ -20,7 +20,8 @@ def _routing(vllm_config: Any, kv_cache_config: Any) -> dict[str, Any]:
     cache = vllm_config.cache_config
     dcp = vllm_config.parallel_config.decode_context_parallel_size
     out: dict[str, Any] = {
-        "effective_block_size": cache.effective_attention_block_size,
+        # None where the release's CacheConfig has no such report (the older releases)
+        "effective_block_size": getattr(cache, "effective_attention_block_size", None),
         "group_block_sizes": [
             int(resolve_dcp_kv_block_size(g.kv_cache_spec, dcp))
             for g in kv_cache_config.kv_cache_groups
@@ -55,7 +56,12 @@ def _aligned(vllm_config: Any, requested: int | None) -> dict[str, int]:
     if not getattr(model, "is_hybrid", False):
         return {}
     heads = int(getattr(model.hf_text_config, "num_attention_heads", 1) or 1)
-    backends = current_platform._find_non_ssm_backends(vllm_config)
+    many = getattr(current_platform, "_find_non_ssm_backends", None)
+    if callable(many):
+        backends = list(many(vllm_config) or ())
+    else:  # the older releases find the first backend only (``_find_non_ssm_backend``)
+        one = current_platform._find_non_ssm_backend(vllm_config)
+        backends = [one] if one is not None else []
     if not backends:
         return {}
     saved = list(ALIGNED)
