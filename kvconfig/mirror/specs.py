@@ -283,8 +283,9 @@ def layer_spec(  # noqa: PLR0917 (what a layer and its backend are)
 
 
 def _flat_mla(backend: str, kv_cache_dtype: str, major: int | None) -> bool:
-    """Whether vLLM 0.31.0's ``MLAAttention.get_kv_cache_spec`` aligns the block stride
-    to the state bytes (``_uses_flat_kv_cache``, or FlashMLA's SM100 token-row kernels)."""
+    """Whether ``MLAAttention.get_kv_cache_spec`` aligns the block stride to the state
+    bytes, in the releases whose spec alignment is ``mla`` (``versions.Rules.spec_alignment``:
+    ``_uses_flat_kv_cache``, or FlashMLA's SM100 token-row kernels)."""
     ds_mla = kv_cache_dtype in ("fp8_ds_mla", "nvfp4_ds_mla")
     if backend == "FLASHMLA_SPARSE":
         return not ds_mla or major == 10
