@@ -185,6 +185,10 @@ class UnplannedEngine(Strict):
     """Its KV connector (a MultiConnector's children in parentheses)."""
     kv_role: str | None
     """The connector's ``kv_role``."""
+    run_time: dict[str, str] = Field(default_factory=dict)
+    """Options whose value is only known at run time, with the word that holds it
+    (``{"tensor-parallel-size": "$(TP)"}``); ``parallelism`` and ``block_size`` then keep
+    the default."""
 
 
 class PairPlan(Strict):

@@ -153,6 +153,10 @@ def test_a_fleet_lists_the_engine_as_not_planned(tmp_path: Path) -> None:
     assert (engine["name"], engine["code"]) == ("Deployment/qwen3/vllm", "KV403")
     assert "$(TP) is only known at run time" in engine["why"]
     assert [f["code"] for f in plan["findings"]] == ["KV403"]
+    assert engine["run_time"] == {"tensor-parallel-size": "$(TP)"}
+    code, out, _ = _run("lint", "--fleet", "--model-path", QWEN, path)
+    (line,) = [x for x in out.splitlines() if x.startswith("Deployment/qwen3/vllm")]
+    assert ", TP $(TP), " in line and "TP 1" not in line, line
 
 
 def test_the_api_reads_it_as_unknown(tmp_path: Path) -> None:

@@ -96,12 +96,20 @@ def _engine_lines(e: Mapping[str, Any]) -> list[str]:
 
 def _unplanned_line(u: Mapping[str, Any]) -> str:
     """An engine kvconfig did not plan: what its file says, and why (KV401, KV402, KV403)."""
-    p = u["parallelism"]
-    par = f"TP {p['tensor']}" + "".join(
-        f", {label} {p[key]}" for key, label in (("pipeline", "PP"), ("data", "DP")) if p[key] > 1
-    )
+    p, r = u["parallelism"], u.get("run_time") or {}
+    sizes = [
+        (label, r.get(f"{key}-parallel-size", p[key]))
+        for key, label in (("tensor", "TP"), ("pipeline", "PP"), ("data", "DP"))
+    ]
+    par = ", ".join(f"{label} {v}" for label, v in sizes if label == "TP" or v != 1)
     replicas = f", x{u['replicas']}" if u["replicas"] > 1 else ""
-    block = f"block {u['block_size']}" if u["block_size"] else "block: vLLM's default"
+    block = (
+        f"block {r['block-size']}"
+        if "block-size" in r
+        else f"block {u['block_size']}"
+        if u["block_size"]
+        else "block: vLLM's default"
+    )
     conn = (
         f", {u['connector']}" + (f" ({u['kv_role']})" if u["kv_role"] else "")
         if u["connector"]

@@ -120,6 +120,7 @@ def unplanned_json(u: Unplanned) -> dict[str, Any]:
         "block_size": u.block_size,
         "connector": r.connector if r is not None else None,
         "kv_role": r.kv_role if r is not None else None,
+        "run_time": dict(r.run_time) if r is not None else {},
     }
 
 
