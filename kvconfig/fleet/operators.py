@@ -10,6 +10,7 @@ readers installed, or for a file that is not an operator file, it answers None.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +34,16 @@ def _readers() -> Any:
         return None
 
 
-def read_operator_file(path: Path) -> list[EngineSpec] | None:
-    """The engines of an operator file, or None when it is not one."""
+def read_operator_file(path: Path, env: Mapping[str, str] | None = None) -> list[EngineSpec] | None:
+    """The engines of an operator file (a launch script too), or None when it is not one;
+    ``env`` is the environment the user passes (``--env``)."""
     readers = _readers()
-    if readers is None or path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
+    if readers is None or not path.is_file():
+        return None
+    if path.suffix not in (".yaml", ".yml", ".json") and not _is_script(path):
         return None
     try:
-        found = readers.engines_in(path, str(path))
+        found = readers.engines_in(path, str(path), env=env)
     except InputError as err:
         if "not an operator file" in err.message or "expected a Kubernetes" in err.message:
             return None
@@ -70,3 +74,15 @@ def read_operator_file(path: Path) -> list[EngineSpec] | None:
             )
         )
     return out
+
+
+def _is_script(path: Path) -> bool:
+    """Whether the file is a shell script (its ``#!`` line names the shell)."""
+    from kvconfig.load.script_file import script_dialect
+
+    try:
+        with path.open("rb") as f:
+            head = f.read(128).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return script_dialect(head) is not None

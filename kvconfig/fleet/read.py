@@ -32,7 +32,7 @@ ROLE_PREFIXES = ("prefill", "decode", "both")
 KV_ROLES = {"kv_producer": "prefill", "kv_consumer": "decode", "kv_both": "both"}
 """``kv_role`` -> fleet role, for deployments given without one."""
 
-Reader = Callable[[Path], "list[EngineSpec] | None"]
+Reader = Callable[[Path, Mapping[str, str]], "list[EngineSpec] | None"]
 
 
 def _split(command: str, source: str) -> list[str]:
@@ -48,16 +48,18 @@ def _split(command: str, source: str) -> list[str]:
         ) from None
 
 
-def _operator_files(path: Path) -> list[EngineSpec] | None:
+def _operator_files(path: Path, env: Mapping[str, str]) -> list[EngineSpec] | None:
     from kvconfig.fleet.operators import read_operator_file
 
-    return read_operator_file(path)
+    return read_operator_file(path, env)
 
 
 READERS: list[Reader] = [_operator_files]
 """Readers of other deployment files: each returns the engines of a file it understands,
-else None. The first is kvconfig's operator-file readers (Kubernetes manifests, chart
-values, compose files, ...; ``kvconfig.fleet.operators``)."""
+else None; ``--env`` is the environment a file's runtime gets from the user (compose
+interpolation, a launch script's caller). The first is kvconfig's operator-file readers
+(Kubernetes manifests, chart values, compose files, launch scripts, ...;
+``kvconfig.fleet.operators``)."""
 
 
 @dataclass(frozen=True)
@@ -273,7 +275,7 @@ def read_deployments(
         path = Path(item)
         found = None
         for reader in READERS:
-            found = reader(path)
+            found = reader(path, env or {})
             if found is not None:
                 break
         if found is not None:

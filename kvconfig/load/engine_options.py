@@ -40,6 +40,7 @@ PLAN_OPTIONS = (
     "attention-backend",
     "attention-config",
     "speculative-config",
+    "kv-transfer-config",
     "kv-cache-dtype",
     "tensor-parallel-size",
     "hf-overrides",

@@ -3,11 +3,12 @@
 A Kubernetes manifest (``helm template`` and ``kubectl kustomize`` output included), the
 values of the vLLM production-stack and llm-d modelservice charts, a KServe
 ``LLMInferenceService``, an NVIDIA Dynamo ``DynamoGraphDeployment``, a docker-compose
-file, a SkyPilot task and a Ray Serve LLM config each start one or more vLLM engines.
-``engines_in`` finds them: one ``Engine`` per vLLM server, with the arguments vLLM's
-``vllm serve`` parser would receive, the environment, the GPU the resource asks for and
-the vLLM version its image names. What a file leaves to run time (a Secret's value, a
-command substitution) is listed as unknown, never guessed.
+file, a SkyPilot task, a Ray Serve LLM config and a launch script (``#!/bin/bash``) each
+start one or more vLLM engines. ``engines_in`` finds them: one ``Engine`` per vLLM
+server, with the arguments vLLM's ``vllm serve`` parser would receive, the environment,
+the GPU the resource asks for and the vLLM version its image names. What a file leaves
+to run time (a Secret's value, a command substitution) is listed as unknown, never
+guessed.
 
 docs/inputs.md says which fields each reader reads.
 """
@@ -69,6 +70,10 @@ def engines_in(
     else:
         text = text_or_path
         folder = base or Path.cwd()
+    from kvconfig.load import script_file
+
+    if script_file.script_dialect(text) is not None:
+        return script_file.engines(text, source, folder, env)
     docs, skipped = load_documents(text, source, merge_keys=_looks_like_compose(text))
     return engines_of(docs, source, folder, skipped=skipped, text=text, env=env)
 

@@ -76,9 +76,13 @@ class Reading:
             parts.append("ep")
         block = r.get("block-size", self.block_size)
         parts.append(f"block={block}" if block else "block=vLLM default")
-        if self.speculative:
+        if "speculative-config" in r:
+            parts.append(f"spec={r['speculative-config']}")
+        elif self.speculative:
             parts.append(f"spec={self.speculative}")
-        if self.connector:
+        if "kv-transfer-config" in r:
+            parts.append(f"connector={r['kv-transfer-config']}")
+        elif self.connector:
             parts.append(self.connector + (f" ({self.kv_role})" if self.kv_role else ""))
         if self.role:
             parts.append(self.role)
@@ -142,7 +146,7 @@ def _speculative(config: Mapping[str, Any] | None) -> str | None:
 
 #: The options a reading shows.
 _SHOWN = ("model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
-          "block-size")  # fmt: skip
+          "block-size", "speculative-config", "kv-transfer-config")  # fmt: skip
 
 
 def reading_of(engine: Engine) -> Reading:

@@ -72,7 +72,9 @@ def read_text(
     env: Mapping[str, str] | None = None,
 ) -> Source:
     """What ``text`` holds; ``folder`` is where its relative paths start."""
-    if small:
+    from kvconfig.load.script_file import script_dialect
+
+    if small and script_dialect(text) is None:
         try:
             doc = _yaml.parse(text, source)
         except InputError:

@@ -193,6 +193,10 @@ def engines(
             from kvconfig.load import dynamo
 
             out.extend(dynamo.engines(res, base, found, blocks))
+        elif kind == "VLLMRuntime":
+            from kvconfig.load import vllm_runtime
+
+            out.extend(vllm_runtime.engines(res, base, found, blocks))
         else:
             out.extend(resource_engines(res, base, found, blocks))
     if not out:

@@ -1,0 +1,102 @@
+"""A launch script (``#!/bin/bash`` ... ``vllm serve ... &``): the servers it starts.
+
+vLLM's own P/D examples and many operators start their engines from a shell script
+rather than a manifest. The script is read by the one shell evaluator
+(``kvconfig.load.shell``) as bash (or dash, for a ``sh`` shebang) runs it, in the
+environment the user passes (``--env``; a variable neither passed nor set by the script
+is unset, as in a clean shell). Every server started in the background, or in a loop,
+runs (``kvconfig.load.shell.servers``); servers that run one after the other, or
+alternatives that differ in more than some words, are refused as for a container's
+script. A script names no role, so an engine's role is the one its
+``--kv-transfer-config`` says: ``kv_producer`` is the prefill engine and ``kv_consumer``
+the decode engine of a pair (vLLM's ``KVTransferConfig.is_kv_producer`` /
+``is_kv_consumer``); ``kv_both`` names none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from kvconfig.errors import InputError
+from kvconfig.load.engine_fields import check_words
+from kvconfig.load.operator_engine import Engine, Note, server_start
+
+_SHEBANG = re.compile(r"\A#![ \t]*(?:/\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?(bash|sh|dash)\b")
+
+_ROLES = {"kv_producer": "prefill", "kv_consumer": "decode"}
+"""The role of a pair that a ``kv_role`` names."""
+
+
+def script_dialect(text: str) -> str | None:
+    """``bash`` or ``sh`` when ``text`` is a shell script (its ``#!`` line names the
+    shell), else None."""
+    m = _SHEBANG.match(text)
+    if m is None:
+        return None
+    return "bash" if m.group(1) == "bash" else "sh"
+
+
+def engines(
+    text: str, source: str, base: Path, env: Mapping[str, str] | None = None
+) -> list[Engine]:
+    """One engine per vLLM server the script starts."""
+    from kvconfig.load.reading import reading_of
+    from kvconfig.load.shell import servers
+    from kvconfig.load.shell.script import commands
+
+    dialect = script_dialect(text) or "sh"
+    label = Path(source).name or "script"
+    cmds = commands(text, dict(env or {}), source=source, line=1, key=label, dialect=dialect)
+    chosen, problem = servers(cmds, lambda w: server_start(w) is not None)
+    if problem:
+        raise InputError(
+            f"{problem}; kvconfig cannot tell which one runs",
+            source=source,
+            line=chosen[1].line,
+            key=label,
+            hint="start each vLLM server in the background (&), or keep one command",
+        )
+    if not chosen:
+        raise InputError(
+            "no vLLM server found: the script starts no 'vllm serve'",
+            source=source,
+            line=1,
+            hint="kvconfig reads a script that starts 'vllm serve' or "
+            "'python -m vllm.entrypoints.openai.api_server'",
+        )
+    out = []
+    for k, cmd in enumerate(chosen):
+        start = server_start(cmd.words)
+        assert start is not None
+        entry, parser, argv = start
+        name = label if len(chosen) == 1 else f"{label}#{k + 1}"
+        check_words(argv, source, cmd.line, name)
+        offset = len(cmd.words) - len(argv)
+        notes = tuple(
+            Note(
+                "unknown-value",
+                f"{what} in argument {i - offset + 1} is only known at run time",
+                cmd.line,
+            )
+            for i, what in cmd.unknown
+            if i >= offset
+        )
+        engine = Engine(
+            name=name,
+            source=source,
+            line=cmd.line,
+            argv=tuple(argv),
+            entry=entry,
+            parser=parser,
+            env={k: v for k, v in cmd.env.items() if v is not None},
+            env_unknown=tuple(sorted(k for k, v in cmd.env.items() if v is None)),
+            parallelism={"replicas": 1},
+            base=str(base),
+            notes=notes,
+        )
+        role = _ROLES.get(reading_of(engine).kv_role or "")
+        out.append(replace(engine, role=role) if role else engine)
+    return out

@@ -1,0 +1,112 @@
+"""Launch scripts (``#!/bin/bash`` ... ``vllm serve ... &``) read as engines: the servers
+kvconfig finds are the ones bash starts (a stand-in ``vllm`` on PATH records them), and a
+pair's roles are the ones its ``kv_role`` names."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kvconfig.errors import InputError
+from kvconfig.load.engines import engines_in
+from kvconfig.load.reading import reading_of
+
+PAIR = """#!/bin/bash
+MODEL=${MODEL_NAME:-Qwen/Qwen3-8B}
+GPUS=${GPUS:-0,1}
+IFS=',' read -ra GPU_ARRAY <<< "$GPUS"
+start() {
+    local role=$1 port=$2
+    CUDA_VISIBLE_DEVICES=$3 vllm serve $MODEL --port $port \\
+        --kv-transfer-config "{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"$role\\"}" &
+}
+start kv_producer 8100 0
+start kv_consumer 8200 1
+wait
+"""
+
+ONE = """#!/usr/bin/env sh
+set -e
+if [ -n "$BLOCK" ]; then EXTRA="--block-size $BLOCK"; fi
+exec vllm serve Qwen/Qwen3-8B $EXTRA --tensor-parallel-size 2
+"""
+
+
+def _bash_runs(script: str, tmp: Path, env: dict[str, str]) -> list[list[str]]:
+    """The argument lists bash passes to ``vllm`` (a stand-in on PATH records them)."""
+    shell = shutil.which("bash")
+    if shell is None:  # pragma: no cover - bash is on every machine the tests run on
+        pytest.fail("bash is needed to compare with")
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    record = tmp / "runs"
+    record.mkdir()
+    fake = bin_dir / "vllm"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{record}/$$"\n')
+    fake.chmod(0o755)
+    path = tmp / "run.sh"
+    path.write_text(script)
+    clean = {"PATH": f"{bin_dir}:/usr/bin:/bin", **env}
+    subprocess.run([shell, str(path)], env=clean, check=True, timeout=30)
+    return sorted(p.read_text().splitlines() for p in record.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("script", "env"),
+    [(PAIR, {}), (PAIR, {"MODEL_NAME": "/models/m"}), (ONE, {}), (ONE, {"BLOCK": "32"})],
+)
+def test_servers_are_the_ones_bash_starts(tmp_path: Path, script: str, env: dict[str, str]) -> None:
+    ran = _bash_runs(script, tmp_path, env)
+    found = engines_in(script, "run.sh", env=env)
+    assert sorted(["serve", *e.argv] for e in found) == ran
+
+
+def test_kv_role_names_the_role() -> None:
+    found = engines_in(PAIR, "run.sh")
+    got = [(reading_of(e).role, reading_of(e).kv_role, e.name) for e in found]
+    assert got == [
+        ("prefill", "kv_producer", "run.sh#1"),
+        ("decode", "kv_consumer", "run.sh#2"),
+    ]
+
+
+def test_servers_one_after_the_other_are_refused() -> None:
+    script = "#!/bin/bash\nvllm serve a\nvllm serve b\n"
+    with pytest.raises(InputError, match="one after the other"):
+        engines_in(script, "run.sh")
+
+
+def test_a_script_that_stops_first_starts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bash leaves at ``exit`` when the variable the script needs is unset; the
+    environment is the one passed, never kvconfig's own."""
+    script = '#!/bin/bash\nif [ -z "$HF_TOKEN" ]; then exit 1; fi\nvllm serve m &\n'
+    monkeypatch.setenv("HF_TOKEN", "from-kvconfig-process")
+    with pytest.raises(InputError, match="starts no 'vllm serve'"):
+        engines_in(script, "run.sh")
+    assert [e.argv for e in engines_in(script, "run.sh", env={"HF_TOKEN": "x"})] == [("m",)]
+
+
+def test_a_connector_known_only_at_run_time(tmp_path: Path) -> None:
+    """``--kv-transfer-config "$(cat FILE)"`` (Dynamo's LMCache graph reads it from a
+    ConfigMap): the connector changes the plan, so the verdict is unknown (KV403) and the
+    reading shows the word, never bad input or no connector."""
+    import io
+
+    from kvconfig.cli.commands import main
+
+    path = tmp_path / "run.sh"
+    path.write_text(
+        '#!/bin/bash\nvllm serve Qwen/Qwen3-8B --kv-transfer-config "$(cat /etc/kv.json)" &\n'
+    )
+    qwen = Path(__file__).parent.parent / "examples" / "models" / "qwen3-8b"
+    out = io.StringIO()
+    argv = ["lint", "--format", "json", "--platform", "H100", "--model-path",
+            f"Qwen/Qwen3-8B={qwen}", str(path)]  # fmt: skip
+    assert main(argv, stdout=out) == 0
+    assert "KV403" in out.getvalue()
+    (engine,) = engines_in(path, "run.sh")
+    assert reading_of(engine).run_time == {"kv-transfer-config": "$(cat /etc/kv.json)"}
+    assert "connector=$(cat /etc/kv.json)" in reading_of(engine).summary()

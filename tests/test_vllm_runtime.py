@@ -1,0 +1,45 @@
+"""production-stack's operator resource ``VLLMRuntime``, read as the Deployment its
+controller builds (``operator/internal/controller/vllmruntime_controller.go``)."""
+
+from __future__ import annotations
+
+from kvconfig.load.engines import engines_in
+from kvconfig.load.reading import reading_of
+
+RUNTIME = """
+apiVersion: production-stack.vllm.ai/v1alpha1
+kind: VLLMRuntime
+metadata: {name: r}
+spec:
+  model: {modelURL: Qwen/Qwen3-8B, dtype: bfloat16, maxModelLen: 8192}
+  vllmConfig:
+    enablePrefixCaching: true
+    tensorParallelSize: 2
+    port: 8000
+    extraArgs: ["--block-size", "32"]
+    env: [{name: VLLM_ATTENTION_BACKEND, value: FLASHINFER}]
+  lmCacheConfig: {enabled: true}
+  deploymentConfig:
+    replicas: 3
+    resources: {gpu: "2"}
+    image: {registry: docker.io, name: "vllm/vllm-openai:v0.10.1"}
+    nodeSelectorTerms:
+    - matchExpressions:
+      - {key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-H100-80GB-HBM3]}
+"""
+
+
+def test_the_controllers_arguments() -> None:
+    (engine,) = engines_in(RUNTIME, "<runtime>")
+    assert engine.argv == (
+        "Qwen/Qwen3-8B", "--host", "0.0.0.0", "--port", "8000",
+        "--no-enable-chunked-prefill", "--enable-prefix-caching", "--max-model-len", "8192",
+        "--dtype", "bfloat16", "--tensor-parallel-size", "2", "--block-size", "32",
+        "--kv-transfer-config", '{"kv_connector":"LMCacheConnector","kv_role":"kv_both"}',
+    )  # fmt: skip
+    assert engine.env == {"VLLM_USE_V1": "0", "VLLM_ATTENTION_BACKEND": "FLASHINFER"}
+    assert engine.image == "docker.io/vllm/vllm-openai:v0.10.1"
+    assert engine.vllm_version == "0.10.1"
+    assert engine.platforms == ("H100",)
+    r = reading_of(engine)
+    assert (r.replicas, r.tensor, r.block_size, r.connector) == (3, 2, 32, "LMCacheConnector")
