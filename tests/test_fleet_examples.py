@@ -4,6 +4,7 @@ documented shape, and bad fleet files are one-line input errors."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -412,7 +413,9 @@ def test_operator_files_become_engines(tmp_path: Path, monkeypatch: pytest.Monke
     manifest.write_text("apiVersion: apps/v1\nkind: Deployment\n")
     kv = '{"kv_connector": "NixlConnector", "kv_role": "kv_producer"}'
 
-    def engines_in(path: Path, source: str) -> list[OperatorEngine]:
+    def engines_in(
+        path: Path, source: str, env: Mapping[str, str] | None = None
+    ) -> list[OperatorEngine]:
         return [
             OperatorEngine(
                 "Deployment/p/vllm",
