@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kvconfig.api._options import FORMATS, Paths, kvconfig_errors, namespace, outcomes
 
 if TYPE_CHECKING:
-    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+    from kvconfig.errors import CannotTell
     from kvconfig.load.operator_engine import Engine
     from kvconfig.load.serve import Notice
     from kvconfig.report.outcome import Outcome
@@ -31,10 +31,12 @@ class Input(NamedTuple):
     engine: Engine | None = None
     """For an operator file: what was read of the engine (its name and line, the
     ``vllm serve`` words, environment, image, GPU labels, role, notes)."""
-    unsupported: UnsupportedArchitecture | RunTimeValue | None = None
+    unsupported: CannotTell | None = None
     """Why kvconfig cannot tell the plan: the model cannot be derived offline
-    (``engine="vllm"`` still plans it), or an option that changes the plan is only known at
-    run time (``RunTimeValue``: no engine can plan it without the value)."""
+    (``UnsupportedArchitecture``: ``engine="vllm"`` still plans it), its config.json cannot
+    be read offline (``ModelUnavailable``: give it with ``model_path`` or ``download``), or
+    an option that changes the plan is only known at run time (``RunTimeValue``: no engine
+    can plan it without the value)."""
 
 
 @kvconfig_errors
@@ -92,7 +94,7 @@ def _read_engines(
 ) -> None:
     """Append each engine ``load_engines`` reads to ``found``."""
     from kvconfig.cli import targets as T
-    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+    from kvconfig.errors import ModelUnavailable, RunTimeValue, UnsupportedArchitecture
     from kvconfig.load.deployment import load_engine, load_noted
 
     for target in T.named(args, list(command) if command else None, many=True):
@@ -103,7 +105,7 @@ def _read_engines(
                 else:
                     where = item.target if item.target != T.STDIN else item.source
                     loaded = load_noted(where, doc=item.doc, **common)
-            except (UnsupportedArchitecture, RunTimeValue) as err:
+            except (UnsupportedArchitecture, ModelUnavailable, RunTimeValue) as err:
                 found.append(Input(item.source, None, (), item.engine, err))
                 continue
             found.append(Input(item.source, loaded.deployment, loaded.notices, item.engine))

@@ -20,6 +20,7 @@ from kvconfig.errors.hooks import (
 )
 from kvconfig.errors.plan import (
     AlignedBlockSizeUnsupported,
+    CannotTell,
     DeploymentError,
     GroupingError,
     InputError,
@@ -38,6 +39,7 @@ from kvconfig.errors.plan import (
 
 __all__ = [
     "AlignedBlockSizeUnsupported",
+    "CannotTell",
     "ConnectorBlockSizeMismatch",
     "ConnectorRefusal",
     "DeploymentError",

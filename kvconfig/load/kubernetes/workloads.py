@@ -97,6 +97,17 @@ def _storm_role(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]
     return {}
 
 
+def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
+    """A replica count is an integer: the API server refuses the resource otherwise."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise res.err(
+            f"expected an integer replica count, got {value!r}"[:200],
+            path,
+            ".".join(map(str, path)),
+            "write the number of pods, e.g. replicas: 1",
+        )
+
+
 def resource_engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
@@ -105,9 +116,12 @@ def resource_engines(
     data = res.data
     rname = _resource_name(res)
     replicas = data.get("spec", {}).get("replicas") if isinstance(data.get("spec"), dict) else None
+    _count(res, replicas, ("spec", "replicas"))
     for path, part in _pod_specs(res):
         labels = _template_labels(res, path)
         storm = _storm_role(res, path)
+        if storm:
+            _count(res, storm.get("replicas"), (*path[: path.index("roles") + 2], "replicas"))
         role = labels.get("llm-d.ai/role") or storm.get("name")
         name = f"{rname}/{part}" if part else rname
         server = server_pod(res, path)
