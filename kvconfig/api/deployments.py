@@ -53,7 +53,8 @@ def load_engines(
     download: bool | None = None,
     allow_path: Sequence[str] = (),
 ) -> list[Input]:
-    """Every deployment the files (folders: their YAML files) and the ``vllm serve``
+    """Every deployment the files (folders: their YAML files and launch scripts, those
+    that hold no vLLM engine passed over) and the ``vllm serve``
     ``command`` hold, in order: a serve config, native file or command is one, an operator
     file (Kubernetes, Helm values, KServe, Dynamo, compose, SkyPilot, Ray Serve; several
     documents included) one per vLLM engine. Raises ``InputError`` for bad input.
@@ -94,11 +95,22 @@ def _read_engines(
 ) -> None:
     """Append each engine ``load_engines`` reads to ``found``."""
     from kvconfig.cli import targets as T
-    from kvconfig.errors import ModelUnavailable, RunTimeValue, UnsupportedArchitecture
+    from kvconfig.errors import (
+        ModelUnavailable,
+        NoEngine,
+        RunTimeValue,
+        UnsupportedArchitecture,
+    )
     from kvconfig.load.deployment import load_engine, load_noted
 
     for target in T.named(args, list(command) if command else None, many=True):
-        for item in T.read(target):
+        try:
+            items = T.read(target)
+        except NoEngine:
+            if isinstance(target, T.Walked):
+                continue  # a folder's file without a vLLM engine is passed over
+            raise
+        for item in items:
             try:
                 if item.engine is not None:
                     loaded = load_engine(item.engine, **common)

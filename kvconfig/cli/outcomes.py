@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kvconfig.cli import targets as T
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.report.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -132,16 +132,24 @@ def read_all(
     """
     s = settings(args)
     slots: list[Slot] = []
+    passed: list[T.Walked] = []
     for target in T.named(args, command, many):
         try:
             items = T.read(target, s.env)
         except InputError as err:
+            if isinstance(err, NoEngine) and isinstance(target, T.Walked):
+                passed.append(target)
+                continue
             if not many:
                 raise
             slots += _failed(T.Item(T.source_of(target), target), s.platforms, err)
             continue
         for item in items:
             slots += _slots(args, s, item, many)
+    if passed:
+        say(T.passed_over(passed))
+        for empty in [] if slots else T.empty_folders(passed):
+            slots += _failed(T.Item(empty.source, empty.source), s.platforms, empty)
     return s, slots
 
 

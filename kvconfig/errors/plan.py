@@ -80,6 +80,14 @@ class ModelUnavailable(InputError):
     file reads for the checks that need no model, and ``load_deployment`` raises it."""
 
 
+class NoEngine(InputError):
+    """The input holds no vLLM engine: only resources without a pod (Services,
+    ConfigMaps), a launch script that starts no server, an empty file, or a YAML file that
+    is neither an operator file nor a ``vllm serve --config`` or native file. Bad input for
+    a file named on the command line; a file a folder walk finds is passed over instead
+    (``kvconfig lint FOLDER``), so a repository's other YAML files are no error."""
+
+
 class UnsupportedArchitecture(KVConfigError):
     """vLLM knows the architecture but kvconfig cannot derive its layers offline: the
     outcome is ``unknown`` (finding KV401), never a rejection.

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load.engine_fields import check_words
 from kvconfig.load.operator_engine import Engine, Note, server_start
 
@@ -60,7 +60,7 @@ def engines(
             hint="start each vLLM server in the background (&), or keep one command",
         )
     if not chosen:
-        raise InputError(
+        raise NoEngine(
             "no vLLM server found: the script starts no 'vllm serve'",
             source=source,
             line=1,

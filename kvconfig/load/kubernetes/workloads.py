@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
+from kvconfig.errors import NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
@@ -224,7 +224,7 @@ def engines(
             kinds = sorted({str(r.data.get("kind")) for r in resources} | set(skipped))
             message = f"no vLLM container found: no pod template in {', '.join(kinds)}"
             line = resources[0].line() if resources else None
-        raise InputError(
+        raise NoEngine(
             message,
             source=source,
             line=line,
