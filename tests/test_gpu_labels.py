@@ -9,7 +9,8 @@ from kvconfig.load.gpu_labels import platform_of
 
 # (label value as clouds write it, the GPU it names); the instance types are from AWS's
 # accelerated computing instances, Google Cloud's GPU machine types, Oracle Cloud's
-# GPU shapes and Azure's N-series sizes; NVIDIA-L20 from an AIBrix Volcengine manifest (tests/realworld).
+# GPU shapes and Azure's N-series sizes; NVIDIA-L20 from an AIBrix Volcengine manifest
+# (tests/realworld).
 CASES = [
     ("NVIDIA-H100-80GB-HBM3", "H100"),
     ("nvidia-h100-80gb", "H100"),

@@ -143,3 +143,21 @@ def test_an_unknown_gpu_is_named_when_no_platform_is_given(tmp_path: Path) -> No
         assert main(argv, stdout=io.StringIO()) == 2
     assert "does not know the GPU 'rtx4070-8gb'" in err.getvalue()
     assert err.getvalue().count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        (_model(url="Qwen/Qwen3-8B"), "url"),
+        (_model(profile="nvidia-gpu-h100"), "resourceProfile"),
+        (_model().replace("args: [--tensor-parallel-size=2, --block-size=32]", "args: -x"), "args"),
+    ],
+)
+def test_what_the_controller_refuses_is_bad_input(text: str, key: str) -> None:
+    """A URL that is not SCHEME://REF, a profile without its multiple, args that are not
+    a list of strings: KubeAI builds no pod; one line naming the key."""
+    from kvconfig.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        engines_in(text, "<model>")
+    assert err.value.key == key and "\n" not in str(err.value)

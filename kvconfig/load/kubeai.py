@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvconfig.load.engine_fields import listing, mapping
+from kvconfig.load.engine_fields import mapping
 
 if TYPE_CHECKING:
     from kvconfig.load.kubernetes.resources import Found, Resource
@@ -93,22 +93,46 @@ def _profile(spec: dict[str, Any]) -> tuple[str, str, str, str]:
     return "default", "", count, ""
 
 
+def _check(res: Resource, spec: dict[str, Any]) -> None:
+    """What KubeAI's controller refuses before it builds a pod: a URL that is not
+    ``SCHEME://REF`` (``parseModelURL``), a resource profile that is not ``NAME:N``
+    (``getModelConfig``)."""
+    url = spec.get("url")
+    if not isinstance(url, str) or _URL.match(url) is None:
+        raise res.err(
+            f"expected SCHEME://REF, got {url!r}: KubeAI's controller refuses it",
+            ("spec", "url"),
+            "url",
+            "write the model's URL, e.g. url: hf://Qwen/Qwen3-8B",
+        )
+    profile = spec.get("resourceProfile")
+    name, _, count = str(profile).partition(":")
+    if not isinstance(profile, str) or not name or not count.isdigit():
+        raise res.err(
+            f"expected NAME:N, got {profile!r}: KubeAI's controller refuses it",
+            ("spec", "resourceProfile"),
+            "resourceProfile",
+            "write the profile and its multiple, e.g. resourceProfile: nvidia-gpu-l4:1",
+        )
+
+
 def engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
     """The engine of a KubeAI ``Model`` served by vLLM (none for its other engines)."""
     from kvconfig.load.dynamo import _Shim
     from kvconfig.load.kubernetes.containers import read_container
-    from kvconfig.load.kubernetes.resources import Pod
+    from kvconfig.load.kubernetes.resources import Pod, strings
 
     data = res.data
     name = str(mapping(data.get("metadata")).get("name", "unnamed"))
     spec = mapping(data.get("spec"))
     if spec.get("engine") != "VLLM":
         return []
+    _check(res, spec)
     flag, extra = _model_flag(name, spec)
     args = [f"--model={flag}", f"--served-model-name={name}", *extra]
-    args += [str(a) for a in listing(spec.get("args"))]
+    args += strings(spec.get("args"), res, ("spec", "args"), "args")
     env: list[dict[str, Any]] = []
     if spec.get("adapters") is not None:
         args.append("--enable-lora")
@@ -126,7 +150,7 @@ def engines(
         "args": args,
         "env": env,
     }
-    if device and count.isdigit():
+    if device:
         container["resources"] = {"limits": {device: count}}
     shim = _Shim(res, ("spec",), {"containers": [container]}, ("spec",))
     pod = Pod(
