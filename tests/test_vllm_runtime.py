@@ -103,3 +103,21 @@ def test_a_router_container(logic: str, kvaware: bool) -> None:
 
     got = routers_of([yaml.safe_load(ROUTER_POD % logic)])
     assert [(r.kind, r.name) for r in got] == ([("production-stack", "container/app")] * kvaware)
+
+
+@pytest.mark.parametrize(
+    ("router", "kvaware"),
+    [
+        ({"routingLogic": "kvaware"}, True),
+        ({"routingLogic": "kvaware", "enableRouter": False}, False),  # no router rendered
+        ({"routingLogic": "roundrobin", "extraArgs": ["--routing-logic", "kvaware"]}, True),
+        ({"routingLogic": "kvaware", "extraArgs": ["--routing-logic=prefixaware"]}, False),
+    ],
+)
+def test_the_charts_router(router: dict[str, object], kvaware: bool) -> None:
+    """The chart renders the router when ``routerSpec.enableRouter`` (default true) and
+    passes ``--routing-logic`` then ``routerSpec.extraArgs`` (the last one counts)."""
+    from kvconfig.load.routers import routers_of
+
+    got = routers_of([{"routerSpec": router}])
+    assert [r.kind for r in got] == ["production-stack"] * kvaware

@@ -199,8 +199,13 @@ def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
         return
     if isinstance(node, dict):
         spec = node.get("routerSpec")
-        if isinstance(spec, dict) and spec.get("routingLogic") == "kvaware":
-            yield Router("production-stack", "routerSpec", None)
+        if isinstance(spec, dict) and spec.get("enableRouter", True) is not False:
+            # the chart passes --routing-logic, then routerSpec.extraArgs
+            # (helm/templates/deployment-router.yaml; rendered when enableRouter is true)
+            words = ["--routing-logic", str(spec.get("routingLogic") or "")]
+            words += [str(w) for w in listing(spec.get("extraArgs"))]
+            if _last_option(words, "--routing-logic") == "kvaware":
+                yield Router("production-stack", "routerSpec", None)
         found = _production_stack(node)
         if found is not None:
             yield found
