@@ -275,8 +275,13 @@ def _own_platforms(item: T.Item, loaded: Loaded | CannotTell) -> list[PlatformId
 def no_platform(item: T.Item) -> InputError:
     """The error of a deployment that names no platform."""
     where = "set 'platform' in the file" if item.doc is not None else "label the pod's GPU"
+    named = item.engine.gpu if item.engine is not None else ()
+    message = "no platform given"
+    if named:  # the file names its GPU, but by a name kvconfig has no platform for
+        message += f": kvconfig does not know the GPU {', '.join(map(repr, named))}"
+        where = "label the pod with a GPU kvconfig knows"
     return InputError(
-        "no platform given",
+        message,
         source=item.source,
         key="--platform",
         hint=f"pass --platform, e.g. --platform h200, or {where}",

@@ -17,6 +17,10 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
   it asks LMCache's controller which engine holds the longest prefix
   (``src/vllm_router/routers/routing_logic.py``: ``KvawareRouter``), so it hashes in
   LMCache's chunks, not in vLLM's blocks: read, with no block size to compare.
+  The same router set up by the operator's ``VLLMRouter`` (``spec.routingLogic``, then
+  ``spec.extraArgs``: ``operator/internal/controller/vllmrouter_controller.go``) or started
+  by a container (``vllm-router`` / ``python -m vllm_router.app``, its last
+  ``--routing-logic``, as argparse keeps it: ``src/vllm_router/parsers/parser.py``).
 * llm-d's endpoint picker (``EndpointPickerConfig``, inline in a KServe
   ``spec.router.scheduler.config.inline`` or as YAML text in chart values): the
   ``precise-prefix-cache-scorer`` / ``precise-prefix-cache-producer`` plugin's
@@ -156,14 +160,55 @@ def _picker(config: Mapping[str, Any]) -> Iterator[Router]:
         )
 
 
+def _last_option(words: list[str], name: str) -> str | None:
+    """The value argparse keeps for ``name``: its last occurrence."""
+    found = None
+    for i, w in enumerate(words):
+        if w == name and i + 1 < len(words):
+            found = words[i + 1]
+        elif w.startswith(name + "="):
+            found = w.split("=", 1)[1]
+    return found
+
+
+def _production_stack(node: Mapping[str, Any]) -> Router | None:
+    """production-stack's router in kvaware mode: a ``VLLMRouter`` or a container that
+    runs ``vllm-router`` (``python -m vllm_router.app``)."""
+    if node.get("kind") == "VLLMRouter":
+        spec = mapping(node.get("spec"))
+        words = ["--routing-logic", str(spec.get("routingLogic") or "")]
+        words += [str(w) for w in listing(spec.get("extraArgs"))]
+        name = f"VLLMRouter/{mapping(node.get('metadata')).get('name', 'unnamed')}"
+    elif isinstance(node.get("command"), list) or isinstance(node.get("args"), list):
+        words = [str(w) for w in [*listing(node.get("command")), *listing(node.get("args"))]]
+        words = [p.strip("\"'") for w in words for p in w.split()]
+        if not any(w in ("vllm_router.app", "vllm-router") or w.endswith("/vllm-router")
+                   for w in words):  # fmt: skip
+            return None
+        name = f"container/{node.get('name', 'unnamed')}"
+    else:
+        return None
+    if _last_option(words, "--routing-logic") != "kvaware":
+        return None
+    return Router("production-stack", name, None)
+
+
 def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
     """Every endpoint-picker config in a document: mappings, and YAML text holding one."""
     if depth > 24:
         return
     if isinstance(node, dict):
         spec = node.get("routerSpec")
-        if isinstance(spec, dict) and spec.get("routingLogic") == "kvaware":
-            yield Router("production-stack", "routerSpec", None)
+        if isinstance(spec, dict) and spec.get("enableRouter", True) is not False:
+            # the chart passes --routing-logic, then routerSpec.extraArgs
+            # (helm/templates/deployment-router.yaml; rendered when enableRouter is true)
+            words = ["--routing-logic", str(spec.get("routingLogic") or "")]
+            words += [str(w) for w in listing(spec.get("extraArgs"))]
+            if _last_option(words, "--routing-logic") == "kvaware":
+                yield Router("production-stack", "routerSpec", None)
+        found = _production_stack(node)
+        if found is not None:
+            yield found
         if node.get("kind") == "EndpointPickerConfig":
             yield from _picker(node)
             return

@@ -211,6 +211,10 @@ def engines(
             from kvconfig.load import vllm_runtime
 
             out.extend(vllm_runtime.engines(res, base, found, blocks))
+        elif kind == "Model" and str(res.data.get("apiVersion", "")).startswith("kubeai.org/"):
+            from kvconfig.load import kubeai
+
+            out.extend(kubeai.engines(res, base, found, blocks))
         else:
             out.extend(resource_engines(res, base, found, blocks))
     if not out:
