@@ -345,6 +345,7 @@ def test_every_router_of_a_file(tmp_path: Path) -> None:
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1", [], "NixlConnector"),
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1", ["--connector", "kvbm"], "DynamoConnector"),
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.9.1", ["--connector", "none"], None),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.0.1", [], None),
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.2.0", [], None),
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:my-tag", [], None),
     ],
@@ -353,13 +354,21 @@ def test_dynamo_connector_default_by_release(
     image: str, words: list[str], connector: str | None
 ) -> None:
     """The dynamo.vllm releases that take --connector default it to nixl
-    (``default=["nixl"]`` in their args.py); from 1.1.0 the launcher takes none."""
+    (``default=["nixl"]`` in their args.py); from 1.0.0 the launcher takes none."""
     from kvconfig.load.dynamo_args import split_args
 
     split = split_args(["--model", "Qwen/Qwen3-8B", *words], image=image)
     at = split.argv.index("--kv-transfer-config") if "--kv-transfer-config" in split.argv else None
     got = None if at is None else json.loads(split.argv[at + 1])["kv_connector"]
     assert got == connector
+
+
+def test_dynamo_refuses_connector_from_1_0() -> None:
+    """Dynamo 1.0.0 made --connector an error for vLLM (PR #6450): bad input, one line."""
+    from kvconfig.load.dynamo_args import split_args
+
+    with pytest.raises(InputError, match="refuses --connector"):
+        split_args(["--model", "m", "--connector", "nixl"], image="x/ai-dynamo/vllm-runtime:1.0.1")
 
 
 SWAP_SPACE = """
