@@ -144,13 +144,10 @@ def _kv_routers(entry: dict[str, Any]) -> list[tuple[str, Any]]:
 @pytest.mark.parametrize("entry", [pytest.param(e, id=e["file"]) for e in ENTRIES])
 def test_routers(entry: dict[str, Any]) -> None:
     """The KV-aware routers each file deploys beside its engines, with their block size."""
-    from kvconfig.load.routers import routers_of
+    from kvconfig.load.routers import routers_in_file
 
-    try:
-        docs = list(yaml.safe_load_all((ROOT / "files" / entry["file"]).read_text()))
-    except yaml.YAMLError:
-        docs = []  # not YAML (a broken file, a chart template): no router either
-    got = [(r.kind, r.block_size) for r in routers_of(docs)]
+    text = (ROOT / "files" / entry["file"]).read_text()
+    got = [(r.kind, r.block_size) for r in routers_in_file(text, entry["file"], entry.get("env"))]
     assert got == _kv_routers(entry)
 
 

@@ -148,3 +148,22 @@ def test_dynamo_workers_of_a_script(
         got.append((e.role, r.block_size, r.connector))
     assert sorted(got, key=str) == sorted(want, key=str)
     assert all("--connector" not in e.argv and "--is-prefill-worker" not in e.argv for e in engines)
+
+
+ROUTERS = """#!/bin/bash
+BS=%s
+DYN_KV_CACHE_BLOCK_SIZE=$BS python -m dynamo.frontend --router-mode kv &
+python3 -m dynamo.frontend --http-port 8001 &
+python -m dynamo.router --endpoint dynamo.prefill.generate --router-block-size 32 &
+CUDA_VISIBLE_DEVICES=0 python3 -m dynamo.vllm --model Qwen/Qwen3-8B --block-size $BS
+"""
+
+
+@pytest.mark.parametrize("block", [16, 64])
+def test_routers_of_a_script(block: int) -> None:
+    """A launch script's Dynamo frontend in kv mode and standalone router are its KV
+    routers, each with the environment its command runs in; a round-robin frontend is none."""
+    from kvconfig.load.routers import routers_in_file
+
+    got = [(r.kind, r.block_size) for r in routers_in_file(ROUTERS % block, "run.sh")]
+    assert got == [("dynamo", block), ("dynamo", 32)]

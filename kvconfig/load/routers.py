@@ -8,6 +8,9 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
   size is ``--kv-cache-block-size`` or ``DYN_KV_CACHE_BLOCK_SIZE``, and when neither is set
   the frontend takes the block size the workers register (``components/src/dynamo/
   frontend/main.py``, ``lib/llm/src/kv_router``).
+* The same frontend and standalone router started by a launch script (``python -m
+  dynamo.frontend --router-mode kv &``), read by the one shell reader with the environment
+  the script gives each command (``routers_in_file``).
 * NVIDIA Dynamo's standalone router (``python -m dynamo.router``, any service of a
   ``DynamoGraphDeployment`` that runs it): its own block size ``--router-block-size``
   (``--block-size`` in older releases, ``DYN_ROUTER_BLOCK_SIZE``), 128 when unset; it does
@@ -180,6 +183,64 @@ def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
         except yaml.YAMLError:
             return
         yield from _walk(inner, depth + 1)
+
+
+def _module(words: list[str]) -> str | None:
+    """The module ``python -m MODULE`` runs, else None."""
+    import os
+    import re
+
+    if not words or not re.match(r"^python(\d+(\.\d+)?)?$", os.path.basename(words[0])):
+        return None
+    for i, w in enumerate(words[1:-1], start=1):
+        if w == "-m":
+            return words[i + 1]
+        if not w.startswith("-"):
+            return None
+    return None
+
+
+def script_routers(text: str, source: str, env: Mapping[str, str] | None = None) -> list[Router]:
+    """The Dynamo frontends and standalone routers a launch script starts, each read with
+    the environment its command runs in (a variable only known at run time is unset here:
+    neither mode nor block size is guessed)."""
+    from pathlib import Path
+
+    from kvconfig.load.script_file import script_dialect
+    from kvconfig.load.shell.script import commands
+
+    label = Path(source).name or "script"
+    dialect = script_dialect(text) or "sh"
+    cmds = commands(text, dict(env or {}), source=source, line=1, key=label, dialect=dialect)
+    out: list[Router] = []
+    for cmd in cmds:
+        words = list(cmd.words)
+        module = _module(words)
+        known = {k: v for k, v in cmd.env.items() if v is not None}
+        found = None
+        if module == "dynamo.router":
+            found = _standalone(label, words, known)
+        elif module == "dynamo.frontend":
+            found = _frontend(f"{label}/dynamo.frontend", words, known)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def routers_in_file(text: str, source: str, env: Mapping[str, str] | None = None) -> list[Router]:
+    """The KV-aware routers of a file's text: a launch script's (``script_routers``), else
+    those of its YAML documents (``routers_of``; text that is not YAML holds none)."""
+    import yaml
+
+    from kvconfig.load.script_file import script_dialect
+
+    if script_dialect(text) is not None:
+        return script_routers(text, source, env)
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return []
+    return routers_of(docs)
 
 
 def routers_of(docs: list[Any]) -> list[Router]:
