@@ -126,15 +126,16 @@ def test_base_refs(service: str, config: str, want: list[tuple[str | None, ...]]
 
 def _kv_routers(entry: dict[str, Any]) -> list[tuple[str, Any]]:
     """The manifest's KV-aware routers as (kind, block size): Dynamo's frontend in kv mode
-    (block size None: it takes the workers'), Dynamo's standalone router, llm-d's endpoint
-    picker, production-stack's kvaware router (no block size of its own)."""
+    (block size None: it takes the workers'), Dynamo's standalone router and endpoint
+    picker, llm-d's endpoint picker, production-stack's kvaware router (no block size of
+    its own)."""
     out = []
     for r in entry.get("routers", []):
         if r["kind"] == "dynamo-frontend" and r.get("mode") == "kv":
             out.append(("dynamo", r["block_size"] if r["block_size"] != "workers" else None))
         elif r["kind"] == "llm-d-epp":
             out.append(("llm-d", r["block_size"]))
-        elif r["kind"] == "dynamo-router":
+        elif r["kind"] in ("dynamo-router", "dynamo-epp"):
             out.append(("dynamo", r["block_size"]))
         elif r["kind"] == "production-stack-router" and r.get("mode") == "kvaware":
             out.append(("production-stack", None))
@@ -280,6 +281,29 @@ def test_standalone_dynamo_router(extra: str, block: int) -> None:
     from kvconfig.load.routers import routers_of
 
     got = routers_of([yaml.safe_load(STANDALONE % extra)])
+    assert [(r.kind, r.block_size) for r in got] == [("dynamo", block)]
+
+
+EPP = """
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  services:
+    Epp:
+      componentType: epp
+      envs: [{name: DYN_KV_CACHE_BLOCK_SIZE, value: "%s"}]
+      extraPodSpec: {mainContainer: {image: nvcr.io/nvidia/ai-dynamo/epp-image:1.3.1}}
+"""
+
+
+@pytest.mark.parametrize("block", [16, 64])
+def test_dynamo_endpoint_picker(block: int) -> None:
+    """Dynamo's endpoint picker (componentType epp) routes with Dynamo's KV router in blocks
+    of DYN_KV_CACHE_BLOCK_SIZE."""
+    from kvconfig.load.routers import routers_of
+
+    got = routers_of([yaml.safe_load(EPP % block)])
     assert [(r.kind, r.block_size) for r in got] == [("dynamo", block)]
 
 

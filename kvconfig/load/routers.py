@@ -8,6 +8,11 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
   size is ``--kv-cache-block-size`` or ``DYN_KV_CACHE_BLOCK_SIZE``, and when neither is set
   the frontend takes the block size the workers register (``components/src/dynamo/
   frontend/main.py``, ``lib/llm/src/kv_router``).
+* Dynamo's endpoint picker for the Gateway API Inference Extension (a service of
+  ``componentType: epp``, a v1beta1 component of ``type: epp``): its ``dyn-*`` scorers run
+  Dynamo's KV router in blocks of ``DYN_KV_CACHE_BLOCK_SIZE`` ("MUST equal the inference
+  engine block size": ``block_size`` of the EPP's configuration in
+  ``deploy/inference-gateway``); unset, no block size is read.
 * The same frontend and standalone router started by a launch script (``python -m
   dynamo.frontend --router-mode kv &``), read by the one shell reader with the environment
   the script gives each command (``routers_in_file``).
@@ -94,6 +99,11 @@ def _frontend(name: str, words: list[str], env: Mapping[str, str]) -> Router | N
     return Router("dynamo", name, _int(size))
 
 
+def _epp(name: str, env: Mapping[str, str]) -> Router:
+    """Dynamo's endpoint picker: Dynamo's KV router in blocks of DYN_KV_CACHE_BLOCK_SIZE."""
+    return Router("dynamo", f"{name}/epp", _int(env.get("DYN_KV_CACHE_BLOCK_SIZE")))
+
+
 STANDALONE_BLOCK_SIZE = 128
 """``dynamo.router``'s ``--router-block-size`` default (``DynamoRouterArgGroup``)."""
 
@@ -124,12 +134,17 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
         found = _standalone(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "frontend":
             found = _frontend(f"{rname}/{sname}", words, env)
+        if found is None and service.get("componentType") == "epp":
+            found = _epp(f"{rname}/{sname}", env)
         if found is not None:
             yield found
     for component in listing(spec.get("components")):
-        if not isinstance(component, dict) or component.get("type") != "frontend":
+        kind = component.get("type") if isinstance(component, dict) else None
+        if kind not in ("frontend", "epp"):
             continue
+        assert isinstance(component, dict)
         pod = mapping(mapping(component.get("podTemplate")).get("spec"))
+        name = f"{rname}/{component.get('name', kind)}"
         for container in listing(pod.get("containers")):
             if not isinstance(container, dict):
                 continue
@@ -137,10 +152,11 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
                 str(w)
                 for w in [*listing(container.get("command")), *listing(container.get("args"))]
             ]
-            env = {**global_env, **_env(container.get("env"))}
-            found = _frontend(f"{rname}/{component.get('name', 'frontend')}", words, env)
+            env = {**global_env, **_env(component.get("envs")), **_env(container.get("env"))}
+            found = _frontend(name, words, env) if kind == "frontend" else _epp(name, env)
             if found is not None:
                 yield found
+                break
 
 
 def _picker(config: Mapping[str, Any]) -> Iterator[Router]:
