@@ -434,3 +434,31 @@ def test_options_of_another_release(tmp_path: Path, image: str, code: int) -> No
         assert "block=32" in out.getvalue()
     else:
         assert "unknown vLLM 0.33.0 option '--swap-space'" in err.getvalue()
+
+
+def test_grpc_server_is_a_vllm_server() -> None:
+    """``python -m vllm.entrypoints.grpc_server`` starts vLLM (vllm/entrypoints/grpc_server.py:
+    the engine's arguments, --model an option, plus its own --host and --port)."""
+    from kvconfig.load.operator_engine import server_start
+
+    words = ["python3", "-m", "vllm.entrypoints.grpc_server", "--model", "Qwen/Qwen3-8B"]
+    assert server_start(words) == ("grpc_server", "api_server", ["--model", "Qwen/Qwen3-8B"])
+    assert server_start(["python3", "-m", "vllm.entrypoints.grpc"]) is None
+
+
+@pytest.mark.parametrize(
+    ("image", "written"),
+    [
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:${VERSION}", True),
+        ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1", True),
+        (None, False),  # a launch script: the vLLM installed, read with the newest
+    ],
+)
+def test_dynamo_image_bundles_its_own_vllm(image: str | None, written: bool) -> None:
+    """A Dynamo runtime image runs the vLLM its Dynamo release pins: what the newest vLLM
+    refuses in the words dynamo.vllm hands on is read with another release's table (KV502)."""
+    from kvconfig.load.engine_options import written_for
+    from kvconfig.load.operator_engine import Engine
+
+    engine = Engine("w", "f.yaml", 1, ("--model", "m"), entry="dynamo.vllm", image=image)
+    assert (written_for(engine) is not None) == written

@@ -48,7 +48,8 @@ class Engine:
     """vLLM's arguments after ``vllm serve`` (model positional or ``--model``), in order."""
     entry: str = "vllm serve"
     """How vLLM is started: ``vllm serve``, ``api_server``
-    (``python -m vllm.entrypoints.openai.api_server``), ``image entry point``
+    (``python -m vllm.entrypoints.openai.api_server``), ``grpc_server``
+    (``python -m vllm.entrypoints.grpc_server``), ``image entry point``
     (only ``args``: the ``vllm/vllm-openai`` image runs ``vllm serve``), ``dynamo.vllm``,
     ``ray serve``, or a chart (``production-stack``, ``llm-d``, ``kserve``)."""
     parser: str = "serve"
@@ -125,7 +126,8 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
 
     Recognised: ``vllm serve`` (any path to the ``vllm`` script),
     ``python -m vllm.entrypoints.openai.api_server``, ``python -m vllm.entrypoints.cli.main
-    serve``, ``python -m dynamo.vllm`` (the arguments Dynamo passes on are split out by
+    serve``, ``python -m vllm.entrypoints.grpc_server`` (vLLM's gRPC server,
+    ``vllm/entrypoints/grpc_server.py``), ``python -m dynamo.vllm`` (the arguments Dynamo passes on are split out by
     ``kvconfig.load.dynamo``), each optionally under ``uv run``.
     """
     w = list(words)
@@ -150,6 +152,11 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
             module, rest = w[i + 1], w[i + 2 :]
             if module == "vllm.entrypoints.openai.api_server":
                 return "api_server", "api_server", rest
+            if module == "vllm.entrypoints.grpc_server":
+                # vLLM's gRPC server: its own --host and --port, then the engine's
+                # arguments (AsyncEngineArgs.add_cli_args, --model an option); read with
+                # the API server's table, of which those are a part.
+                return "grpc_server", "api_server", rest
             if module == "vllm.entrypoints.cli.main" and rest[:1] == ["serve"]:
                 return "vllm serve", "serve", rest[1:]
             if module == "dynamo.vllm":
