@@ -462,3 +462,49 @@ def test_dynamo_image_bundles_its_own_vllm(image: str | None, written: bool) -> 
 
     engine = Engine("w", "f.yaml", 1, ("--model", "m"), entry="dynamo.vllm", image=image)
     assert (written_for(engine) is not None) == written
+
+
+DISAGG_SET = """
+apiVersion: disaggregatedset.x-k8s.io/v1
+kind: DisaggregatedSet
+metadata: {name: pd}
+spec:
+  roles:
+  - name: prefill
+    spec:
+      replicas: %d
+      leaderWorkerTemplate:
+        size: 2
+        leaderTemplate:
+          spec:
+            containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              command: [vllm, serve, Qwen/Qwen3-8B, --tensor-parallel-size, "8",
+                        --pipeline-parallel-size, "2", --nnodes, $(LWS_GROUP_SIZE)]
+        workerTemplate:
+          spec:
+            containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              command: [vllm, serve, Qwen/Qwen3-8B, --tensor-parallel-size, "8",
+                        --pipeline-parallel-size, "2", --headless]
+  - name: decode
+    spec:
+      leaderWorkerTemplate:
+        workerTemplate:
+          spec:
+            containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              command: [vllm, serve, Qwen/Qwen3-8B]
+"""
+
+
+@pytest.mark.parametrize("replicas", [1, 3])
+def test_disaggregated_set(replicas: int) -> None:
+    """A DisaggregatedSet is one LeaderWorkerSet per role (replicas 1 unless set): an engine
+    per role, its role the role's name; a --headless worker is part of its leader's engine."""
+    engines = engines_in(DISAGG_SET % replicas, "<ds>")
+    got = sorted((e.role, e.parallelism.get("replicas"), reading_of(e).pipeline) for e in engines)
+    assert got == [("decode", 1, 1), ("prefill", replicas, 2)]
