@@ -132,9 +132,8 @@ def test_leaderworkerset_variables_are_set_at_run_time() -> None:
 
     (leader,) = engines_in(LWS, "<lws>")  # the --headless worker is part of the leader's
     # engine: the worker template alone is the pods of every index, the leader's included
-    workers_only = LWS.split("    leaderTemplate:")[0] + "    workerTemplate:" + LWS.split(
-        "    workerTemplate:"
-    )[1]
+    head, _, rest = LWS.partition("    leaderTemplate:")
+    workers_only = head + "    workerTemplate:" + rest.partition("    workerTemplate:")[2]
     (worker,) = engines_in(workers_only, "<lws>")
     assert leader.argv[2] == "2"
     assert leader.env_unknown == ("LWS_LEADER_ADDRESS",)

@@ -221,8 +221,8 @@ def split_args(
             source=source,
             line=line,
             key="--connector",
-            hint="""give --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}' """
-            "instead",
+            hint="give --kv-transfer-config "
+            """'{"kv_connector":"NixlConnector","kv_role":"kv_both"}' instead""",
         )
     defaulted = not connectors and not given and release is not None
     if defaulted and release is not None and release < CONNECTOR_REMOVED:
@@ -254,7 +254,8 @@ def split_args(
 
 
 def _gives_transfer_config(words: Sequence[str]) -> bool:
-    return any(w.split("=", 1)[0] in ("--kv-transfer-config", "--kv_transfer_config") for w in words)
+    names = ("--kv-transfer-config", "--kv_transfer_config")
+    return any(w.split("=", 1)[0] in names for w in words)
 
 
 def one_launcher(engines: list[Any]) -> list[Any]:

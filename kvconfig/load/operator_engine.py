@@ -127,8 +127,8 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
     Recognised: ``vllm serve`` (any path to the ``vllm`` script),
     ``python -m vllm.entrypoints.openai.api_server``, ``python -m vllm.entrypoints.cli.main
     serve``, ``python -m vllm.entrypoints.grpc_server`` (vLLM's gRPC server,
-    ``vllm/entrypoints/grpc_server.py``), ``python -m dynamo.vllm`` (the arguments Dynamo passes on are split out by
-    ``kvconfig.load.dynamo``), each optionally under ``uv run``.
+    ``vllm/entrypoints/grpc_server.py``), ``python -m dynamo.vllm`` (the arguments Dynamo
+    passes on are split out by ``kvconfig.load.dynamo``), each optionally under ``uv run``.
     """
     w = list(words)
     if len(w) >= 2 and os.path.basename(w[0]) == "uv" and w[1] == "run":
