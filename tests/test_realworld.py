@@ -508,3 +508,13 @@ def test_disaggregated_set(replicas: int) -> None:
     engines = engines_in(DISAGG_SET % replicas, "<ds>")
     got = sorted((e.role, e.parallelism.get("replicas"), reading_of(e).pipeline) for e in engines)
     assert got == [("decode", 1, 1), ("prefill", replicas, 2)]
+
+
+def test_endpoint_picker_values_are_not_a_serve_config() -> None:
+    """The Inference Extension's EPP chart values configure a router: bad input that says
+    so, at the inferenceExtension key, not a vLLM config without a model."""
+    path = "llm-d/llm-d/guides/precise-prefix-cache-aware/gaie-kv-events/values.yaml"
+    with pytest.raises(InputError, match="endpoint-picker chart") as err:
+        engines_in(ROOT / "files" / path, path)
+    assert err.value.key == "inferenceExtension"
+    assert err.value.line == 1
