@@ -272,22 +272,6 @@ def _own_platforms(item: T.Item, loaded: Loaded | CannotTell) -> list[PlatformId
     return [None]
 
 
-def no_platform(item: T.Item) -> InputError:
-    """The error of a deployment that names no platform."""
-    where = "set 'platform' in the file" if item.doc is not None else "label the pod's GPU"
-    named = item.engine.gpu if item.engine is not None else ()
-    message = "no platform given"
-    if named:  # the file names its GPU, but by a name kvconfig has no platform for
-        message += f": kvconfig does not know the GPU {', '.join(map(repr, named))}"
-        where = "label the pod with a GPU kvconfig knows"
-    return InputError(
-        message,
-        source=item.source,
-        key="--platform",
-        hint=f"pass --platform, e.g. --platform h200, or {where}",
-    )
-
-
 def _offline(
     item: T.Item,
     loaded: Loaded | CannotTell | None,
@@ -298,7 +282,7 @@ def _offline(
     from kvconfig.errors import ModelUnavailable, RunTimeValue, UnsupportedArchitecture
 
     if platform is None:
-        raise no_platform(item)
+        raise T.no_platform(item)
     if isinstance(loaded, (RunTimeValue, ModelUnavailable)):
         plan = unsupported_plan(loaded, item.source, platform)
         return Slot(item, loaded, platform, outcome(item, platform, plan))

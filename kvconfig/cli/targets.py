@@ -181,3 +181,19 @@ def _names_vllm(doc: Document) -> bool:
         return True
     names = {"--" + str(k).partition(".")[0].replace("_", "-") for k in data}
     return any(n in options(v) for v in versions.KNOWN for n in names)
+
+
+def no_platform(item: Item) -> InputError:
+    """The error of a deployment that names no platform."""
+    where = "set 'platform' in the file" if item.doc is not None else "label the pod's GPU"
+    named = item.engine.gpu if item.engine is not None else ()
+    message = "no platform given"
+    if named:  # the file names its GPU, but by a name kvconfig has no platform for
+        message += f": kvconfig does not know the GPU {', '.join(map(repr, named))}"
+        where = "label the pod with a GPU kvconfig knows"
+    return InputError(
+        message,
+        source=item.source,
+        key="--platform",
+        hint=f"pass --platform, e.g. --platform h200, or {where}",
+    )

@@ -134,6 +134,16 @@ def engines_of(
             hint="expected a Kubernetes manifest, production-stack or llm-d values, "
             "docker-compose, SkyPilot or Ray Serve file (docs/inputs.md)",
         )
+    if kind == "endpoint-picker":
+        raise InputError(
+            "the values of the Inference Extension's endpoint-picker chart "
+            "(inferenceExtension) configure a router, not a vLLM engine",
+            source=source,
+            line=doc.lines.get(("inferenceExtension",)) or 1,
+            key="inferenceExtension",
+            hint="lint the model servers' values or manifest; a router in another file than "
+            "its engines is not read yet",
+        )
     reader: Callable[..., list[Engine]]
     if kind == "production-stack":
         from kvconfig.load.helm.production_stack import production_stack as reader

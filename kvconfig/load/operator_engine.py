@@ -48,7 +48,8 @@ class Engine:
     """vLLM's arguments after ``vllm serve`` (model positional or ``--model``), in order."""
     entry: str = "vllm serve"
     """How vLLM is started: ``vllm serve``, ``api_server``
-    (``python -m vllm.entrypoints.openai.api_server``), ``image entry point``
+    (``python -m vllm.entrypoints.openai.api_server``), ``grpc_server``
+    (``python -m vllm.entrypoints.grpc_server``), ``image entry point``
     (only ``args``: the ``vllm/vllm-openai`` image runs ``vllm serve``), ``dynamo.vllm``,
     ``ray serve``, or a chart (``production-stack``, ``llm-d``, ``kserve``)."""
     parser: str = "serve"

@@ -8,6 +8,14 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
   size is ``--kv-cache-block-size`` or ``DYN_KV_CACHE_BLOCK_SIZE``, and when neither is set
   the frontend takes the block size the workers register (``components/src/dynamo/
   frontend/main.py``, ``lib/llm/src/kv_router``).
+* Dynamo's endpoint picker for the Gateway API Inference Extension (a service of
+  ``componentType: epp``, a v1beta1 component of ``type: epp``): its ``dyn-*`` scorers run
+  Dynamo's KV router in blocks of ``DYN_KV_CACHE_BLOCK_SIZE`` ("MUST equal the inference
+  engine block size": ``block_size`` of the EPP's configuration in
+  ``deploy/inference-gateway``); unset, no block size is read.
+* The same frontend and standalone router started by a launch script (``python -m
+  dynamo.frontend --router-mode kv &``), read by the one shell reader with the environment
+  the script gives each command (``routers_in_file``).
 * NVIDIA Dynamo's standalone router (``python -m dynamo.router``, any service of a
   ``DynamoGraphDeployment`` that runs it): its own block size ``--router-block-size``
   (``--block-size`` in older releases, ``DYN_ROUTER_BLOCK_SIZE``), 128 when unset; it does
@@ -95,6 +103,11 @@ def _frontend(name: str, words: list[str], env: Mapping[str, str]) -> Router | N
     return Router("dynamo", name, _int(size))
 
 
+def _epp(name: str, env: Mapping[str, str]) -> Router:
+    """Dynamo's endpoint picker: Dynamo's KV router in blocks of DYN_KV_CACHE_BLOCK_SIZE."""
+    return Router("dynamo", f"{name}/epp", _int(env.get("DYN_KV_CACHE_BLOCK_SIZE")))
+
+
 STANDALONE_BLOCK_SIZE = 128
 """``dynamo.router``'s ``--router-block-size`` default (``DynamoRouterArgGroup``)."""
 
@@ -125,12 +138,17 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
         found = _standalone(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "frontend":
             found = _frontend(f"{rname}/{sname}", words, env)
+        if found is None and service.get("componentType") == "epp":
+            found = _epp(f"{rname}/{sname}", env)
         if found is not None:
             yield found
     for component in listing(spec.get("components")):
-        if not isinstance(component, dict) or component.get("type") != "frontend":
+        kind = component.get("type") if isinstance(component, dict) else None
+        if kind not in ("frontend", "epp"):
             continue
+        assert isinstance(component, dict)
         pod = mapping(mapping(component.get("podTemplate")).get("spec"))
+        name = f"{rname}/{component.get('name', kind)}"
         for container in listing(pod.get("containers")):
             if not isinstance(container, dict):
                 continue
@@ -138,10 +156,11 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
                 str(w)
                 for w in [*listing(container.get("command")), *listing(container.get("args"))]
             ]
-            env = {**global_env, **_env(container.get("env"))}
-            found = _frontend(f"{rname}/{component.get('name', 'frontend')}", words, env)
+            env = {**global_env, **_env(component.get("envs")), **_env(container.get("env"))}
+            found = _frontend(name, words, env) if kind == "frontend" else _epp(name, env)
             if found is not None:
                 yield found
+                break
 
 
 def _picker(config: Mapping[str, Any]) -> Iterator[Router]:
@@ -225,6 +244,64 @@ def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
         except yaml.YAMLError:
             return
         yield from _walk(inner, depth + 1)
+
+
+def _module(words: list[str]) -> str | None:
+    """The module ``python -m MODULE`` runs, else None."""
+    import os
+    import re
+
+    if not words or not re.match(r"^python(\d+(\.\d+)?)?$", os.path.basename(words[0])):
+        return None
+    for i, w in enumerate(words[1:-1], start=1):
+        if w == "-m":
+            return words[i + 1]
+        if not w.startswith("-"):
+            return None
+    return None
+
+
+def script_routers(text: str, source: str, env: Mapping[str, str] | None = None) -> list[Router]:
+    """The Dynamo frontends and standalone routers a launch script starts, each read with
+    the environment its command runs in (a variable only known at run time is unset here:
+    neither mode nor block size is guessed)."""
+    from pathlib import Path
+
+    from kvconfig.load.script_file import script_dialect
+    from kvconfig.load.shell.script import commands
+
+    label = Path(source).name or "script"
+    dialect = script_dialect(text) or "sh"
+    cmds = commands(text, dict(env or {}), source=source, line=1, key=label, dialect=dialect)
+    out: list[Router] = []
+    for cmd in cmds:
+        words = list(cmd.words)
+        module = _module(words)
+        known = {k: v for k, v in cmd.env.items() if v is not None}
+        found = None
+        if module == "dynamo.router":
+            found = _standalone(label, words, known)
+        elif module == "dynamo.frontend":
+            found = _frontend(f"{label}/dynamo.frontend", words, known)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def routers_in_file(text: str, source: str, env: Mapping[str, str] | None = None) -> list[Router]:
+    """The KV-aware routers of a file's text: a launch script's (``script_routers``), else
+    those of its YAML documents (``routers_of``; text that is not YAML holds none)."""
+    import yaml
+
+    from kvconfig.load.script_file import script_dialect
+
+    if script_dialect(text) is not None:
+        return script_routers(text, source, env)
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return []
+    return routers_of(docs)
 
 
 def routers_of(docs: list[Any]) -> list[Router]:
