@@ -1,10 +1,13 @@
 """A LeaderWorkerSet worker container read once per worker index.
 
 LeaderWorkerSet gives every pod of a group its index (``LWS_WORKER_INDEX``: 0 on the
-leader, 1 .. ``size``-1 on the workers; the pod webhook sets it from the pod's worker-index
-label, ``pkg/webhooks/pod_webhook.go`` and ``api/leaderworkerset/v1/leaderworkerset_types.go``
-of kubernetes-sigs/lws). The worker template is one, but a script in it can branch on that
-index, so that worker 1 starts a decode engine and worker 2 a prefill one (LMCache's
+leader, 1 .. ``size``-1 on the workers, from the pod's
+``leaderworkerset.sigs.k8s.io/worker-index`` label; kubernetes-sigs/lws
+``pkg/utils/pod/pod_utils.go`` ``AddLWSVariables``, which its pod webhook calls, and the
+constant in ``api/leaderworkerset/v1/leaderworkerset_types.go``; ``test/testutils``
+``HasLWSEnvVarsPopulated`` checks all three variables on every pod). The worker template
+is one, but a script in it can branch on that index, so that worker 1 starts a decode
+engine and worker 2 a prefill one (LMCache's
 ``examples/disagg_prefill/1p1d/k8s/1p1d-lws.yaml``). Each index is a known value in its
 own pod: the container is read once per index, and workers whose readings differ are
 different engines, each with the pods of its indices (``replicas`` groups times their
