@@ -51,7 +51,6 @@ def engines(
     text: str, source: str, base: Path, env: Mapping[str, str] | None = None
 ) -> list[Engine]:
     """One engine per vLLM server the script starts."""
-    from kvconfig.load.reading import reading_of
     from kvconfig.load.shell import servers
     from kvconfig.load.shell.script import commands
 
@@ -115,10 +114,20 @@ def engines(
             base=str(base),
             notes=notes,
         )
-        if engine.role is None:
-            role = _ROLES.get(reading_of(engine).kv_role or "")
-            engine = replace(engine, role=role) if role else engine
-        out.append(engine)
+        out.append(with_kv_role(engine))
     from kvconfig.load.dynamo_args import decode_workers, one_launcher
 
     return decode_workers(one_launcher(out))
+
+
+def with_kv_role(engine: Engine) -> Engine:
+    """``engine`` with the role its ``--kv-transfer-config`` names when nothing else names
+    one: vLLM makes a ``kv_producer`` the prefill side of a pair and a ``kv_consumer`` the
+    decode side (``vllm/config/kv_transfer.py``: ``is_kv_producer``, ``is_kv_consumer``);
+    ``kv_both``, no connector or a value known only at run time name none."""
+    from kvconfig.load.reading import reading_of
+
+    if engine.role is not None:
+        return engine
+    role = _ROLES.get(reading_of(engine).kv_role or "")
+    return replace(engine, role=role) if role else engine

@@ -11,8 +11,10 @@ from kvconfig.errors import NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
+from kvconfig.load.kubernetes.lws import worker_engines
 from kvconfig.load.kubernetes.resources import Found, Pod, Resource
 from kvconfig.load.operator_engine import Engine
+from kvconfig.load.script_file import with_kv_role
 
 
 def _pod_specs(res: Resource) -> list[tuple[tuple[str | int, ...], str]]:
@@ -184,9 +186,17 @@ def resource_engines(
         if not isinstance(containers, list):
             continue
         for i in range(len(containers)):
-            out.extend(
-                read_container(pod, i, base, found, env_base=env_base, env_unknown=env_unknown)
-            )
+            if lws:  # each worker index read, for a script that branches on it
+                size = lws["leaderWorkerTemplate"].get("size", 1)
+                read = worker_engines(
+                    pod, i, base, found, size=size, env_base=env_base, env_unknown=env_unknown
+                )
+            else:
+                read = read_container(
+                    pod, i, base, found, env_base=env_base, env_unknown=env_unknown
+                )
+            # a pod no label or role names is the side its kv-transfer config says
+            out.extend(with_kv_role(e) for e in read)
     return _serving(out)
 
 
