@@ -21,6 +21,7 @@ from kvconfig.load.kserve_speculator import (
     strip_speculative_config,
 )
 from kvconfig.load.reading import reading_of
+from kvconfig.schemas.plan import Plan
 
 MODELS = Path(__file__).parent.parent / "examples" / "models"
 
@@ -178,3 +179,5 @@ def test_the_draft_mount_maps_to_the_speculators_uri(tmp_path: Path) -> None:
     assert code == 0, out.getvalue()
     plan = json.loads(out.getvalue())
     assert "speculator" in plan["groups"][0]["components"]
+    assert plan["operator_engine"]["reading"]["speculative"] == "eagle3"
+    Plan.model_validate(plan)
