@@ -27,6 +27,9 @@ from kvconfig.mirror import versions
 MAX_CONFIGS = 64
 """Most ``llm_configs`` one file may list."""
 
+NO_LLM_CONFIG = "no LLM config found"
+"""How the error for a Serve config without any ``LLMConfig`` starts."""
+
 
 def _env(runtime_env: Any) -> dict[str, str]:
     if not isinstance(runtime_env, dict) or not isinstance(runtime_env.get("env_vars"), dict):
@@ -52,8 +55,8 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
         _collect(data, (), Path(doc.source).stem, {}, doc, base, jobs)
     if not jobs:
         raise InputError(
-            "no LLM config found: no application lists llm_configs (or prefill_config and "
-            "decode_config)",
+            f"{NO_LLM_CONFIG}: no application lists llm_configs, llm_config (or "
+            "prefill_config and decode_config)",
             source=doc.source,
             line=1,
             hint="kvconfig reads ray.serve.llm configs: applications[].args.llm_configs",
@@ -77,6 +80,11 @@ def _collect(  # noqa: PLR0917 (a walk carrying its state)
         config = args.get(f"{role}_config")
         if isinstance(config, dict):
             jobs.append((app, config, (*path, f"{role}_config"), env, role, doc))
+    # build_dp_openai_app's one LLMConfig (DPOpenAiServingArgs.llm_config, a mapping or
+    # a file: ray python/ray/llm/_internal/serve/serving_patterns/data_parallel/builder.py)
+    single = args.get("llm_config")
+    if isinstance(single, (dict, str)):
+        _one(single, (*path, "llm_config"), app, env, doc, base, jobs)
     configs = args.get("llm_configs")
     if not isinstance(configs, list):
         return
@@ -89,31 +97,43 @@ def _collect(  # noqa: PLR0917 (a walk carrying its state)
             hint="split the file",
         )
     for i, config in enumerate(configs):
-        where = (*path, "llm_configs", i)
-        if isinstance(config, str):
-            from kvconfig.load import roots
+        _one(config, (*path, "llm_configs", i), app, env, doc, base, jobs)
 
-            file = Path(config) if Path(config).is_absolute() else base / config
-            if not roots.inside(file, base):
-                raise InputError(
-                    f"{config!r} lies outside the repository; kvconfig does not read it",
-                    source=doc.source,
-                    line=doc.line(*where),
-                    key="llm_configs",
-                    hint="put the LLM config beside the Serve config, or allow its folder "
-                    "with --allow-path DIR",
-                )
-            sub = _yaml.load(file, config)
-            if not isinstance(sub.data, dict):
-                raise InputError(
-                    "expected an LLMConfig mapping",
-                    source=config,
-                    line=1,
-                    hint="see Ray Serve LLM's LLMConfig",
-                )
-            jobs.append((app, sub.data, (), env, None, sub))
-        elif isinstance(config, dict):
-            jobs.append((app, config, where, env, None, doc))
+
+def _one(  # noqa: PLR0917 (part of the walk)
+    config: Any,
+    where: tuple[str | int, ...],
+    app: str,
+    env: dict[str, str],
+    doc: _yaml.Document,
+    base: Path,
+    jobs: list[Any],
+) -> None:
+    """One ``LLMConfig``: a mapping, or the path of a YAML file holding one."""
+    if isinstance(config, str):
+        from kvconfig.load import roots
+
+        file = Path(config) if Path(config).is_absolute() else base / config
+        if not roots.inside(file, base):
+            raise InputError(
+                f"{config!r} lies outside the repository; kvconfig does not read it",
+                source=doc.source,
+                line=doc.line(*where),
+                key=str(where[-1] if isinstance(where[-1], str) else where[-2]),
+                hint="put the LLM config beside the Serve config, or allow its folder "
+                "with --allow-path DIR",
+            )
+        sub = _yaml.load(file, config)
+        if not isinstance(sub.data, dict):
+            raise InputError(
+                "expected an LLMConfig mapping",
+                source=config,
+                line=1,
+                hint="see Ray Serve LLM's LLMConfig",
+            )
+        jobs.append((app, sub.data, (), env, None, sub))
+    elif isinstance(config, dict):
+        jobs.append((app, config, where, env, None, doc))
 
 
 def _engine(  # noqa: PLR0917 (one call site)
@@ -179,9 +199,9 @@ def _engine(  # noqa: PLR0917 (one call site)
     for key, name in (("tensor_parallel_size", "tensor"), ("pipeline_parallel_size", "pipeline")):
         if isinstance(kwargs.get(key), int):
             parallelism[name] = kwargs[key]
-    deployment = config.get("deployment_config")
-    if isinstance(deployment, dict) and isinstance(deployment.get("num_replicas"), int):
-        parallelism["replicas"] = deployment["num_replicas"]
+    replicas = _replicas(config.get("deployment_config"))
+    if replicas is not None:
+        parallelism["replicas"] = replicas
     label = f"rayserve/{app}/{model_id or model}" + (f"/{role}" if role else "")
     return Engine(
         name=label,
@@ -199,6 +219,24 @@ def _engine(  # noqa: PLR0917 (one call site)
         base=str(base),
         notes=tuple(notes),
     )
+
+
+def _replicas(deployment: Any) -> int | None:
+    """How many replicas Serve runs: ``num_replicas``, or an ``autoscaling_config`` whose
+    ``min_replicas`` and ``max_replicas`` are equal (Serve's autoscaler keeps the count
+    within them: ``AutoscalingConfig``, ray python/ray/serve/config.py); None when it
+    varies at run time."""
+    if not isinstance(deployment, dict):
+        return None
+    count = deployment.get("num_replicas")
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    scaling = deployment.get("autoscaling_config")
+    if isinstance(scaling, dict):
+        low, high = scaling.get("min_replicas"), scaling.get("max_replicas")
+        if isinstance(low, int) and not isinstance(low, bool) and low == high:
+            return low
+    return None
 
 
 def _key(path: tuple[str | int, ...], field: str) -> str:
