@@ -1,0 +1,135 @@
+"""KubeRay ``RayService`` (its ``spec.serveConfigV2``), Ray Serve LLM's data-parallel
+builder (``args.llm_config``) and fixed autoscaling bounds, and KServe's serving runtimes
+(templates that run nothing alone)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvconfig.errors import InputError
+from kvconfig.load.engines import engines_in
+from kvconfig.load.reading import reading_of
+
+RAYSERVICE = """\
+apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: svc
+spec:
+  serveConfigV2: |
+    applications:
+    - name: app
+      import_path: ray.serve.llm:build_openai_app
+      args:
+        llm_configs:
+        - model_loading_config:
+            model_id: small
+            model_source: Qwen/Qwen3-8B
+          engine_kwargs:
+            tensor_parallel_size: 2
+            {extra}
+          deployment_config:
+            num_replicas: 3
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray-llm:2.52.0-py311-cu128
+"""
+
+
+def test_a_rayservice_is_read_through_its_serve_config() -> None:
+    (engine,) = engines_in(RAYSERVICE.format(extra="max_model_len: 1024"), "svc.yaml")
+    reading = reading_of(engine)
+    assert engine.name == "RayService/svc/app/small"
+    assert (reading.model, reading.tensor, reading.replicas) == ("Qwen/Qwen3-8B", 2, 3)
+    # the literal block keeps the file's lines: the config's entry is on line 12
+    assert engine.line == 12
+
+
+def test_an_engine_argument_vllm_refuses_is_located_in_the_file() -> None:
+    with pytest.raises(InputError) as err:
+        engines_in(RAYSERVICE.format(extra="device: auto"), "svc.yaml")
+    assert "device" in err.value.message
+    assert err.value.line == 17
+
+
+def test_a_rayservice_of_custom_code_names_its_application() -> None:
+    custom = RAYSERVICE.replace("ray.serve.llm:build_openai_app", "serve_app:model").replace(
+        "llm_configs", "model_args"
+    )
+    with pytest.raises(InputError) as err:
+        engines_in(custom.format(extra=""), "svc.yaml")
+    assert "RayService/svc runs the Serve application serve_app:model" in err.value.message
+
+
+def test_a_quoted_serve_config_is_located_at_its_key() -> None:
+    text = (
+        "apiVersion: ray.io/v1\nkind: RayService\nmetadata: {name: q}\nspec:\n"
+        '  serveConfigV2: "llm_configs: [{model_loading_config: {model_id: m, '
+        'model_source: Qwen/Qwen3-8B}}]"\n'
+    )
+    (engine,) = engines_in(text, "q.yaml")
+    assert (engine.name, engine.line) == ("RayService/q/q/m", 5)
+
+
+DP = """\
+applications:
+  - args:
+      llm_config:
+        model_loading_config:
+          model_id: moe
+          model_source: Qwen/Qwen3-8B
+        deployment_config:
+          {deployment}
+        engine_kwargs:
+          data_parallel_size: 2
+    import_path: ray.serve.llm:build_dp_openai_app
+    name: dp
+"""
+
+
+@pytest.mark.parametrize(
+    ("deployment", "replicas"),
+    [
+        ("num_replicas: 2", 2),
+        ("autoscaling_config: {min_replicas: 4, max_replicas: 4}", 4),
+        ("autoscaling_config: {min_replicas: 1, max_replicas: 4}", None),
+        ("num_replicas: auto", None),
+    ],
+)
+def test_the_dp_builders_config_and_fixed_replica_counts(
+    deployment: str, replicas: int | None
+) -> None:
+    (engine,) = engines_in(DP.format(deployment=deployment), "dp.yaml")
+    reading = reading_of(engine)
+    assert (reading.data, reading.replicas) == (2, replicas)
+
+
+def test_the_dp_builders_config_may_be_a_file(tmp_path: Path) -> None:
+    (tmp_path / "llm.yaml").write_text(
+        "model_loading_config: {model_id: moe, model_source: Qwen/Qwen3-8B}\n"
+        "engine_kwargs: {data_parallel_size: 4}\n"
+    )
+    (tmp_path / "serve.yaml").write_text(
+        "applications:\n- args: {llm_config: llm.yaml}\n  import_path: x:y\n"
+    )
+    (engine,) = engines_in(tmp_path / "serve.yaml", "serve.yaml")
+    assert reading_of(engine).data == 4
+
+
+@pytest.mark.parametrize("kind", ["ServingRuntime", "ClusterServingRuntime"])
+def test_a_serving_runtime_runs_nothing_alone(kind: str) -> None:
+    text = (
+        f"apiVersion: serving.kserve.io/v1alpha1\nkind: {kind}\nmetadata: {{name: r}}\n"
+        "spec:\n  containers:\n  - name: kserve-container\n"
+        "    command: [python, -m, vllm.entrypoints.openai.api_server]\n"
+        "    args: ['--model=/mnt/models']\n"
+    )
+    with pytest.raises(InputError) as err:
+        engines_in(text, "runtime.yaml")
+    assert f"holds only {kind}" in err.value.message
