@@ -55,7 +55,19 @@ def test_an_engine_argument_vllm_refuses_is_located_in_the_file() -> None:
     with pytest.raises(InputError) as err:
         engines_in(RAYSERVICE.format(extra="device: auto"), "svc.yaml")
     assert "device" in err.value.message
+    assert (
+        err.value.key
+        == "spec.serveConfigV2: applications[0].args.llm_configs[0].engine_kwargs.device"
+    )
     assert err.value.line == 17
+
+
+def test_invalid_yaml_in_the_serve_config_is_located_in_the_file() -> None:
+    with pytest.raises(InputError) as err:
+        engines_in(RAYSERVICE.format(extra="max_model_len: [1024"), "svc.yaml")
+    assert err.value.key == "spec.serveConfigV2"
+    assert err.value.line == 18
+    assert "line 17" in str(err.value)  # the file's line, not the text's
 
 
 def test_a_rayservice_of_custom_code_names_its_application() -> None:

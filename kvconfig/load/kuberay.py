@@ -41,7 +41,20 @@ def engines(
     name = str(mapping(res.data.get("metadata")).get("name") or "unnamed")
     text = str(res.data["spec"]["serveConfigV2"])
     line = res.line("spec", "serveConfigV2")
-    parsed = _yaml.parse(text, res.source) if text.strip() else None
+    # a literal block scalar keeps the file's lines (its line k is the file's line + k):
+    # parsed below as many empty lines, the config's lines are the file's
+    literal = line is not None and line in block_lines
+    try:
+        padded = "\n" * (line or 0) + text if literal else text
+        parsed = _yaml.parse(padded, res.source) if text.strip() else None
+    except InputError as err:
+        raise InputError(
+            err.message,
+            source=res.source,
+            line=err.line if literal else line,
+            key="spec.serveConfigV2",
+            hint=err.hint,
+        ) from None
     if parsed is None or not isinstance(parsed.data, dict):
         raise InputError(
             "spec.serveConfigV2: expected a Ray Serve config (applications: [...]) as YAML text",
@@ -50,15 +63,18 @@ def engines(
             key="spec.serveConfigV2",
             hint="write serveConfigV2: | followed by the Serve config",
         )
-    # a literal block scalar keeps the file's lines: its line k is the file's line + k
-    shift = line if line is not None and line in block_lines else None
-    lines = {p: (n + shift if shift is not None else line or 1) for p, n in parsed.lines.items()}
+    lines = {p: (n if literal else line or 1) for p, n in parsed.lines.items()}
     doc = _yaml.Document(res.source, parsed.data, lines)
     try:
         read = rayserve.engines(doc, base)
     except InputError as err:
-        if not err.message.startswith(rayserve.NO_LLM_CONFIG):
+        if err.source != res.source:  # an LLMConfig file it names
             raise
+        if not err.message.startswith(rayserve.NO_LLM_CONFIG):
+            key = f"spec.serveConfigV2: {err.key}" if err.key else "spec.serveConfigV2"
+            raise InputError(
+                err.message, source=err.source, line=err.line, key=key, hint=err.hint
+            ) from None
         apps = parsed.data.get("applications")
         paths = [
             str(a.get("import_path")) for a in apps if isinstance(a, dict) and a.get("import_path")
