@@ -145,3 +145,69 @@ def test_a_serving_runtime_runs_nothing_alone(kind: str) -> None:
     with pytest.raises(InputError) as err:
         engines_in(text, "runtime.yaml")
     assert f"holds only {kind}" in err.value.message
+
+
+CLUSTER_ENV = """\
+apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: env
+spec:
+  serveConfigV2: |
+    llm_configs:
+    - model_loading_config: {model_id: m, model_source: Qwen/Qwen3-8B}
+      runtime_env: {env_vars: {VLLM_LOGGING_LEVEL: DEBUG}}
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            env: [{name: VLLM_ATTENTION_BACKEND, value: TRITON_ATTN}]
+    workerGroupSpecs:
+    - groupName: a
+      template:
+        spec:
+          containers:
+          - name: ray-worker
+            env:
+            - {name: VLLM_ATTENTION_BACKEND, value: FLASHINFER}
+            - {name: VLLM_LOGGING_LEVEL, value: INFO}
+            - {name: SHARED, value: "1"}
+            resources: {limits: {nvidia.com/gpu: 1}}
+    - groupName: b
+      template:
+        spec:
+          containers:
+          - name: ray-worker
+            env:
+            - {name: VLLM_ATTENTION_BACKEND, value: FLASHINFER}
+            - {name: SHARED, value: "2"}
+            resources: {requests: {amd.com/gpu: 1}}
+"""
+
+
+def test_a_replica_inherits_what_every_gpu_groups_ray_container_agrees_on() -> None:
+    (engine,) = engines_in(CLUSTER_ENV, "env.yaml")
+    # the head asks for no GPU: its TRITON_ATTN is not where the replicas run
+    assert engine.env["VLLM_ATTENTION_BACKEND"] == "FLASHINFER"
+    # the two GPU groups differ: which one runs the replica is Ray's scheduling
+    assert "SHARED" in engine.env_unknown and "SHARED" not in engine.env
+    # runtime_env is set over the node's environment
+    assert engine.env["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    assert "VLLM_LOGGING_LEVEL" not in engine.env_unknown
+
+
+@pytest.mark.parametrize(
+    ("resources", "count"),
+    [
+        ({"limits": {"amd.com/gpu": 2}}, 2),
+        ({"limits": {"cpu": "4"}, "requests": {"nvidia.com/gpu": "8"}}, 8),
+        ({"limits": {"nvidia.com/gpu": 1}}, 1),
+        ({"limits": {"cpu": "4"}}, None),
+    ],
+)
+def test_the_gpus_a_container_asks_for(resources: dict[str, object], count: int | None) -> None:
+    from kvconfig.load.kubernetes.containers import gpu_count
+
+    assert gpu_count({"resources": resources}) == count

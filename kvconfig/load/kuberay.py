@@ -9,13 +9,20 @@ is ``RayServiceSpec.ServeConfigV2`` in ``ray-operator/apis/ray/v1/rayservice_typ
 The vLLM engines are therefore the ``LLMConfig`` entries of that config, read as any Ray
 Serve config (``kvconfig.load.rayserve``). A RayService whose applications list no LLM
 config (a custom ``import_path``) starts no engine kvconfig can read.
+
+A Serve replica is a process the raylet of some node starts, so vLLM inherits the
+environment of that node's Ray container (the first container of the group's pod template,
+``RayContainerIndex`` in ``ray-operator/controllers/ray/utils/constant.go``), with the
+config's ``runtime_env`` over it. Which group runs a replica is Ray's scheduling: the
+groups whose Ray container asks for GPUs (all groups when none does), and a variable is
+known only when all of them give it the same value.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
@@ -84,5 +91,51 @@ def engines(
         )
         found.append(Found(f"RayService/{name}", runs, line))
         return []
-    prefix = "rayserve/"
-    return [replace(e, name=f"RayService/{name}/" + e.name.removeprefix(prefix)) for e in read]
+    known, unknown, sources = _cluster_env(res, name)
+    out = []
+    for e in read:
+        own = set(e.env)
+        out.append(
+            replace(
+                e,
+                name=f"RayService/{name}/" + e.name.removeprefix("rayserve/"),
+                env={**{k: v for k, v in known.items() if k not in own}, **e.env},
+                env_unknown=tuple(n for n in unknown if n not in own),
+                env_from=(*e.env_from, *sources),
+            )
+        )
+    return out
+
+
+def _cluster_env(res: Resource, name: str) -> tuple[dict[str, str], list[str], list[str]]:
+    """(known, unknown, whole sources) of the environment the Ray containers that may run
+    a replica share."""
+    from kvconfig.load.engine_fields import listing
+    from kvconfig.load.kubernetes.containers import gpu_count
+    from kvconfig.load.kubernetes.env import container_env
+
+    cluster = mapping(mapping(res.data.get("spec")).get("rayClusterConfig"))
+    at: tuple[str | int, ...] = ("spec", "rayClusterConfig")
+    groups: list[tuple[tuple[str | int, ...], dict[str, Any]]] = [
+        ((*at, "headGroupSpec"), mapping(cluster.get("headGroupSpec")))
+    ]
+    for i, group in enumerate(listing(cluster.get("workerGroupSpecs"))):
+        groups.append(((*at, "workerGroupSpecs", i), mapping(group)))
+    rays = []
+    for path, group in groups:
+        containers = listing(mapping(mapping(group.get("template")).get("spec")).get("containers"))
+        if containers and isinstance(containers[0], dict):
+            rays.append(((*path, "template", "spec", "containers", 0), containers[0]))
+    chosen = [r for r in rays if (gpu_count(r[1]) or 0) > 0] or rays
+    envs = [container_env(c, res, p, f"RayService/{name}") for p, c in chosen]
+    if not envs:
+        return {}, [], []
+    names = {n for e in envs for n in (*e.known, *e.unknown)}
+    known = {
+        n: envs[0].known[n]
+        for n in sorted(names)
+        if all(n in e.known and e.known[n] == envs[0].known[n] for e in envs)
+    }
+    unknown = sorted(names - known.keys())
+    sources = sorted({s for e in envs for s in e.sources})
+    return known, unknown, sources
