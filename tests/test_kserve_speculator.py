@@ -152,6 +152,8 @@ def test_it_is_appended_to_vllm_additional_args_replacing_one_there() -> None:
         ('    config:\n      num_speculative_tokens: "4"\n', "", "no method"),
         ("    model:\n      uri: gs://bucket/draft\n    config:\n      method: eagle3\n", "",
          "pvc://"),
+        ("    model:\n      uri: hf://a/b\n      lora: {adapters: []}\n    config:\n"
+         "      method: eagle3\n", "", "lora"),
     ],
 )  # fmt: skip
 def test_what_the_controller_or_api_server_refuses_is_bad_input(

@@ -15,7 +15,9 @@ appends ``--speculative-config '<json>'`` (single quotes, a ``'`` written ``'\\'
 ``main`` container's ``VLLM_ADDITIONAL_ARGS`` after stripping a ``--speculative-config``
 already there (``stripSpeculativeConfigFlag``), or adds the variable. A variable given by
 ``valueFrom`` stops the reconcile, as does a model URI whose scheme is not ``pvc://``,
-``oci://``, ``hf://`` or ``s3://``.
+``oci://``, ``hf://`` or ``s3://``; the API server refuses a config without ``method``
+and a speculator model with ``lora`` (the ``SpeculatorSpec`` validation rules,
+``pkg/apis/serving/v1alpha2/llm_inference_service_types.go``).
 """
 
 from __future__ import annotations
@@ -126,6 +128,13 @@ def speculative_arg(res: Resource, spec: dict[str, Any]) -> tuple[str, str | Non
         )  # fmt: skip
     out = {str(k): infer_json_type(v) for k, v in config.items()}
     uri = None
+    if isinstance(model, dict) and model.get("lora") is not None:
+        raise res.err(
+            "spec.speculator.model.lora: KServe's API refuses it (LoRA adapters apply only to "
+            "the base model)",
+            (*at, "model", "lora"), "spec.speculator.model.lora",
+            "move the adapters to spec.model.lora",
+        )  # fmt: skip
     if model is not None:
         uri = str(model.get("uri", "")) if isinstance(model, dict) else ""
         if "://" not in uri or not uri.startswith(_SCHEMES):
