@@ -211,3 +211,15 @@ def test_the_gpus_a_container_asks_for(resources: dict[str, object], count: int 
     from kvconfig.load.kubernetes.containers import gpu_count
 
     assert gpu_count({"resources": resources}) == count
+
+
+@pytest.mark.parametrize("key", ["model", "served_model_name"])
+def test_ray_refuses_the_model_in_engine_kwargs(key: str) -> None:
+    text = (
+        "llm_configs:\n- model_loading_config: {model_id: m, model_source: Qwen/Qwen3-8B}\n"
+        f"  engine_kwargs: {{{key}: other}}\n"
+    )
+    with pytest.raises(InputError) as err:
+        engines_in(text, "serve.yaml")
+    assert err.value.key == f"llm_configs[0].engine_kwargs.{key}"
+    assert err.value.line == 3

@@ -8,7 +8,10 @@ one ``LLMConfig``. Of each ``LLMConfig`` kvconfig reads ``model_loading_config``
 (``model_id``, ``model_source``: a Hugging Face id or path, or a mapping with a
 ``bucket_uri``), ``engine_kwargs`` (vLLM's engine arguments, passed to vLLM as keyword
 arguments, written here as the serve words that set them), ``accelerator_type`` and
-``runtime_env.env_vars`` (the application's first, the config's over them).
+``runtime_env.env_vars`` (the application's first, the config's over them). Ray passes
+vLLM the model and served name itself and refuses them in ``engine_kwargs``
+(``VLLMEngineConfig.get_initialization_kwargs``,
+``python/ray/llm/_internal/serve/engines/vllm/vllm_models.py``).
 """
 
 from __future__ import annotations
@@ -174,6 +177,16 @@ def _engine(  # noqa: PLR0917 (one call site)
             key=_key(path, "engine_kwargs"),
             hint="write engine_kwargs: {block_size: 64}",
         )
+    for key in ("model", "served_model_name"):
+        if key in kwargs:  # VLLMEngineConfig.get_initialization_kwargs refuses both
+            raise InputError(
+                f"{key} is not allowed in engine_kwargs: Ray Serve LLM sets it from "
+                "model_loading_config and refuses it here",
+                source=doc.source,
+                line=doc.line(*path, "engine_kwargs", key),
+                key=_key(path, f"engine_kwargs.{key}"),
+                hint="write model_loading_config: {model_id: NAME, model_source: ORG/NAME}",
+            )
     table = options(versions.DEFAULT)
     for key in kwargs:
         option = "--" + str(key).replace("_", "-")
@@ -186,8 +199,8 @@ def _engine(  # noqa: PLR0917 (one call site)
                 key=_key(path, f"engine_kwargs.{key}"),
                 hint=did_you_mean(str(key), names) or "see vLLM's engine arguments",
             )
-    argv = [model, *argv_from_kwargs({k: v for k, v in kwargs.items() if k != "model"})]
-    if model_id and "served_model_name" not in kwargs:
+    argv = [model, *argv_from_kwargs(kwargs)]
+    if model_id:
         argv += ["--served-model-name", model_id]
     env = {**app_env, **_env(config.get("runtime_env"))}
     accelerator = config.get("accelerator_type")
