@@ -11,6 +11,14 @@ script. A script names no role, so an engine's role is the one its
 ``--kv-transfer-config`` says: ``kv_producer`` is the prefill engine and ``kv_consumer``
 the decode engine of a pair (vLLM's ``KVTransferConfig.is_kv_producer`` /
 ``is_kv_consumer``); ``kv_both`` names none.
+
+A script that runs NVIDIA Dynamo's ``python -m dynamo.vllm`` workers is read as Dynamo's
+launcher reads each command line (``kvconfig.load.dynamo_args.split_args``): its own
+options (``--connector``, ``--is-prefill-worker``, ``--disaggregation-mode``) are taken
+out, the role is the one they give, and every worker of the script runs the one
+``dynamo.vllm`` installed, so the launcher defaults one worker's ``--connector`` shows
+hold for all of them (``one_launcher``); with prefill workers, the others are the decode
+workers (``decode_workers``, Dynamo's ``main.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load.engine_fields import check_words
 from kvconfig.load.operator_engine import Engine, Note, server_start
 
@@ -60,7 +68,7 @@ def engines(
             hint="start each vLLM server in the background (&), or keep one command",
         )
     if not chosen:
-        raise InputError(
+        raise NoEngine(
             "no vLLM server found: the script starts no 'vllm serve'",
             source=source,
             line=1,
@@ -84,6 +92,14 @@ def engines(
             for i, what in cmd.unknown
             if i >= offset
         )
+        role: str | None = None
+        defaults: dict[str, object] = {}
+        if entry == "dynamo.vllm":
+            from kvconfig.load import dynamo_args
+
+            split = dynamo_args.split_args(argv, cmd.line, source)
+            argv, role, defaults = split.argv, split.role, split.defaults
+            notes = (*notes, *split.notes)
         engine = Engine(
             name=name,
             source=source,
@@ -91,12 +107,18 @@ def engines(
             argv=tuple(argv),
             entry=entry,
             parser=parser,
+            role=role,
+            defaults=defaults,
             env={k: v for k, v in cmd.env.items() if v is not None},
             env_unknown=tuple(sorted(k for k, v in cmd.env.items() if v is None)),
             parallelism={"replicas": 1},
             base=str(base),
             notes=notes,
         )
-        role = _ROLES.get(reading_of(engine).kv_role or "")
-        out.append(replace(engine, role=role) if role else engine)
-    return out
+        if engine.role is None:
+            role = _ROLES.get(reading_of(engine).kv_role or "")
+            engine = replace(engine, role=role) if role else engine
+        out.append(engine)
+    from kvconfig.load.dynamo_args import decode_workers, one_launcher
+
+    return decode_workers(one_launcher(out))
