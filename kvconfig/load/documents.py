@@ -97,7 +97,11 @@ def load_documents(
     return docs, skipped
 
 
-#: Kubernetes kinds that never hold a pod template: skipped unbuilt.
+#: Kubernetes kinds that never hold a pod template: skipped unbuilt. KServe's
+#: ``ServingRuntime`` and ``ClusterServingRuntime`` hold containers, but only as a template
+#: that KServe merges into the predictor pod of an ``InferenceService`` selecting it
+#: (``MergeRuntimeContainers``, kserve/kserve pkg/controller/v1beta1/inferenceservice/utils/
+#: utils.go, with ``{{.Name}}`` and the like filled per service): they run nothing alone.
 _NO_PODS = frozenset(
     {
         "ConfigMap", "Secret", "Service", "ServiceAccount", "Role", "RoleBinding",
@@ -109,6 +113,7 @@ _NO_PODS = frozenset(
         "ServiceMonitor", "PodMonitor", "PrometheusRule", "InferencePool", "InferenceModel",
         "InferenceObjective", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
         "APIService", "Certificate", "Issuer", "ClusterIssuer", "LLMInferenceServiceConfig",
+        "ServingRuntime", "ClusterServingRuntime",
     }
 )  # fmt: skip
 

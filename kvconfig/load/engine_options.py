@@ -96,6 +96,7 @@ def engine_options(
         lambda: _parsed(engine, version, base),
     )
     opts.model_uri = engine.model_uri
+    opts.speculator_uri = engine.speculator_uri
     opts.model_paths = with_mounts(model_paths, engine)
     opts.download = download
     _unknown_values(engine, opts)

@@ -10,8 +10,9 @@ the main workload is the decode pool and ``spec.prefill`` a second engine with i
 parallelism and template; with ``spec.worker`` the presets add the data-parallel
 options. ``spec.kvCacheOffloading`` adds an ``OffloadingConnector``
 ``--kv-transfer-config``. The model is downloaded from ``spec.model.uri`` to
-``/mnt/models`` (``model_uri``). A main container that sets its own ``command`` is read
-as any Kubernetes container.
+``/mnt/models`` (``model_uri``). ``spec.speculator`` adds a ``--speculative-config`` to
+the decode workload's ``VLLM_ADDITIONAL_ARGS`` (``kvconfig.load.kserve_speculator``). A
+main container that sets its own ``command`` is read as any Kubernetes container.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvconfig.load.engine_fields import listing, mapping
+from kvconfig.load.kserve_speculator import speculative_arg, with_speculator
 from kvconfig.load.kubernetes.resources import strings
 from kvconfig.load.operator_engine import Engine
 
@@ -153,6 +155,7 @@ def engines(
     served = str(model.get("name") or name)
     uri = model.get("uri") if isinstance(model.get("uri"), str) else None
     prefill = spec.get("prefill") if isinstance(spec.get("prefill"), dict) else None
+    speculator = speculative_arg(res, spec)
     out: list[Engine] = []
     roles: list[tuple[str | None, dict[str, Any], tuple[str, ...]]] = [
         ("decode" if prefill else None, spec, ("spec",))
@@ -199,11 +202,15 @@ def engines(
                 parallelism["data_local" if field == "dataLocal" else field] = value
         if isinstance(workload.get("replicas"), int):
             parallelism["replicas"] = workload["replicas"]
+        # the controller gives spec.speculator to the decode workloads only
+        # (attachSpeculatorModelArtifacts, pkg/controller/v1alpha2/llmisvc)
+        spec_arg = speculator if role != "prefill" else None
         out.extend(
             _main_container(
-                res, base, found, block_lines, workload, path, words, role, parallelism, name, uri
+                res, base, found, block_lines, workload, path, words, role, parallelism, name,
+                uri, spec_arg,
             )
-        )
+        )  # fmt: skip
     return out
 
 
@@ -219,6 +226,7 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
     parallelism: dict[str, int],
     name: str,
     uri: str | None,
+    speculator: tuple[str, str | None] | None = None,
 ) -> list[Engine]:
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.env import container_env
@@ -232,21 +240,30 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
     )
     label = f"LLMInferenceService/{name}" + ("/prefill" if role == "prefill" else "")
     tpath = (*path, "template")
-    if index is not None and containers[index].get("command"):
+    container: dict[str, Any] = dict(containers[index]) if index is not None else {"name": "main"}
+    spec_line = None
+    if speculator is not None:
+        env_path: tuple[str | int, ...] = (*tpath, "containers", index or 0, "env")
+        container = with_speculator(res, container, speculator[0], env_path)
+        spec_line = res.line("spec", "speculator")
+    draft_uri = speculator[1] if speculator is not None else None
+    if index is not None and container.get("command"):
         from kvconfig.load.dynamo import _Shim as _View
 
         view = _View(
-            res, tpath, {**template, "containers": [containers[index]]},
+            res, tpath, {**template, "containers": [container]},
             (*tpath, "containers", index),
         )  # fmt: skip
         pod = Pod(view, (), label, role=role, parallelism=parallelism, block_lines=block_lines)  # type: ignore[arg-type]
-        return [replace(e, model_uri=uri) for e in read_container(pod, 0, base, found)]
-    container: dict[str, Any] = dict(containers[index]) if index is not None else {"name": "main"}
+        return [
+            replace(e, model_uri=uri, speculator_uri=draft_uri)
+            for e in read_container(pod, 0, base, found)
+        ]
     pod_spec = {**template, "containers": [container]}
     env_line = res.line(*tpath, "containers", index or 0)
     for k, item in enumerate(listing(container.get("env"))):
         if isinstance(item, dict) and item.get("name") == "VLLM_ADDITIONAL_ARGS":
-            env_line = res.line(*tpath, "containers", index or 0, "env", k) or env_line
+            env_line = res.line(*tpath, "containers", index or 0, "env", k) or spec_line or env_line
     env = container_env(container, res, (*tpath, "containers", index or 0), label)
     extra_words, extra_unknown = _additional_args(env, res.source, env_line, label)
     args = strings(container.get("args"), res, (*tpath, "containers", index or 0, "args"), label)
@@ -279,7 +296,11 @@ def _main_container(  # noqa: PLR0917 (one call site, many facts)
                     "VLLM_ADDITIONAL_ARGS",
                 ),
             )
-        out.append(replace(engine, model_uri=uri, env_unknown=unknown, notes=notes))
+        out.append(
+            replace(
+                engine, model_uri=uri, speculator_uri=draft_uri, env_unknown=unknown, notes=notes
+            )
+        )
     return out
 
 

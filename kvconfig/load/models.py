@@ -97,10 +97,15 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
                 "allow its folder with --allow-path DIR, or map it with --model-path PATTERN=DIR",
             )
         return _short(path)
-    uri = _MODEL_URI.match(opts.model_uri or "")
     names = [value]
-    if uri is not None and (value == "/mnt/models" or value.startswith("/mnt/models/")):
-        names.append(uri.group(1))  # KServe downloads hf://ID into /mnt/models
+    # KServe downloads hf://ID into /mnt/models, and spec.speculator's model into
+    # /mnt/speculator/model (constants.DefaultModelLocalMountPath and
+    # DefaultSpeculatorLocalMountPath, kserve/kserve pkg/constants/constants.go)
+    for mount, given in (("/mnt/models", opts.model_uri),
+                         ("/mnt/speculator/model", opts.speculator_uri)):  # fmt: skip
+        uri = _MODEL_URI.match(given or "")
+        if uri is not None and (value == mount or value.startswith(mount + "/")):
+            names.append(uri.group(1))
     for name in names:
         mapped = opts.model_paths.map(name) if opts.model_paths is not None else None
         if mapped is None:

@@ -80,6 +80,9 @@ class Engine:
     model_uri: str | None = None
     """Where the platform fetches the model from, when it is not in ``argv``
     (``hf://org/name``, ``pvc://...``, ``s3://...``)."""
+    speculator_uri: str | None = None
+    """Where the platform fetches the speculator (draft) model from, when the
+    ``--speculative-config`` model is its local mount (KServe's ``spec.speculator``)."""
     mounts: tuple[tuple[str, str], ...] = ()
     """(path in the container, folder on this machine) of bind mounts (docker-compose)."""
     defaults: Mapping[str, Any] = field(default_factory=dict)

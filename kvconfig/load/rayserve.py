@@ -8,7 +8,10 @@ one ``LLMConfig``. Of each ``LLMConfig`` kvconfig reads ``model_loading_config``
 (``model_id``, ``model_source``: a Hugging Face id or path, or a mapping with a
 ``bucket_uri``), ``engine_kwargs`` (vLLM's engine arguments, passed to vLLM as keyword
 arguments, written here as the serve words that set them), ``accelerator_type`` and
-``runtime_env.env_vars`` (the application's first, the config's over them).
+``runtime_env.env_vars`` (the application's first, the config's over them). Ray passes
+vLLM the model and served name itself and refuses them in ``engine_kwargs``
+(``VLLMEngineConfig.get_initialization_kwargs``,
+``python/ray/llm/_internal/serve/engines/vllm/vllm_models.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from kvconfig.mirror import versions
 
 MAX_CONFIGS = 64
 """Most ``llm_configs`` one file may list."""
+
+NO_LLM_CONFIG = "no LLM config found"
+"""How the error for a Serve config without any ``LLMConfig`` starts."""
 
 
 def _env(runtime_env: Any) -> dict[str, str]:
@@ -52,8 +58,8 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
         _collect(data, (), Path(doc.source).stem, {}, doc, base, jobs)
     if not jobs:
         raise InputError(
-            "no LLM config found: no application lists llm_configs (or prefill_config and "
-            "decode_config)",
+            f"{NO_LLM_CONFIG}: no application lists llm_configs, llm_config (or "
+            "prefill_config and decode_config)",
             source=doc.source,
             line=1,
             hint="kvconfig reads ray.serve.llm configs: applications[].args.llm_configs",
@@ -77,6 +83,11 @@ def _collect(  # noqa: PLR0917 (a walk carrying its state)
         config = args.get(f"{role}_config")
         if isinstance(config, dict):
             jobs.append((app, config, (*path, f"{role}_config"), env, role, doc))
+    # build_dp_openai_app's one LLMConfig (DPOpenAiServingArgs.llm_config, a mapping or
+    # a file: ray python/ray/llm/_internal/serve/serving_patterns/data_parallel/builder.py)
+    single = args.get("llm_config")
+    if isinstance(single, (dict, str)):
+        _one(single, (*path, "llm_config"), app, env, doc, base, jobs)
     configs = args.get("llm_configs")
     if not isinstance(configs, list):
         return
@@ -89,31 +100,43 @@ def _collect(  # noqa: PLR0917 (a walk carrying its state)
             hint="split the file",
         )
     for i, config in enumerate(configs):
-        where = (*path, "llm_configs", i)
-        if isinstance(config, str):
-            from kvconfig.load import roots
+        _one(config, (*path, "llm_configs", i), app, env, doc, base, jobs)
 
-            file = Path(config) if Path(config).is_absolute() else base / config
-            if not roots.inside(file, base):
-                raise InputError(
-                    f"{config!r} lies outside the repository; kvconfig does not read it",
-                    source=doc.source,
-                    line=doc.line(*where),
-                    key="llm_configs",
-                    hint="put the LLM config beside the Serve config, or allow its folder "
-                    "with --allow-path DIR",
-                )
-            sub = _yaml.load(file, config)
-            if not isinstance(sub.data, dict):
-                raise InputError(
-                    "expected an LLMConfig mapping",
-                    source=config,
-                    line=1,
-                    hint="see Ray Serve LLM's LLMConfig",
-                )
-            jobs.append((app, sub.data, (), env, None, sub))
-        elif isinstance(config, dict):
-            jobs.append((app, config, where, env, None, doc))
+
+def _one(  # noqa: PLR0917 (part of the walk)
+    config: Any,
+    where: tuple[str | int, ...],
+    app: str,
+    env: dict[str, str],
+    doc: _yaml.Document,
+    base: Path,
+    jobs: list[Any],
+) -> None:
+    """One ``LLMConfig``: a mapping, or the path of a YAML file holding one."""
+    if isinstance(config, str):
+        from kvconfig.load import roots
+
+        file = Path(config) if Path(config).is_absolute() else base / config
+        if not roots.inside(file, base):
+            raise InputError(
+                f"{config!r} lies outside the repository; kvconfig does not read it",
+                source=doc.source,
+                line=doc.line(*where),
+                key=str(where[-1] if isinstance(where[-1], str) else where[-2]),
+                hint="put the LLM config beside the Serve config, or allow its folder "
+                "with --allow-path DIR",
+            )
+        sub = _yaml.load(file, config)
+        if not isinstance(sub.data, dict):
+            raise InputError(
+                "expected an LLMConfig mapping",
+                source=config,
+                line=1,
+                hint="see Ray Serve LLM's LLMConfig",
+            )
+        jobs.append((app, sub.data, (), env, None, sub))
+    elif isinstance(config, dict):
+        jobs.append((app, config, where, env, None, doc))
 
 
 def _engine(  # noqa: PLR0917 (one call site)
@@ -154,6 +177,16 @@ def _engine(  # noqa: PLR0917 (one call site)
             key=_key(path, "engine_kwargs"),
             hint="write engine_kwargs: {block_size: 64}",
         )
+    for key in ("model", "served_model_name"):
+        if key in kwargs:  # VLLMEngineConfig.get_initialization_kwargs refuses both
+            raise InputError(
+                f"{key} is not allowed in engine_kwargs: Ray Serve LLM sets it from "
+                "model_loading_config and refuses it here",
+                source=doc.source,
+                line=doc.line(*path, "engine_kwargs", key),
+                key=_key(path, f"engine_kwargs.{key}"),
+                hint="write model_loading_config: {model_id: NAME, model_source: ORG/NAME}",
+            )
     table = options(versions.DEFAULT)
     for key in kwargs:
         option = "--" + str(key).replace("_", "-")
@@ -166,8 +199,8 @@ def _engine(  # noqa: PLR0917 (one call site)
                 key=_key(path, f"engine_kwargs.{key}"),
                 hint=did_you_mean(str(key), names) or "see vLLM's engine arguments",
             )
-    argv = [model, *argv_from_kwargs({k: v for k, v in kwargs.items() if k != "model"})]
-    if model_id and "served_model_name" not in kwargs:
+    argv = [model, *argv_from_kwargs(kwargs)]
+    if model_id:
         argv += ["--served-model-name", model_id]
     env = {**app_env, **_env(config.get("runtime_env"))}
     accelerator = config.get("accelerator_type")
@@ -179,9 +212,9 @@ def _engine(  # noqa: PLR0917 (one call site)
     for key, name in (("tensor_parallel_size", "tensor"), ("pipeline_parallel_size", "pipeline")):
         if isinstance(kwargs.get(key), int):
             parallelism[name] = kwargs[key]
-    deployment = config.get("deployment_config")
-    if isinstance(deployment, dict) and isinstance(deployment.get("num_replicas"), int):
-        parallelism["replicas"] = deployment["num_replicas"]
+    replicas = _replicas(config.get("deployment_config"))
+    if replicas is not None:
+        parallelism["replicas"] = replicas
     label = f"rayserve/{app}/{model_id or model}" + (f"/{role}" if role else "")
     return Engine(
         name=label,
@@ -199,6 +232,24 @@ def _engine(  # noqa: PLR0917 (one call site)
         base=str(base),
         notes=tuple(notes),
     )
+
+
+def _replicas(deployment: Any) -> int | None:
+    """How many replicas Serve runs: ``num_replicas``, or an ``autoscaling_config`` whose
+    ``min_replicas`` and ``max_replicas`` are equal (Serve's autoscaler keeps the count
+    within them: ``AutoscalingConfig``, ray python/ray/serve/config.py); None when it
+    varies at run time."""
+    if not isinstance(deployment, dict):
+        return None
+    count = deployment.get("num_replicas")
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    scaling = deployment.get("autoscaling_config")
+    if isinstance(scaling, dict):
+        low, high = scaling.get("min_replicas"), scaling.get("max_replicas")
+        if isinstance(low, int) and not isinstance(low, bool) and low == high:
+            return low
+    return None
 
 
 def _key(path: tuple[str | int, ...], field: str) -> str:

@@ -53,6 +53,9 @@ class Options:
     model_uri: str | None = None
     """Where the platform fetches the model from (``hf://ORG/NAME`` for KServe's
     ``/mnt/models``)."""
+    speculator_uri: str | None = None
+    """Where the platform fetches the speculator model from (``hf://ORG/NAME`` for
+    KServe's ``/mnt/speculator/model``)."""
 
     def err(self, key: str, message: str, hint: str = "") -> InputError:
         """An InputError located at ``key``."""

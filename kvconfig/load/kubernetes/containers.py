@@ -62,6 +62,11 @@ def _names_gpu(label: str, value: str) -> bool:
     return instance_gpu(value) is not None
 
 
+def gpu_count(container: Mapping[str, Any]) -> int | None:
+    """The GPUs a container asks for (``resources.limits``, else ``requests``)."""
+    return _gpu_count(container)
+
+
 def _gpu_count(container: Mapping[str, Any]) -> int | None:
     resources = container.get("resources")
     if not isinstance(resources, dict):
@@ -71,8 +76,10 @@ def _gpu_count(container: Mapping[str, Any]) -> int | None:
         if isinstance(block, dict):
             for name in ("nvidia.com/gpu", "amd.com/gpu", "gpu"):
                 value = block.get(name)
+                if value is None:
+                    continue
                 try:
-                    return int(str(value)) if value is not None else None
+                    return int(str(value))
                 except ValueError:
                     return None
     return None

@@ -225,6 +225,14 @@ def _lws_env(size: Any, part: str) -> tuple[dict[str, str], list[str]]:
     return known, unknown
 
 
+def _kuberay_serve(res: Resource) -> bool:
+    """A KubeRay ``RayService`` (``ray.io``) with a ``serveConfigV2``."""
+    from kvconfig.load import kuberay
+
+    api = res.data.get("apiVersion")
+    return isinstance(api, str) and api.startswith("ray.io/") and kuberay.has_serve_config(res)
+
+
 def block_scalar_lines(text: str) -> frozenset[int]:
     """Lines that open a YAML block scalar (``|`` or ``>``): the value starts below them."""
     return frozenset(
@@ -269,6 +277,10 @@ def engines(
             from kvconfig.load import vllm_runtime
 
             out.extend(vllm_runtime.engines(res, base, found, blocks))
+        elif kind == "RayService" and _kuberay_serve(res):
+            from kvconfig.load import kuberay
+
+            out.extend(kuberay.engines(res, base, found, blocks))
         elif kind == "Model" and str(res.data.get("apiVersion", "")).startswith("kubeai.org/"):
             from kvconfig.load import kubeai
 
