@@ -254,6 +254,26 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": "ab"},
         ("bash",),
     ),
+    "double bracket patterns, quoted parts literal": (
+        "Y='a*'; Z=ab.c\n"
+        "[[ $Z == a* ]] && vllm serve 1; [[ $Z == \"a*\" ]] && vllm serve 2\n"
+        "[[ $Z = *.c ]] && vllm serve 3; [[ $Z != hf_* ]] && vllm serve 4\n"
+        "[[ ! $Z == $Y ]] || vllm serve 5; [[ $Z == \"$Y\" ]] || vllm serve 6\n"
+        '[[ \"a b\" == \"a b\" ]] && vllm serve 7; [[ $Z == a?.[bc] ]] && vllm serve 8\n'
+        "[[ ${Z^^} == AB* ]] && vllm serve 9; [[ $U == '' ]] && vllm serve 10",
+        {},
+        ("bash",),
+    ),
+    "double bracket token check": (
+        'if [[ "$HF_TOKEN" != hf_* ]]; then exit 1; fi; vllm serve m',
+        {"HF_TOKEN": "hf_abc"},
+        ("bash",),
+    ),
+    "double bracket on a run-time value": (
+        '[[ "$HF_TOKEN" != hf_* ]] && exit 1; vllm serve m',
+        {"HF_TOKEN": None},
+        ("bash",),
+    ),
 }
 
 

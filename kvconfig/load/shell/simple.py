@@ -29,6 +29,10 @@ class _Shell(_Scope):
         if node.opaque:
             self.last_unknown = "a [[ ]] test"
             return None
+        if self.dialect == "bash" and words and words[0].raw() == "[[":
+            matched = self.pattern_test(words[1:-1])
+            if matched != "other":
+                return matched if isinstance(matched, int) else None
         assigns: list[tuple[str, str | None, str, bool]] = []
         rest = list(words)
         subst = False
@@ -76,6 +80,30 @@ class _Shell(_Scope):
         for name, value, _what, _append in assigns:
             local[name] = value
         return self.command(expanded, unknown_at, local, line, background)
+
+    def pattern_test(self, args: list[_Word]) -> int | str | None:
+        """``[[ WORD == PATTERN ]]`` (``=``, ``!=``, a leading ``!``): bash matches the
+        expanded left word against the right one as a pattern, its quoted parts literal,
+        with no field splitting or globbing of either (bash manual, "Conditional
+        Constructs"; ``cond_command`` in bash's execute_cmd.c). "other" for any other test;
+        None when a word is only known at run time."""
+        negate = len(args) == 4 and args[0].raw() == "!"
+        if negate:
+            args = args[1:]
+        if len(args) != 3 or args[1].raw() not in ("==", "=", "!="):
+            return "other"
+        left, right = args[0], args[2]
+        if any(x in right.raw() for x in ("?(", "*(", "+(", "@(", "!(")):
+            return "other"  # an extended pattern: bash's extglob forms stay run-time
+        subject, what = self.expand_string(left)
+        regex = self.pattern(right)
+        if subject is None or regex is None:
+            self.last_unknown = what if subject is None else right.raw()
+            return None
+        hit = regex.fullmatch(subject) is not None
+        if args[1].raw() == "!=":
+            hit = not hit
+        return int(hit == negate)
 
     def command(
         self,
