@@ -269,6 +269,20 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"HF_TOKEN": "hf_abc"},
         ("bash",),
     ),
+    "read -a from a here-string, a loop over the indices": (
+        "G=${G:-1,2,3}; IFS=',' read -ra ARR <<< \"$G\"\n"
+        'for i in "${!ARR[@]}"; do KV_A=$i vllm serve "${ARR[$i]}" --port $((22001 + i)) & done\n'
+        'wait; read -r -a B <<< " a  b ,c"; vllm serve "${#B[@]}" "${B[@]}"\n'
+        'IFS=, read -a C <<< "x,,y,"; vllm serve "${!C[@]}" "${C[@]}" ${!C[*]} "${!U[@]}" e',
+        {"G": "7,8"},
+        ("bash",),
+    ),
+    "read -a from a run-time here-string": (
+        "IFS=',' read -ra ARR <<< \"$G\"\n"
+        'for i in "${!ARR[@]}"; do vllm serve "${ARR[$i]}" & done; wait; vllm serve end',
+        {"G": None},
+        ("bash",),
+    ),
     "double bracket on a run-time value": (
         '[[ "$HF_TOKEN" != hf_* ]] && exit 1; vllm serve m',
         {"HF_TOKEN": None},

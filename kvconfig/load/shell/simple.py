@@ -23,8 +23,13 @@ from kvconfig.load.shell.wrappers import SHELLS, script_of, unwrap
 
 class _Shell(_Scope):
     # ----- simple commands -------------------------------------------------------------
+    here_input: tuple[str | None, str] | None = None
+    """The here-string (``<<< WORD``) of the command being run: (its text or None when
+    only known at run time, what was unknown)."""
+
     def simple(self, node: p.Simple, background: bool = False) -> int | None:
-        words = node.words
+        words = [w for w in node.words if not w.here]
+        here = [w for w in node.words if w.here]
         line = self.at(node.line)
         if node.opaque:
             self.last_unknown = "a [[ ]] test"
@@ -79,7 +84,11 @@ class _Shell(_Scope):
         local: dict[str, str | None] = {}
         for name, value, _what, _append in assigns:
             local[name] = value
-        return self.command(expanded, unknown_at, local, line, background)
+        self.here_input = self.expand_string(here[-1]) if here else None
+        try:
+            return self.command(expanded, unknown_at, local, line, background)
+        finally:
+            self.here_input = None
 
     def pattern_test(self, args: list[_Word]) -> int | str | None:
         """``[[ WORD == PATTERN ]]`` (``=``, ``!=``, a leading ``!``): bash matches the
@@ -222,6 +231,10 @@ class _Shell(_Scope):
                 self.assign("VIRTUAL_ENV", None, f"the file {target}")
                 return None
             return self.opaque(f"the file {target or '?'} read by {head}")
+        if head == "read" and known and self.here_input is not None:
+            status = self.read_array(words[1:], local, self.here_input)
+            if status != "other":
+                return status if isinstance(status, int) else None
         if head in ("read", "getopts", "mapfile", "readarray") or (
             head == "printf" and words[1:2] == ["-v"]
         ):
