@@ -256,10 +256,10 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     ),
     "double bracket patterns, quoted parts literal": (
         "Y='a*'; Z=ab.c\n"
-        "[[ $Z == a* ]] && vllm serve 1; [[ $Z == \"a*\" ]] && vllm serve 2\n"
+        '[[ $Z == a* ]] && vllm serve 1; [[ $Z == "a*" ]] && vllm serve 2\n'
         "[[ $Z = *.c ]] && vllm serve 3; [[ $Z != hf_* ]] && vllm serve 4\n"
-        "[[ ! $Z == $Y ]] || vllm serve 5; [[ $Z == \"$Y\" ]] || vllm serve 6\n"
-        '[[ \"a b\" == \"a b\" ]] && vllm serve 7; [[ $Z == a?.[bc] ]] && vllm serve 8\n'
+        '[[ ! $Z == $Y ]] || vllm serve 5; [[ $Z == "$Y" ]] || vllm serve 6\n'
+        '[[ "a b" == "a b" ]] && vllm serve 7; [[ $Z == a?.[bc] ]] && vllm serve 8\n'
         "[[ ${Z^^} == AB* ]] && vllm serve 9; [[ $U == '' ]] && vllm serve 10",
         {},
         ("bash",),

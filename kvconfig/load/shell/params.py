@@ -259,7 +259,7 @@ class _Params(_Variables):
             return None
         values = self.state.arrays.get(name)
         if values is None:
-            is_set, scalar = self.lookup(name)
+            is_set, _scalar = self.lookup(name)
             return ["0"] if is_set else []
         if any(v is None for v in values):
             return None  # an array merged from run-time branches: its length is not known
