@@ -269,6 +269,12 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"HF_TOKEN": "hf_abc"},
         ("bash",),
     ),
+    "IFS is space, tab, newline in a new shell, whatever the environment says": (
+        'X=a:b; vllm serve "[$IFS]" $X; sh -c \'Y=c:d; vllm serve "[$IFS]" $Y\'',
+        {"IFS": ":"},
+        BOTH,
+    ),
+    "IFS set in the script": ('IFS=:; X=a:b; vllm serve "[$IFS]" $X', {}, BOTH),
     "read -a from a here-string, a loop over the indices": (
         "G=${G:-1,2,3}; IFS=',' read -ra ARR <<< \"$G\"\n"
         'for i in "${!ARR[@]}"; do KV_A=$i vllm serve "${ARR[$i]}" --port $((22001 + i)) & done\n'
