@@ -113,3 +113,27 @@ def test_the_options_without_a_value_are_the_docker_clis() -> None:
     assert {short for short, _, kind in flags if short and not kind} == set(
         docker_run._SHORT_BOOLEAN
     )
+
+
+TASK = """resources:
+  accelerators: H100:2
+setup: |
+  pip install vllm==0.6.6
+run: |
+  docker run --gpus all -e VLLM_LOGGING_LEVEL=DEBUG -v "$HOME/.cache:/root/.cache" \\
+    vllm/vllm-openai:v0.31.0 Qwen/Qwen3-8B \\
+    --tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE
+"""
+
+
+def test_a_skypilot_run_script_that_runs_a_vllm_image(tmp_path: Path) -> None:
+    """The run script is bash on the node: its docker run starts the image's vllm serve,
+    with the image's release (not the setup's pin: the container has its own vLLM)."""
+    path = tmp_path / "task.yaml"
+    path.write_text(TASK)
+    (engine,) = engines_in(path, str(path))
+    assert engine.argv == ("Qwen/Qwen3-8B", "--tensor-parallel-size", "2")
+    assert engine.image == "vllm/vllm-openai:v0.31.0"
+    assert engine.vllm_version == "0.31.0"
+    assert dict(engine.env) == {"VLLM_LOGGING_LEVEL": "DEBUG"}
+    assert reading_of(engine).tensor == 2

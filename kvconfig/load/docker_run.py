@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kvconfig.load.engine_fields import is_vllm_image
+from kvconfig.load.operator_engine import server_start
 
 #: ``docker run``'s options that take no value (docker/cli ``cli/command/container``:
 #: ``run.go`` and ``opts.go``; ``--disable-content-trust`` from
@@ -128,3 +129,17 @@ def _option(rest: list[str], i: int) -> tuple[str | None, str | None, int]:
             return None, None, i + 1
         return f"-{letter}", rest[i + 1], i + 2
     return f"-{letters[-1:]}", None, i + 1
+
+
+def vllm_start(
+    words: Sequence[str],
+) -> tuple[tuple[str, str, list[str]] | None, Container | None]:
+    """How ``words`` start vLLM (``server_start``'s entry, parser and argv): directly, or
+    in the container a ``docker run`` starts (then also that container)."""
+    start = server_start(words)
+    if start is not None:
+        return start, None
+    container = container_start(words)
+    if container is None:
+        return None, None
+    return server_start(container.words), container

@@ -18,14 +18,14 @@ the environment its ``-e`` options give.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from kvconfig.errors import InputError
-from kvconfig.load.docker_run import Container, container_start
+from kvconfig.load.docker_run import vllm_start
 from kvconfig.load.engine_fields import check_words, image_version
-from kvconfig.load.operator_engine import Engine, Note, server_start
+from kvconfig.load.operator_engine import Engine, Note
 
 _SHEBANG = re.compile(r"\A#![ \t]*(?:/\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?(bash|sh|dash)\b")
 
@@ -53,7 +53,7 @@ def engines(
     dialect = script_dialect(text) or "sh"
     label = Path(source).name or "script"
     cmds = commands(text, dict(env or {}), source=source, line=1, key=label, dialect=dialect)
-    chosen, problem = servers(cmds, lambda w: _start(w)[0] is not None)
+    chosen, problem = servers(cmds, lambda w: vllm_start(w)[0] is not None)
     if problem:
         raise InputError(
             f"{problem}; kvconfig cannot tell which one runs",
@@ -72,7 +72,7 @@ def engines(
         )
     out = []
     for k, cmd in enumerate(chosen):
-        start, container = _start(cmd.words)
+        start, container = vllm_start(cmd.words)
         assert start is not None
         entry, parser, argv = start
         name = label if len(chosen) == 1 else f"{label}#{k + 1}"
@@ -107,14 +107,3 @@ def engines(
         role = _ROLES.get(reading_of(engine).kv_role or "")
         out.append(replace(engine, role=role) if role else engine)
     return out
-
-
-def _start(words: Sequence[str]) -> tuple[tuple[str, str, list[str]] | None, Container | None]:
-    """How ``words`` start vLLM: directly, or in the container a ``docker run`` starts."""
-    start = server_start(words)
-    if start is not None:
-        return start, None
-    container = container_start(words)
-    if container is None:
-        return None, None
-    return server_start(container.words), container
