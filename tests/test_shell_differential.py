@@ -283,6 +283,13 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"G": "7,8"},
         ("bash",),
     ),
+    "here-strings after compound commands": (
+        'while read -r l; do vllm serve "$l"; done <<< "a b"; { vllm serve b; } <<< x\n'
+        "if true; then vllm serve c; fi <<< y; for i in 1; do vllm serve $i; done <<<z\n"
+        "cat <<< x | vllm serve d; vllm serve e <<< 'f g'",
+        {},
+        ("bash",),
+    ),
     "read -a from a run-time here-string": (
         "IFS=',' read -ra ARR <<< \"$G\"\n"
         'for i in "${!ARR[@]}"; do vllm serve "${ARR[$i]}" & done; wait; vllm serve end',
