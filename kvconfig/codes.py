@@ -145,8 +145,9 @@ class FindingCode(str, Enum):
         "KV402",
         "model-unavailable",
         Severity.WARNING,
-        "a fleet engine's model config.json cannot be read offline: its plan is unknown "
-        "(exit 0); the fleet checks that need no model still run",
+        "the model's config.json cannot be read offline (not in the Hugging Face cache, a "
+        "path inside the pod): the verdict is unknown (exit 0); give it with --model-path "
+        "or --download to plan it",
     )
     RUNTIME_VALUE = (
         "KV403",

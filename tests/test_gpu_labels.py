@@ -8,8 +8,9 @@ from kvconfig.load.engines import engines_in
 from kvconfig.load.gpu_labels import platform_of
 
 # (label value as clouds write it, the GPU it names); the instance types are from AWS's
-# accelerated computing instances, Google Cloud's GPU machine types and Oracle Cloud's
-# GPU shapes; NVIDIA-L20 from an AIBrix Volcengine manifest (tests/realworld).
+# accelerated computing instances, Google Cloud's GPU machine types, Oracle Cloud's
+# GPU shapes and Azure's N-series sizes; NVIDIA-L20 from an AIBrix Volcengine manifest
+# (tests/realworld).
 CASES = [
     ("NVIDIA-H100-80GB-HBM3", "H100"),
     ("nvidia-h100-80gb", "H100"),
@@ -26,6 +27,16 @@ CASES = [
     ("BM.GPU.H100.8", "H100"),
     ("BM.GPU.A100-v2.8", "A100"),
     ("BM.GPU.MI300X.8", "MI300X"),
+    ("Standard_ND96isr_H100_v5", "H100"),
+    ("Standard_NC40ads_H100_v5", "H100"),
+    ("Standard_ND96isr_H200_v5", "H200"),
+    ("Standard_ND128isr_NDR_GB200_v6", "GB200"),
+    ("Standard_ND96isr_MI300X_v5", "MI300X"),
+    ("Standard_NC24ads_A100_v4", "A100"),
+    ("Standard_ND96asr_v4", "A100"),
+    ("Standard_NC6s_v3", "V100"),
+    ("Standard_NC4as_T4_v3", "T4"),
+    ("Standard_D4s_v3", None),
     ("ecs.g3il.xlarge", None),
     ("m5.large", None),
 ]
@@ -57,6 +68,7 @@ spec:
         ("node.kubernetes.io/instance-type", "p5.48xlarge", ("H100",)),
         ("node.kubernetes.io/instance-type", "BM.GPU.H100.8", ("H100",)),
         ("karpenter.k8s.aws/instance-family", "g6e", ("L40S",)),
+        ("node.kubernetes.io/instance-type", "Standard_ND96isr_H100_v5", ("H100",)),
         ("node.kubernetes.io/instance-type", "m5.large", ()),
     ],
 )

@@ -274,3 +274,24 @@ def test_kserve_evaluates_vllm_additional_args_as_its_preset_does(tmp_path: Path
         f"$(cat /etc/bs) in argument {prefill.argv.index('$(cat /etc/bs)') + 1} of vLLM is "
         "only known at run time"
     ]
+
+
+@pytest.mark.parametrize(
+    "module", ["vllm.entrypoints.grpc_server", "vllm.entrypoints.launchers.grpc_server"]
+)
+def test_the_grpc_server_starts_an_engine(module: str) -> None:
+    """vLLM's gRPC server takes the engine's arguments with ``--model`` as an option
+    (``vllm/entrypoints/launchers/grpc_server.py``, ``main``)."""
+    from kvconfig.load.engines import engines_in
+    from kvconfig.load.reading import reading_of
+
+    words = ["python3", "-m", module, "--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "2"]
+    assert server_start(words) == ("grpc_server", "api_server", words[3:])
+    manifest = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: g}\nspec:\n  containers:\n"
+        f"  - name: vllm\n    image: vllm/vllm-openai:v0.33.0\n    command: {words}\n"
+    )
+    (engine,) = engines_in(manifest, "<pod>")
+    r = reading_of(engine)
+    assert (r.model, r.tensor) == ("Qwen/Qwen3-8B", 2)
+    assert server_start(["python3", "-m", "vllm.entrypoints.grpc"]) is None

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+import kvconfig
 from kvconfig.cli import main
 from kvconfig.load import yamlfile as _yaml
 
@@ -182,6 +183,51 @@ def test_a_folder_lints_the_yaml_files_inside(
     code, out, err = _run(["lint", "--platform", "h200", "deploy", *allow], capsys)
     assert (code, err) == (0, "")
     assert out.splitlines()[0].split()[:2] == ["ok", "deploy/a.yaml"]
+
+
+def test_a_folder_walk_passes_over_files_without_a_vllm_engine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository's other YAML files (a CI workflow, a Service) and scripts are no error
+    when a folder is linted; named on the command line, each is still bad input."""
+    folder = tmp_path / "deploy"
+    (folder / ".github" / "workflows").mkdir(parents=True)
+    model = ROOT / "examples" / "models" / "qwen3-8b"
+    (folder / "a.yaml").write_text(f"model: {model}\nblock-size: 16\n")
+    (folder / "start.sh").write_text(f"#!/bin/bash\nexec vllm serve {model} --block-size 16\n")
+    (folder / "build.sh").write_text("#!/bin/bash\nmake wheel\n")
+    (folder / ".github" / "workflows" / "ci.yml").write_text("on: [push]\njobs: {a: {}}\n")
+    (folder / "svc.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\n")
+    (folder / "empty.yaml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    allow = ["--allow-path", str(model)]
+    code, out, err = _run(["lint", "--platform", "h200", "deploy", *allow], capsys)
+    assert code == 0, err
+    rows = [line.split()[:2] for line in out.splitlines() if not line.startswith(" ")]
+    assert rows == [["ok", "deploy/a.yaml"], ["ok", "deploy/start.sh:2"], ["2", "of"]]
+    assert err == (
+        "kvconfig: note: 4 file(s) in the folders hold no vLLM engine, passed over: "
+        "deploy/.github/workflows/ci.yml, deploy/build.sh, deploy/empty.yaml and 1 more\n"
+    )
+    for name in ("svc.yaml", "build.sh", ".github/workflows/ci.yml"):
+        code, out, err = _run(["lint", "--platform", "h200", f"deploy/{name}"], capsys)
+        assert (code, out) == (2, ""), name
+        assert err.startswith(f"kvconfig: deploy/{name}"), err
+    # a file whose keys are vLLM options is a serve config: its errors are not passed over
+    (folder / "b.yaml").write_text("block-size: 16\n")
+    code, out, err = _run(["lint", "--platform", "h200", "deploy", *allow], capsys)
+    assert code == 2 and "deploy/b.yaml: model: no model given" in err
+    (folder / "b.yaml").unlink()
+    found = kvconfig.load_engines([str(folder)], allow_path=[str(model)])
+    assert [Path(i.source).name for i in found] == ["a.yaml", "start.sh"]
+    for name in ("a.yaml", "start.sh"):
+        (folder / name).unlink()
+    code, out, err = _run(["lint", "--platform", "h200", "deploy"], capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        "kvconfig: deploy: no file in the folder holds a vLLM engine (pass the folder of the "
+        "deployment files, or name a file to see why)"
+    )
 
 
 def test_an_oversized_file_is_refused_before_parsing(

@@ -130,7 +130,11 @@ def test_leaderworkerset_variables_are_set_at_run_time() -> None:
     LWS_LEADER_ADDRESS to every container: known or known at run time, never undefined."""
     from kvconfig.load.engines import engines_in
 
-    leader, worker = engines_in(LWS, "<lws>")
+    (leader,) = engines_in(LWS, "<lws>")  # the --headless worker is part of the leader's
+    # engine: the worker template alone is the pods of every index, the leader's included
+    head, _, rest = LWS.partition("    leaderTemplate:")
+    workers_only = head + "    workerTemplate:" + rest.partition("    workerTemplate:")[2]
+    (worker,) = engines_in(workers_only, "<lws>")
     assert leader.argv[2] == "2"
     assert leader.env_unknown == ("LWS_LEADER_ADDRESS",)
     assert set(worker.env_unknown) == {"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"}

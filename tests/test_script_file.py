@@ -110,3 +110,60 @@ def test_a_connector_known_only_at_run_time(tmp_path: Path) -> None:
     (engine,) = engines_in(path, "run.sh")
     assert reading_of(engine).run_time == {"kv-transfer-config": "$(cat /etc/kv.json)"}
     assert "connector=$(cat /etc/kv.json)" in reading_of(engine).summary()
+
+
+DYNAMO = """#!/bin/bash
+python -m dynamo.frontend --router-mode kv &
+CUDA_VISIBLE_DEVICES=0 python3 -m dynamo.vllm --model Qwen/Qwen3-8B %(decode)s&
+CUDA_VISIBLE_DEVICES=1 python3 -m dynamo.vllm --model Qwen/Qwen3-8B --is-prefill-worker %(prefill)s
+"""
+
+
+@pytest.mark.parametrize(
+    ("decode", "prefill", "want"),
+    [
+        # --connector shows a launcher from before Dynamo 1.0.0: block 16 for both, the
+        # decode worker's --connector defaults to nixl
+        ("", "--connector kvbm nixl", [
+            ("decode", 16, "NixlConnector"),
+            ("prefill", 16, "PdConnector(DynamoConnector,NixlConnector)")]),
+        ("--connector none ", "--connector lmcache", [("decode", 16, None),
+                                                      ("prefill", 16, "LMCacheConnectorV1")]),
+        # no --connector: the current launcher, which leaves both to the arguments
+        ("--block-size 64 ", "--block-size 64", [("decode", 64, None), ("prefill", 64, None)]),
+    ],
+)  # fmt: skip
+def test_dynamo_workers_of_a_script(
+    decode: str, prefill: str, want: list[tuple[str, int, str | None]]
+) -> None:
+    """A script's ``dynamo.vllm`` workers are read as Dynamo's launcher reads them: its own
+    options taken out, the roles they give (the worker that is not a prefill worker is the
+    decode worker), and one launcher's defaults for every worker of the script."""
+    text = DYNAMO % {"decode": decode, "prefill": prefill}
+    engines = engines_in(text, "run.sh")
+    got = []
+    for e in engines:
+        r = reading_of(e)
+        assert r.unreadable is None, r.unreadable
+        got.append((e.role, r.block_size, r.connector))
+    assert sorted(got, key=str) == sorted(want, key=str)
+    assert all("--connector" not in e.argv and "--is-prefill-worker" not in e.argv for e in engines)
+
+
+ROUTERS = """#!/bin/bash
+BS=%s
+DYN_KV_CACHE_BLOCK_SIZE=$BS python -m dynamo.frontend --router-mode kv &
+python3 -m dynamo.frontend --http-port 8001 &
+python -m dynamo.router --endpoint dynamo.prefill.generate --router-block-size 32 &
+CUDA_VISIBLE_DEVICES=0 python3 -m dynamo.vllm --model Qwen/Qwen3-8B --block-size $BS
+"""
+
+
+@pytest.mark.parametrize("block", [16, 64])
+def test_routers_of_a_script(block: int) -> None:
+    """A launch script's Dynamo frontend in kv mode and standalone router are its KV
+    routers, each with the environment its command runs in; a round-robin frontend is none."""
+    from kvconfig.load.routers import routers_in_file
+
+    got = [(r.kind, r.block_size) for r in routers_in_file(ROUTERS % block, "run.sh")]
+    assert got == [("dynamo", block), ("dynamo", 32)]

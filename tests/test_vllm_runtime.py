@@ -3,6 +3,9 @@ controller builds (``operator/internal/controller/vllmruntime_controller.go``)."
 
 from __future__ import annotations
 
+import pytest
+import yaml
+
 from kvconfig.load.engines import engines_in
 from kvconfig.load.reading import reading_of
 
@@ -43,3 +46,78 @@ def test_the_controllers_arguments() -> None:
     assert engine.platforms == ("H100",)
     r = reading_of(engine)
     assert (r.replicas, r.tensor, r.block_size, r.connector) == (3, 2, 32, "LMCacheConnector")
+
+
+ROUTER = """
+apiVersion: production-stack.vllm.ai/v1alpha1
+kind: VLLMRouter
+metadata: {name: router}
+spec:
+  serviceDiscovery: k8s
+  routingLogic: %s
+  extraArgs: %s
+"""
+
+
+@pytest.mark.parametrize(
+    ("logic", "extra", "kvaware"),
+    [
+        ("kvaware", "[]", True),
+        ("roundrobin", "[]", False),
+        ("roundrobin", "[--routing-logic, kvaware]", True),  # argparse keeps the last
+        ("kvaware", "['--routing-logic=session']", False),
+    ],
+)
+def test_the_operators_router(logic: str, extra: str, kvaware: bool) -> None:
+    """A ``VLLMRouter`` passes ``--routing-logic`` then its ``extraArgs`` to the router
+    (``vllmrouter_controller.go``): kvaware routing is read, with no block size."""
+    from kvconfig.load.routers import routers_of
+
+    got = routers_of([yaml.safe_load(ROUTER % (logic, extra))])
+    want = [("production-stack", "VLLMRouter/router", None)] if kvaware else []
+    assert [(r.kind, r.name, r.block_size) for r in got] == want
+
+
+ROUTER_POD = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: router}
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        image: lmcache/lmstack-router:latest
+        command: [/bin/bash, -c]
+        args:
+        - |
+          python -m vllm_router.app --port=8000 \\
+            --service-discovery=k8s --routing-logic=%s
+"""
+
+
+@pytest.mark.parametrize(("logic", "kvaware"), [("kvaware", True), ("prefixaware", False)])
+def test_a_router_container(logic: str, kvaware: bool) -> None:
+    """The router started by a container's command (``python -m vllm_router.app``)."""
+    from kvconfig.load.routers import routers_of
+
+    got = routers_of([yaml.safe_load(ROUTER_POD % logic)])
+    assert [(r.kind, r.name) for r in got] == ([("production-stack", "container/app")] * kvaware)
+
+
+@pytest.mark.parametrize(
+    ("router", "kvaware"),
+    [
+        ({"routingLogic": "kvaware"}, True),
+        ({"routingLogic": "kvaware", "enableRouter": False}, False),  # no router rendered
+        ({"routingLogic": "roundrobin", "extraArgs": ["--routing-logic", "kvaware"]}, True),
+        ({"routingLogic": "kvaware", "extraArgs": ["--routing-logic=prefixaware"]}, False),
+    ],
+)
+def test_the_charts_router(router: dict[str, object], kvaware: bool) -> None:
+    """The chart renders the router when ``routerSpec.enableRouter`` (default true) and
+    passes ``--routing-logic`` then ``routerSpec.extraArgs`` (the last one counts)."""
+    from kvconfig.load.routers import routers_of
+
+    got = routers_of([{"routerSpec": router}])
+    assert [r.kind for r in got] == ["production-stack"] * kvaware

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kvconfig.api._options import FORMATS, Paths, kvconfig_errors, namespace, outcomes
 
 if TYPE_CHECKING:
-    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+    from kvconfig.errors import CannotTell
     from kvconfig.load.operator_engine import Engine
     from kvconfig.load.serve import Notice
     from kvconfig.report.outcome import Outcome
@@ -31,10 +31,12 @@ class Input(NamedTuple):
     engine: Engine | None = None
     """For an operator file: what was read of the engine (its name and line, the
     ``vllm serve`` words, environment, image, GPU labels, role, notes)."""
-    unsupported: UnsupportedArchitecture | RunTimeValue | None = None
+    unsupported: CannotTell | None = None
     """Why kvconfig cannot tell the plan: the model cannot be derived offline
-    (``engine="vllm"`` still plans it), or an option that changes the plan is only known at
-    run time (``RunTimeValue``: no engine can plan it without the value)."""
+    (``UnsupportedArchitecture``: ``engine="vllm"`` still plans it), its config.json cannot
+    be read offline (``ModelUnavailable``: give it with ``model_path`` or ``download``), or
+    an option that changes the plan is only known at run time (``RunTimeValue``: no engine
+    can plan it without the value)."""
 
 
 @kvconfig_errors
@@ -51,7 +53,8 @@ def load_engines(
     download: bool | None = None,
     allow_path: Sequence[str] = (),
 ) -> list[Input]:
-    """Every deployment the files (folders: their YAML files) and the ``vllm serve``
+    """Every deployment the files (folders: their YAML files and launch scripts, those
+    that hold no vLLM engine passed over) and the ``vllm serve``
     ``command`` hold, in order: a serve config, native file or command is one, an operator
     file (Kubernetes, Helm values, KServe, Dynamo, compose, SkyPilot, Ray Serve; several
     documents included) one per vLLM engine. Raises ``InputError`` for bad input.
@@ -92,18 +95,29 @@ def _read_engines(
 ) -> None:
     """Append each engine ``load_engines`` reads to ``found``."""
     from kvconfig.cli import targets as T
-    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+    from kvconfig.errors import (
+        ModelUnavailable,
+        NoEngine,
+        RunTimeValue,
+        UnsupportedArchitecture,
+    )
     from kvconfig.load.deployment import load_engine, load_noted
 
     for target in T.named(args, list(command) if command else None, many=True):
-        for item in T.read(target):
+        try:
+            items = T.read(target)
+        except NoEngine:
+            if isinstance(target, T.Walked):
+                continue  # a folder's file without a vLLM engine is passed over
+            raise
+        for item in items:
             try:
                 if item.engine is not None:
                     loaded = load_engine(item.engine, **common)
                 else:
                     where = item.target if item.target != T.STDIN else item.source
                     loaded = load_noted(where, doc=item.doc, **common)
-            except (UnsupportedArchitecture, RunTimeValue) as err:
+            except (UnsupportedArchitecture, ModelUnavailable, RunTimeValue) as err:
                 found.append(Input(item.source, None, (), item.engine, err))
                 continue
             found.append(Input(item.source, loaded.deployment, loaded.notices, item.engine))

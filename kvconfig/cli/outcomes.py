@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kvconfig.cli import targets as T
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.report.outcome import Outcome
 
 if TYPE_CHECKING:
-    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+    from kvconfig.errors import CannotTell
     from kvconfig.load.deployment import Loaded
     from kvconfig.load.hub import ModelPaths
     from kvconfig.mirror.platform import PlatformId
@@ -115,7 +115,7 @@ class Slot(NamedTuple):
     start-up (``engine_runs.pending``), or an input error (``outcome``)."""
 
     item: T.Item
-    loaded: Loaded | UnsupportedArchitecture | RunTimeValue | None
+    loaded: Loaded | CannotTell | None
     platform: PlatformId | None
     outcome: Outcome | None = None
     offline: PlanResult | None = None
@@ -132,22 +132,30 @@ def read_all(
     """
     s = settings(args)
     slots: list[Slot] = []
+    passed: list[T.Walked] = []
     for target in T.named(args, command, many):
         try:
             items = T.read(target, s.env)
         except InputError as err:
+            if isinstance(err, NoEngine) and isinstance(target, T.Walked):
+                passed.append(target)
+                continue
             if not many:
                 raise
             slots += _failed(T.Item(T.source_of(target), target), s.platforms, err)
             continue
         for item in items:
             slots += _slots(args, s, item, many)
+    if passed:
+        say(T.passed_over(passed))
+        for empty in [] if slots else T.empty_folders(passed):
+            slots += _failed(T.Item(empty.source, empty.source), s.platforms, empty)
     return s, slots
 
 
 def finish(slots: Sequence[Slot]) -> list[Outcome]:
     """The slots' outcomes; each input error's line goes to stderr, and so does a warning
-    line for each deployment whose verdict is unknown (KV401)."""
+    line for each deployment whose verdict is unknown (KV401, KV402, KV403)."""
     out = []
     for slot in slots:
         assert slot.outcome is not None
@@ -212,10 +220,12 @@ def label(platform: PlatformId | None) -> str:
 
 def _why(loaded: Any) -> str:
     """Why a deployment's verdict is unknown, for its warning line."""
-    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+    from kvconfig.errors import ModelUnavailable, RunTimeValue, UnsupportedArchitecture
 
     if isinstance(loaded, RunTimeValue):
         return f"{loaded.reason} (KV403); write the value, or lint the rendered manifest"
+    if isinstance(loaded, ModelUnavailable):
+        return f"{loaded.message} (KV402); {loaded.hint}"
     arch = loaded.architecture if isinstance(loaded, UnsupportedArchitecture) else "?"
     return (
         f"kvconfig cannot derive the KV-cache layers of {arch!r} offline (KV401); plan it "
@@ -223,14 +233,13 @@ def _why(loaded: Any) -> str:
     )
 
 
-def _load(
-    args: argparse.Namespace, s: Settings, item: T.Item
-) -> Loaded | UnsupportedArchitecture | RunTimeValue:
+def _load(args: argparse.Namespace, s: Settings, item: T.Item) -> Loaded | CannotTell:
     """The deployment of an item, through the loader the API uses too; a model kvconfig
     cannot derive is returned as its error (it becomes finding KV401, or goes to vLLM's
-    start-up with ``--engine vllm``), and so is an option only known at run time (KV403,
-    whatever the engine: vLLM cannot start without the value either)."""
-    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+    start-up with ``--engine vllm``), and so are a model whose config.json cannot be read
+    offline (KV402) and an option only known at run time (KV403), whatever the engine:
+    vLLM cannot start without them either."""
+    from kvconfig.errors import ModelUnavailable, RunTimeValue, UnsupportedArchitecture
     from kvconfig.load.deployment import load_engine, load_noted
 
     common = {
@@ -247,13 +256,11 @@ def _load(
         target = item.target if item.target != T.STDIN else item.source
         common["vllm_version"] = args.vllm_version or s.configured_version
         return load_noted(target, doc=item.doc, **common)
-    except (UnsupportedArchitecture, RunTimeValue) as err:
+    except (UnsupportedArchitecture, ModelUnavailable, RunTimeValue) as err:
         return err
 
 
-def _own_platforms(
-    item: T.Item, loaded: Loaded | UnsupportedArchitecture | RunTimeValue
-) -> list[PlatformId | None]:
+def _own_platforms(item: T.Item, loaded: Loaded | CannotTell) -> list[PlatformId | None]:
     """Without ``--platform``: the deployment's own, else the GPUs its operator file
     names (each one, when a resource accepts several), else none (an error later)."""
     from kvconfig.load.platforms import parse_platform
@@ -265,29 +272,18 @@ def _own_platforms(
     return [None]
 
 
-def no_platform(item: T.Item) -> InputError:
-    """The error of a deployment that names no platform."""
-    where = "set 'platform' in the file" if item.doc is not None else "label the pod's GPU"
-    return InputError(
-        "no platform given",
-        source=item.source,
-        key="--platform",
-        hint=f"pass --platform, e.g. --platform h200, or {where}",
-    )
-
-
 def _offline(
     item: T.Item,
-    loaded: Loaded | UnsupportedArchitecture | RunTimeValue | None,
+    loaded: Loaded | CannotTell | None,
     platform: PlatformId | None,
     engine: str,
 ) -> Slot:
     """Resolve one deployment on one platform offline (unless only vLLM's start-up runs)."""
-    from kvconfig.errors import RunTimeValue, UnsupportedArchitecture
+    from kvconfig.errors import ModelUnavailable, RunTimeValue, UnsupportedArchitecture
 
     if platform is None:
-        raise no_platform(item)
-    if isinstance(loaded, RunTimeValue):
+        raise T.no_platform(item)
+    if isinstance(loaded, (RunTimeValue, ModelUnavailable)):
         plan = unsupported_plan(loaded, item.source, platform)
         return Slot(item, loaded, platform, outcome(item, platform, plan))
     if engine == "vllm" or loaded is None:
@@ -311,12 +307,11 @@ def _engine_can_plan(platform: PlatformId) -> bool:
     return platform.vendor == "cuda" and platform.capability is not None and available() is None
 
 
-def unsupported_plan(
-    err: UnsupportedArchitecture | RunTimeValue, source: str, platform: PlatformId
-) -> PlanResult:
+def unsupported_plan(err: CannotTell, source: str, platform: PlatformId) -> PlanResult:
     """The plan of a deployment kvconfig cannot tell: finding KV401 (a model it cannot
-    derive) or KV403 (an option only known at run time) only."""
-    from kvconfig.errors import RunTimeValue
+    derive), KV402 (a model whose config.json cannot be read offline) or KV403 (an option
+    only known at run time) only."""
+    from kvconfig.errors import ModelUnavailable, RunTimeValue
     from kvconfig.mirror import versions
     from kvconfig.plan import findings as F
     from kvconfig.plan.result import PlanResult
@@ -332,6 +327,8 @@ def unsupported_plan(
         findings=(
             F.runtime_value(err)
             if isinstance(err, RunTimeValue)
+            else F.model_unavailable(err)
+            if isinstance(err, ModelUnavailable)
             else F.architecture(err.architecture, err.source, err.snippet),
         ),
     )

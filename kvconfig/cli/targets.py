@@ -1,16 +1,17 @@
-"""What the command line names: files, folders of YAML files, ``-`` (standard input) and
-one pasted command, each read once (``kvconfig.load.sources``) into the deployments it
-holds: a serve config or native file is one, an operator file one per vLLM engine."""
+"""What the command line names: files, folders (their YAML files and launch scripts),
+``-`` (standard input) and one pasted command, each read once (``kvconfig.load.sources``)
+into the deployments it holds: a serve config or native file is one, an operator file
+one per vLLM engine."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 
 if TYPE_CHECKING:
     from kvconfig.load.operator_engine import Engine
@@ -36,10 +37,47 @@ MAX_FOLDER_ENTRIES = 100_000
 """Most files and folders kvconfig looks at below a folder named on the command line."""
 
 
-def yaml_files(folder: Path, source: str) -> list[str]:
-    """The ``.yaml`` and ``.yml`` regular files below ``folder`` (links to folders are not
-    followed, ``.git`` is skipped, unreadable folders are passed over), sorted; refuses a
-    folder with more than ``MAX_FOLDER_ENTRIES`` entries below it."""
+SUFFIXES = (".yaml", ".yml", ".sh", ".bash")
+"""The files a folder walk reads: YAML files and launch scripts."""
+
+
+class Walked(str):
+    """A file a folder walk found (``folder``: the folder named on the command line), not
+    named itself: one that holds no vLLM engine is passed over, not bad input."""
+
+    folder: str
+
+    def __new__(cls, path: str, folder: str) -> Walked:
+        self = super().__new__(cls, path)
+        self.folder = folder
+        return self
+
+
+def passed_over(passed: Sequence[Walked]) -> str:
+    """The note line naming the files folder walks found that hold no vLLM engine."""
+    more = f" and {len(passed) - 3} more" if len(passed) > 3 else ""
+    return (
+        f"note: {len(passed)} file(s) in the folders hold no vLLM engine, passed over: "
+        f"{', '.join(passed[:3])}{more}"
+    )
+
+
+def empty_folders(passed: Sequence[Walked]) -> list[NoEngine]:
+    """An error for each folder whose files hold no vLLM engine at all."""
+    return [
+        NoEngine(
+            "no file in the folder holds a vLLM engine",
+            source=folder,
+            hint="pass the folder of the deployment files, or name a file to see why",
+        )
+        for folder in dict.fromkeys(p.folder for p in passed)
+    ]
+
+
+def deployment_files(folder: Path, source: str) -> list[str]:
+    """The regular files with a ``SUFFIXES`` name below ``folder`` (links to folders are
+    not followed, ``.git`` is skipped, unreadable folders are passed over), sorted; refuses
+    a folder with more than ``MAX_FOLDER_ENTRIES`` entries below it."""
     import os
 
     found: list[str] = []
@@ -55,7 +93,7 @@ def yaml_files(folder: Path, source: str) -> list[str]:
             )
         for name in files:
             full = os.path.join(root, name)
-            if name.endswith((".yaml", ".yml")) and os.path.isfile(full):
+            if name.endswith(SUFFIXES) and os.path.isfile(full):
                 found.append(full)
     return sorted(found)
 
@@ -70,14 +108,14 @@ def named(args: argparse.Namespace, command: list[str] | None, many: bool) -> li
     for item in items:
         path = Path(item)
         if item != STDIN and path.is_dir():
-            found = yaml_files(path, item)
+            found = deployment_files(path, item)
             if not found:
                 raise InputError(
-                    "the folder holds no .yaml or .yml files",
+                    "the folder holds no .yaml, .yml or .sh files",
                     source=item,
                     hint="pass the deployment files, or a folder that holds them",
                 )
-            targets.extend(found)
+            targets.extend(Walked(f, item) for f in found)
         else:
             targets.append(item)
     if targets.count(STDIN) > 1:
@@ -118,4 +156,44 @@ def read(target: str | list[str], env: Mapping[str, str] | None = None) -> list[
         source = target
     if isinstance(found, list):
         return [Item(e.source, target, engine=e) for e in found]
+    if isinstance(target, Walked) and not _names_vllm(found):
+        raise NoEngine(
+            "not a deployment file: neither an operator file nor a vllm serve config "
+            "(none of its top-level keys is a vLLM option) nor a native kvconfig file",
+            source=source,
+            line=1,
+            hint="a folder's other YAML files are passed over",
+        )
     return [Item(source, target, doc=found)]
+
+
+def _names_vllm(doc: Document) -> bool:
+    """Whether a YAML document that is no operator file is a native kvconfig file (a
+    ``kvconfig`` key) or a ``vllm serve --config`` file: a mapping with a key that is one
+    of vLLM's options (in any release kvconfig knows)."""
+    from kvconfig.load.argv_table import options
+    from kvconfig.mirror import versions
+
+    data = doc.data
+    if not isinstance(data, dict) or not data:
+        return False
+    if "kvconfig" in data:
+        return True
+    names = {"--" + str(k).partition(".")[0].replace("_", "-") for k in data}
+    return any(n in options(v) for v in versions.KNOWN for n in names)
+
+
+def no_platform(item: Item) -> InputError:
+    """The error of a deployment that names no platform."""
+    where = "set 'platform' in the file" if item.doc is not None else "label the pod's GPU"
+    named = item.engine.gpu if item.engine is not None else ()
+    message = "no platform given"
+    if named:  # the file names its GPU, but by a name kvconfig has no platform for
+        message += f": kvconfig does not know the GPU {', '.join(map(repr, named))}"
+        where = "label the pod with a GPU kvconfig knows"
+    return InputError(
+        message,
+        source=item.source,
+        key="--platform",
+        hint=f"pass --platform, e.g. --platform h200, or {where}",
+    )

@@ -20,6 +20,7 @@ from kvconfig.errors.hooks import (
 )
 from kvconfig.errors.plan import (
     AlignedBlockSizeUnsupported,
+    CannotTell,
     DeploymentError,
     GroupingError,
     InputError,
@@ -29,6 +30,7 @@ from kvconfig.errors.plan import (
     ModelUnavailable,
     NoCommonBlockSize,
     NoCommonKernelBlockSize,
+    NoEngine,
     RunTimeValue,
     ScriptJumps,
     ScriptStops,
@@ -38,6 +40,7 @@ from kvconfig.errors.plan import (
 
 __all__ = [
     "AlignedBlockSizeUnsupported",
+    "CannotTell",
     "ConnectorBlockSizeMismatch",
     "ConnectorRefusal",
     "DeploymentError",
@@ -52,6 +55,7 @@ __all__ = [
     "ModelUnavailable",
     "NoCommonBlockSize",
     "NoCommonKernelBlockSize",
+    "NoEngine",
     "RunTimeValue",
     "ScriptJumps",
     "ScriptStops",

@@ -75,9 +75,17 @@ class InputError(KVConfigError):
 class ModelUnavailable(InputError):
     """The model's ``config.json`` cannot be read offline: a Hugging Face id that is not in
     the cache (and no download allowed), or a path that is no folder here (a mount inside
-    the pod). Bad input for one deployment (``kvconfig lint FILE`` exits 2 and says how to
-    fix it); in a fleet the engine is planned as "cannot tell" (finding KV402) and the fleet
-    checks that need no model still run."""
+    the pod). The file is valid: the commands give the deployment verdict ``unknown``
+    (finding KV402, exit 0, saying how to give the model), a fleet keeps the engine as its
+    file reads for the checks that need no model, and ``load_deployment`` raises it."""
+
+
+class NoEngine(InputError):
+    """The input holds no vLLM engine: only resources without a pod (Services,
+    ConfigMaps), a launch script that starts no server, an empty file, or a YAML file that
+    is neither an operator file nor a ``vllm serve --config`` or native file. Bad input for
+    a file named on the command line; a file a folder walk finds is passed over instead
+    (``kvconfig lint FOLDER``), so a repository's other YAML files are no error."""
 
 
 class UnsupportedArchitecture(KVConfigError):
@@ -124,6 +132,11 @@ class RunTimeValue(KVConfigError):
     def reason(self) -> str:
         """``$BS is only known at run time, and --block-size changes the plan``."""
         return f"{self.word} is only known at run time, and {self.option} changes the plan"
+
+
+CannotTell = UnsupportedArchitecture | ModelUnavailable | RunTimeValue
+"""Why kvconfig cannot tell a deployment's plan offline (findings KV401, KV402, KV403): the
+verdict is ``unknown``, never a rejection."""
 
 
 class DeploymentError(KVConfigError):

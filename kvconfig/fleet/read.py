@@ -279,7 +279,7 @@ def read_deployments(
             if found is not None:
                 break
         if found is not None:
-            routers += _operator_routers(path, [spec.name for spec in found])
+            routers += _operator_routers(path, [spec.name for spec in found], env)
             for spec in found:
                 names.add(spec.name)
                 engines.append(
@@ -328,22 +328,22 @@ def read_deployments(
     return FleetInput(", ".join(paths) or "<command>", tuple(engines), tuple(routers))
 
 
-def _operator_routers(path: Path, names: Sequence[str]) -> list[RouterSpec]:
+def _operator_routers(
+    path: Path, names: Sequence[str], env: Mapping[str, str] | None = None
+) -> list[RouterSpec]:
     """The KV-aware routers an operator file deploys beside its engines
     (``kvconfig.load.routers``), each in front of the engines it routes to: a Dynamo
     router (frontend or ``dynamo.router``) the workers of its own graph (a
     ``DynamoGraphDeployment`` discovers its workers in its own namespace), the others every
     engine of the file."""
-    import yaml
-
-    from kvconfig.load.routers import routers_of
+    from kvconfig.load.routers import routers_in_file
 
     try:
-        docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return []
     out = []
-    for r in routers_of(docs):
+    for r in routers_in_file(text, str(path), env):
         behind: tuple[str, ...] = ()
         if r.name.startswith("DynamoGraphDeployment/"):
             graph = "/".join(r.name.split("/")[:2]) + "/"

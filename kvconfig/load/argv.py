@@ -51,10 +51,12 @@ _CONFIG_OPTION = re.compile(r"^--config(=.+|$)")
 _JSON_HINT = "pass one JSON object in single quotes, or a YAML mapping in a config file"
 
 
-#: A value that still holds a shell expansion (``$(...)``, ``${...}``, backticks) after
-#: kvconfig's shell evaluated what it knows: its text is only known at run time, so
-#: vLLM's JSON parser is not asked about it (the engine's run-time notes handle it).
-_RUN_TIME = re.compile(r"\$\(|\$\{|`")
+#: A value that still holds a shell expansion (``$(...)``, ``${...}``, ``$name``, backticks)
+#: after kvconfig's shell evaluated what it knows (it keeps an expansion it cannot decide,
+#: such as a variable set on both sides of an ``if`` on a run-time value, as its source
+#: text): its text is only known at run time, so vLLM's JSON parser is not asked about it
+#: (the engine's run-time notes handle it).
+_RUN_TIME = re.compile(r"\$[({A-Za-z_]|`")
 
 
 def _is_option(token: str) -> bool:

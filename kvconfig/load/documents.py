@@ -135,6 +135,8 @@ def kind_of(data: Any) -> str | None:
         isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
     ):
         return "llm-d"
+    if isinstance(data.get("inferenceExtension"), dict):
+        return "endpoint-picker"  # the Inference Extension's EPP chart values: no model server
     services = data.get("services")
     if isinstance(services, dict) and any(
         isinstance(v, dict) and {"image", "build", "command", "entrypoint"} & v.keys()

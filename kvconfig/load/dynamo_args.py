@@ -67,6 +67,14 @@ PR #7690 (merged 2026-03-31, "remove forcing the kv block size as 16 in vLLM bac
 removed it on main, after v1.0.1 and v1.1.0-dev.1 were cut; v1.1.0 (2026-05-01) is the first
 release with it (docs/reference/release-artifacts.md)."""
 
+CONNECTOR_REMOVED = (1, 0, 0)
+"""The first Dynamo release whose ``dynamo.vllm`` takes no ``--connector``: ai-dynamo/dynamo
+PR #6450 (in v1.0.0) made ``--connector`` a ``ValueError`` for the vLLM backend and its
+default ``[]`` (``_reject_connector_flag`` in ``components/src/dynamo/vllm/args.py``; a
+prefill worker must give ``--kv-transfer-config``). The releases before it default
+``--connector`` to ``["nixl"]``; the block size stays 16 until 1.1.0
+(``BLOCK_SIZE_LEFT_TO_VLLM``), so a launcher that takes ``--connector`` also sets it."""
+
 _DYNAMO_TAG = re.compile(r"^(?:dynamo[-_]?)?v?(\d+)\.(\d+)(?:\.(\d+))?")
 """A release at the start of the tag, also after ``dynamo-`` (development builds are tagged
 ``dynamo-v0.7.1.dev.<commit>-vllm-runtime``)."""
@@ -204,10 +212,20 @@ def split_args(
                     name,
                 )
             )
-    given = any(w.split("=", 1)[0] in ("--kv-transfer-config", "--kv_transfer_config") for w in out)
+    given = _gives_transfer_config(out)
     release = dynamo_release(image)
+    if connectors and release is not None and release >= CONNECTOR_REMOVED:
+        raise InputError(
+            f"dynamo.vllm of Dynamo {'.'.join(map(str, release))} refuses --connector "
+            "(removed in Dynamo 1.0.0 for vLLM)",
+            source=source,
+            line=line,
+            key="--connector",
+            hint="give --kv-transfer-config "
+            """'{"kv_connector":"NixlConnector","kv_role":"kv_both"}' instead""",
+        )
     defaulted = not connectors and not given and release is not None
-    if defaulted and release is not None and release < BLOCK_SIZE_LEFT_TO_VLLM:
+    if defaulted and release is not None and release < CONNECTOR_REMOVED:
         connectors = ["nixl"]  # the launchers that take --connector default it to nixl
     config = connector_config(connectors)
     if config is not None:
@@ -235,10 +253,18 @@ def split_args(
     return Split(out, role, notes, defaults)
 
 
+def _gives_transfer_config(words: Sequence[str]) -> bool:
+    names = ("--kv-transfer-config", "--kv_transfer_config")
+    return any(w.split("=", 1)[0] in names for w in words)
+
+
 def one_launcher(engines: list[Any]) -> list[Any]:
-    """One image runs one ``dynamo.vllm``: workers of a resource that share an image whose
-    tag names no Dynamo release take the launcher defaults that any of them shows (one
-    passing ``--connector`` runs a launcher that sets block size 16, so its siblings do too)."""
+    """One image runs one ``dynamo.vllm`` (a launch script, the one installed): workers of a
+    resource that share an image whose tag names no Dynamo release take the launcher
+    defaults that any of them shows. One passing ``--connector`` runs a launcher from
+    before Dynamo 1.0.0, which sets block size 16 and defaults ``--connector`` to nixl
+    (``CONNECTOR_REMOVED``), so a sibling that passes neither ``--connector`` nor
+    ``--kv-transfer-config`` gets the NixlConnector config too."""
     from dataclasses import replace
 
     old = {
@@ -249,18 +275,24 @@ def one_launcher(engines: list[Any]) -> list[Any]:
         if e.entry != "dynamo.vllm" or e.image not in old or "block-size" in e.defaults:
             out.append(e)
             continue
-        note = Note(
-            "launcher-default",
-            f"the image {e.image} runs the dynamo.vllm that another worker's --connector "
-            "shows: it sets block size 16 and turns prefix caching on when vLLM's "
-            "arguments leave them unset",
-            e.line,
-            "dynamo.vllm",
+        where = f"the image {e.image}" if e.image else "the script"
+        text = (
+            f"{where} runs the dynamo.vllm that another worker's --connector shows: it sets "
+            "block size 16 and turns prefix caching on when vLLM's arguments leave them unset"
         )
+        argv = e.argv
+        if not _gives_transfer_config(argv):
+            config = connector_config(["nixl"])
+            argv = (*argv, "--kv-transfer-config", json.dumps(config, separators=(",", ":")))
+            text += ", and turns its default --connector nixl into the kv-transfer config "
+            text += "NixlConnector"
+        note = Note("launcher-default", text, e.line, "dynamo.vllm")
         kept = tuple(
             n for n in e.notes if not (n.kind == "launcher-default" and n.key == "dynamo.vllm")
         )
-        out.append(replace(e, defaults={**e.defaults, **DYNAMO_DEFAULTS}, notes=(*kept, note)))
+        out.append(
+            replace(e, argv=argv, defaults={**e.defaults, **DYNAMO_DEFAULTS}, notes=(*kept, note))
+        )
     return out
 
 

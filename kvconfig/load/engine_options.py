@@ -139,8 +139,11 @@ def written_for(engine: Engine) -> str | None:
     ``opea/vllm-gaudi:1.22.0``: read with the newest). Options come and go between releases
     (vLLM 0.10 took ``--swap-space`` and ``--disable-log-requests``, later releases refuse
     them), so what that table refuses may be what the vLLM that runs takes: kvconfig cannot
-    tell, and says so rather than calling the file bad input. A known release, a channel
-    (``latest``, ``nightly``: the newest runs), Dynamo's launcher or no image: None."""
+    tell, and says so rather than calling the file bad input. NVIDIA Dynamo's runtime
+    images are such builds too: each Dynamo release bundles the vLLM it pins
+    (ai-dynamo/dynamo ``docs/reference/release-artifacts.md``), not the newest, so the
+    words ``dynamo.vllm`` hands to vLLM in one are read the same way. A known release, a
+    channel (``latest``, ``nightly``: the newest runs) or no image: None."""
     from kvconfig.load.engine_fields import split_image
     from kvconfig.mirror import versions
 
@@ -150,7 +153,7 @@ def written_for(engine: Engine) -> str | None:
         if named in versions.KNOWN or not _NUMBERED.match(named):
             return None
         return f"vLLM {named}"
-    if not engine.image or engine.entry == "dynamo.vllm":
+    if not engine.image:
         return None
     tag = split_image(engine.image)[1]
     if not tag or any(w in tag.lower() for w in _CHANNELS):

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.documents import (
     _NO_PODS,
@@ -103,12 +103,12 @@ def engines_of(
     docs = kept
     if not docs:
         if skipped:
-            raise InputError(
+            raise NoEngine(
                 f"no vLLM container found: the input holds only {_kinds(skipped)}",
                 source=source,
                 hint="pass the manifest of the Deployment (Pod, StatefulSet, ...) that runs vLLM",
             )
-        raise InputError("the input is empty", source=source, hint="pass a manifest or a file")
+        raise NoEngine("the input is empty", source=source, hint="pass a manifest or a file")
     kinds = [kind_of(d.data) for d in docs]
     if len(docs) > 1 or kinds[0] == "kubernetes":
         for doc, kind in zip(docs, kinds, strict=False):
@@ -133,6 +133,16 @@ def engines_of(
             line=1,
             hint="expected a Kubernetes manifest, production-stack or llm-d values, "
             "docker-compose, SkyPilot or Ray Serve file (docs/inputs.md)",
+        )
+    if kind == "endpoint-picker":
+        raise InputError(
+            "the values of the Inference Extension's endpoint-picker chart "
+            "(inferenceExtension) configure a router, not a vLLM engine",
+            source=source,
+            line=doc.lines.get(("inferenceExtension",)) or 1,
+            key="inferenceExtension",
+            hint="lint the model servers' values or manifest; a router in another file than "
+            "its engines is not read yet",
         )
     reader: Callable[..., list[Engine]]
     if kind == "production-stack":

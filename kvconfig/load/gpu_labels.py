@@ -8,7 +8,8 @@ or ``-SHARED`` appended on partitioned or shared GPUs); GKE sets
 ``amd.com/gpu.product-name``; Karpenter ``karpenter.k8s.aws/instance-gpu-name`` (``h100``);
 Volcengine VKE ``machine.cluster.vke.volcengine.com/gpu-name`` (``NVIDIA-L20``); the
 instance type (``node.kubernetes.io/instance-type``: ``p5.48xlarge``, ``a3-highgpu-8g``,
-``BM.GPU.H100.8``; Karpenter's ``instance-family``) where all of its GPUs are one model.
+``BM.GPU.H100.8``, ``Standard_ND96isr_H100_v5``; Karpenter's ``instance-family``) where
+all of its GPUs are one model.
 SkyPilot writes ``H100:8`` or ``A100-80GB``, Ray Serve ``A100-80G`` or
 ``AMD-Instinct-MI300X-OAM``. Each becomes one name of ``kvconfig.load.platforms``
 (``H100``, ``GH200``...), or None when kvconfig does not know the GPU.
@@ -45,7 +46,7 @@ INSTANCE_LABELS = frozenset(
 
 #: Cloud instance types (and AWS instance families) whose GPUs are all of one model: AWS
 #: EC2 accelerated computing instances, Google Cloud's GPU machine types, Oracle Cloud's
-#: GPU shapes (docs/inputs.md names the pages).
+#: GPU shapes, Azure's GPU-accelerated N-series sizes (docs/inputs.md names the pages).
 INSTANCE_GPUS = (
     (re.compile(r"^p6-b200(\.|$)"), "B200"),
     (re.compile(r"^p6e-gb200(\.|$)"), "GB200"),
@@ -63,8 +64,20 @@ INSTANCE_GPUS = (
     (re.compile(r"^a4x-highgpu-"), "GB200"),
     (re.compile(r"^a2-(high|ultra|mega)gpu-"), "A100"),
     (re.compile(r"^g2-standard-"), "L4"),
-    (re.compile(r"^(BM|VM)\.GPU\.(H100|H200|B200|GB200|L40S|A10|MI300X)(\.|$)"), ""),
+    (re.compile(r"^(BM|VM)\.GPU\.(?P<gpu>H100|H200|B200|GB200|L40S|A10|MI300X)(\.|$)"), ""),
     (re.compile(r"^BM\.GPU(4\.|\.A100)"), "A100"),
+    # Azure N-series sizes that name their GPU (Standard_ND96isr_H100_v5,
+    # Standard_NC24ads_A100_v4, Standard_ND128isr_NDR_GB200_v6), and the two that do not
+    (
+        re.compile(
+            r"^Standard_N[CDV]\d+[a-z]*((?:_[A-Za-z]+)*?)_(?P<gpu>A100|H100|H200|GB200|GB300|"
+            r"MI300X|T4|A10|V100)_v\d+$",
+            re.I,
+        ),
+        "",
+    ),
+    (re.compile(r"^Standard_ND96asr_v4$", re.I), "A100"),
+    (re.compile(r"^Standard_NC\d+s_v3$|^Standard_ND40rs_v2$", re.I), "V100"),
 )
 
 _PREFIXES = ("NVIDIA", "TESLA", "GEFORCE", "AMD", "INSTINCT", "RADEON", "QUADRO")
@@ -90,7 +103,7 @@ def instance_gpu(value: str) -> str | None:
     for pattern, gpu in INSTANCE_GPUS:
         m = pattern.match(value.strip())
         if m is not None:
-            return gpu or m.group(2)
+            return gpu or m.group("gpu").upper()
     return None
 
 

@@ -133,6 +133,9 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
         "point it at a folder with the model's config.json, or map the path to one with "
         "--model-path PATTERN=DIR",
     )
+    if not os.path.isabs(os.path.expanduser(value)):
+        raise located  # relative to the file: a folder that should be here
+    # an absolute path names the serving machine's (or pod's) folder: cannot tell here
     raise ModelUnavailable(
         located.message,
         source=located.source,

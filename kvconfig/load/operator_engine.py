@@ -48,7 +48,8 @@ class Engine:
     """vLLM's arguments after ``vllm serve`` (model positional or ``--model``), in order."""
     entry: str = "vllm serve"
     """How vLLM is started: ``vllm serve``, ``api_server``
-    (``python -m vllm.entrypoints.openai.api_server``), ``image entry point``
+    (``python -m vllm.entrypoints.openai.api_server``), ``grpc_server``
+    (``python -m vllm.entrypoints.grpc_server``), ``image entry point``
     (only ``args``: the ``vllm/vllm-openai`` image runs ``vllm serve``), ``dynamo.vllm``,
     ``ray serve``, or a chart (``production-stack``, ``llm-d``, ``kserve``)."""
     parser: str = "serve"
@@ -120,13 +121,21 @@ _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _PYTHON_VALUED = frozenset({"-W", "-X", "-Q", "-c"})
 
 
+GRPC_SERVERS = frozenset({"vllm.entrypoints.grpc_server", "vllm.entrypoints.launchers.grpc_server"})
+"""vLLM's gRPC server: ``--host``, ``--port`` and the engine's arguments (``--model`` an
+option) on a ``FlexibleArgumentParser`` (``vllm/entrypoints/launchers/grpc_server.py``,
+``main``; ``vllm.entrypoints.grpc_server`` re-exports it). Read with the ``api_server``
+rules, whose table also holds the HTTP front end's options the gRPC parser lacks."""
+
+
 def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
     """(entry, parser, argv) when ``words`` start a vLLM server, else None.
 
     Recognised: ``vllm serve`` (any path to the ``vllm`` script),
     ``python -m vllm.entrypoints.openai.api_server``, ``python -m vllm.entrypoints.cli.main
-    serve``, ``python -m dynamo.vllm`` (the arguments Dynamo passes on are split out by
-    ``kvconfig.load.dynamo``), each optionally under ``uv run``.
+    serve``, vLLM's gRPC server (``GRPC_SERVERS``), ``python -m dynamo.vllm`` (the
+    arguments Dynamo passes on are split out by ``kvconfig.load.dynamo``), each optionally
+    under ``uv run``.
     """
     w = list(words)
     if len(w) >= 2 and os.path.basename(w[0]) == "uv" and w[1] == "run":
@@ -150,6 +159,8 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
             module, rest = w[i + 1], w[i + 2 :]
             if module == "vllm.entrypoints.openai.api_server":
                 return "api_server", "api_server", rest
+            if module in GRPC_SERVERS:
+                return "grpc_server", "api_server", rest
             if module == "vllm.entrypoints.cli.main" and rest[:1] == ["serve"]:
                 return "vllm serve", "serve", rest[1:]
             if module == "dynamo.vllm":

@@ -8,6 +8,14 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
   size is ``--kv-cache-block-size`` or ``DYN_KV_CACHE_BLOCK_SIZE``, and when neither is set
   the frontend takes the block size the workers register (``components/src/dynamo/
   frontend/main.py``, ``lib/llm/src/kv_router``).
+* Dynamo's endpoint picker for the Gateway API Inference Extension (a service of
+  ``componentType: epp``, a v1beta1 component of ``type: epp``): its ``dyn-*`` scorers run
+  Dynamo's KV router in blocks of ``DYN_KV_CACHE_BLOCK_SIZE`` ("MUST equal the inference
+  engine block size": ``block_size`` of the EPP's configuration in
+  ``deploy/inference-gateway``); unset, no block size is read.
+* The same frontend and standalone router started by a launch script (``python -m
+  dynamo.frontend --router-mode kv &``), read by the one shell reader with the environment
+  the script gives each command (``routers_in_file``).
 * NVIDIA Dynamo's standalone router (``python -m dynamo.router``, any service of a
   ``DynamoGraphDeployment`` that runs it): its own block size ``--router-block-size``
   (``--block-size`` in older releases, ``DYN_ROUTER_BLOCK_SIZE``), 128 when unset; it does
@@ -17,6 +25,10 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
   it asks LMCache's controller which engine holds the longest prefix
   (``src/vllm_router/routers/routing_logic.py``: ``KvawareRouter``), so it hashes in
   LMCache's chunks, not in vLLM's blocks: read, with no block size to compare.
+  The same router set up by the operator's ``VLLMRouter`` (``spec.routingLogic``, then
+  ``spec.extraArgs``: ``operator/internal/controller/vllmrouter_controller.go``) or started
+  by a container (``vllm-router`` / ``python -m vllm_router.app``, its last
+  ``--routing-logic``, as argparse keeps it: ``src/vllm_router/parsers/parser.py``).
 * llm-d's endpoint picker (``EndpointPickerConfig``, inline in a KServe
   ``spec.router.scheduler.config.inline`` or as YAML text in chart values): the
   ``precise-prefix-cache-scorer`` / ``precise-prefix-cache-producer`` plugin's
@@ -91,6 +103,11 @@ def _frontend(name: str, words: list[str], env: Mapping[str, str]) -> Router | N
     return Router("dynamo", name, _int(size))
 
 
+def _epp(name: str, env: Mapping[str, str]) -> Router:
+    """Dynamo's endpoint picker: Dynamo's KV router in blocks of DYN_KV_CACHE_BLOCK_SIZE."""
+    return Router("dynamo", f"{name}/epp", _int(env.get("DYN_KV_CACHE_BLOCK_SIZE")))
+
+
 STANDALONE_BLOCK_SIZE = 128
 """``dynamo.router``'s ``--router-block-size`` default (``DynamoRouterArgGroup``)."""
 
@@ -121,12 +138,17 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
         found = _standalone(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "frontend":
             found = _frontend(f"{rname}/{sname}", words, env)
+        if found is None and service.get("componentType") == "epp":
+            found = _epp(f"{rname}/{sname}", env)
         if found is not None:
             yield found
     for component in listing(spec.get("components")):
-        if not isinstance(component, dict) or component.get("type") != "frontend":
+        kind = component.get("type") if isinstance(component, dict) else None
+        if kind not in ("frontend", "epp"):
             continue
+        assert isinstance(component, dict)
         pod = mapping(mapping(component.get("podTemplate")).get("spec"))
+        name = f"{rname}/{component.get('name', kind)}"
         for container in listing(pod.get("containers")):
             if not isinstance(container, dict):
                 continue
@@ -134,10 +156,11 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
                 str(w)
                 for w in [*listing(container.get("command")), *listing(container.get("args"))]
             ]
-            env = {**global_env, **_env(container.get("env"))}
-            found = _frontend(f"{rname}/{component.get('name', 'frontend')}", words, env)
+            env = {**global_env, **_env(component.get("envs")), **_env(container.get("env"))}
+            found = _frontend(name, words, env) if kind == "frontend" else _epp(name, env)
             if found is not None:
                 yield found
+                break
 
 
 def _picker(config: Mapping[str, Any]) -> Iterator[Router]:
@@ -156,14 +179,55 @@ def _picker(config: Mapping[str, Any]) -> Iterator[Router]:
         )
 
 
+def _last_option(words: list[str], name: str) -> str | None:
+    """The value argparse keeps for ``name``: its last occurrence."""
+    found = None
+    for i, w in enumerate(words):
+        if w == name and i + 1 < len(words):
+            found = words[i + 1]
+        elif w.startswith(name + "="):
+            found = w.split("=", 1)[1]
+    return found
+
+
+def _production_stack(node: Mapping[str, Any]) -> Router | None:
+    """production-stack's router in kvaware mode: a ``VLLMRouter`` or a container that
+    runs ``vllm-router`` (``python -m vllm_router.app``)."""
+    if node.get("kind") == "VLLMRouter":
+        spec = mapping(node.get("spec"))
+        words = ["--routing-logic", str(spec.get("routingLogic") or "")]
+        words += [str(w) for w in listing(spec.get("extraArgs"))]
+        name = f"VLLMRouter/{mapping(node.get('metadata')).get('name', 'unnamed')}"
+    elif isinstance(node.get("command"), list) or isinstance(node.get("args"), list):
+        words = [str(w) for w in [*listing(node.get("command")), *listing(node.get("args"))]]
+        words = [p.strip("\"'") for w in words for p in w.split()]
+        if not any(w in ("vllm_router.app", "vllm-router") or w.endswith("/vllm-router")
+                   for w in words):  # fmt: skip
+            return None
+        name = f"container/{node.get('name', 'unnamed')}"
+    else:
+        return None
+    if _last_option(words, "--routing-logic") != "kvaware":
+        return None
+    return Router("production-stack", name, None)
+
+
 def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
     """Every endpoint-picker config in a document: mappings, and YAML text holding one."""
     if depth > 24:
         return
     if isinstance(node, dict):
         spec = node.get("routerSpec")
-        if isinstance(spec, dict) and spec.get("routingLogic") == "kvaware":
-            yield Router("production-stack", "routerSpec", None)
+        if isinstance(spec, dict) and spec.get("enableRouter", True) is not False:
+            # the chart passes --routing-logic, then routerSpec.extraArgs
+            # (helm/templates/deployment-router.yaml; rendered when enableRouter is true)
+            words = ["--routing-logic", str(spec.get("routingLogic") or "")]
+            words += [str(w) for w in listing(spec.get("extraArgs"))]
+            if _last_option(words, "--routing-logic") == "kvaware":
+                yield Router("production-stack", "routerSpec", None)
+        found = _production_stack(node)
+        if found is not None:
+            yield found
         if node.get("kind") == "EndpointPickerConfig":
             yield from _picker(node)
             return
@@ -180,6 +244,64 @@ def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
         except yaml.YAMLError:
             return
         yield from _walk(inner, depth + 1)
+
+
+def _module(words: list[str]) -> str | None:
+    """The module ``python -m MODULE`` runs, else None."""
+    import os
+    import re
+
+    if not words or not re.match(r"^python(\d+(\.\d+)?)?$", os.path.basename(words[0])):
+        return None
+    for i, w in enumerate(words[1:-1], start=1):
+        if w == "-m":
+            return words[i + 1]
+        if not w.startswith("-"):
+            return None
+    return None
+
+
+def script_routers(text: str, source: str, env: Mapping[str, str] | None = None) -> list[Router]:
+    """The Dynamo frontends and standalone routers a launch script starts, each read with
+    the environment its command runs in (a variable only known at run time is unset here:
+    neither mode nor block size is guessed)."""
+    from pathlib import Path
+
+    from kvconfig.load.script_file import script_dialect
+    from kvconfig.load.shell.script import commands
+
+    label = Path(source).name or "script"
+    dialect = script_dialect(text) or "sh"
+    cmds = commands(text, dict(env or {}), source=source, line=1, key=label, dialect=dialect)
+    out: list[Router] = []
+    for cmd in cmds:
+        words = list(cmd.words)
+        module = _module(words)
+        known = {k: v for k, v in cmd.env.items() if v is not None}
+        found = None
+        if module == "dynamo.router":
+            found = _standalone(label, words, known)
+        elif module == "dynamo.frontend":
+            found = _frontend(f"{label}/dynamo.frontend", words, known)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def routers_in_file(text: str, source: str, env: Mapping[str, str] | None = None) -> list[Router]:
+    """The KV-aware routers of a file's text: a launch script's (``script_routers``), else
+    those of its YAML documents (``routers_of``; text that is not YAML holds none)."""
+    import yaml
+
+    from kvconfig.load.script_file import script_dialect
+
+    if script_dialect(text) is not None:
+        return script_routers(text, source, env)
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return []
+    return routers_of(docs)
 
 
 def routers_of(docs: list[Any]) -> list[Router]:

@@ -13,6 +13,14 @@ the decode engine of a pair (vLLM's ``KVTransferConfig.is_kv_producer`` /
 ``is_kv_consumer``); ``kv_both`` names none. A ``docker run`` of a vLLM image starts the
 image's ``vllm serve`` with the words after the image (``kvconfig.load.docker_run``), in
 the environment its ``-e`` options give.
+
+A script that runs NVIDIA Dynamo's ``python -m dynamo.vllm`` workers is read as Dynamo's
+launcher reads each command line (``kvconfig.load.dynamo_args.split_args``): its own
+options (``--connector``, ``--is-prefill-worker``, ``--disaggregation-mode``) are taken
+out, the role is the one they give, and every worker of the script runs the one
+``dynamo.vllm`` installed, so the launcher defaults one worker's ``--connector`` shows
+hold for all of them (``one_launcher``); with prefill workers, the others are the decode
+workers (``decode_workers``, Dynamo's ``main.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load.docker_run import vllm_start
 from kvconfig.load.engine_fields import check_words, image_version
 from kvconfig.load.operator_engine import Engine, Note
@@ -46,7 +54,6 @@ def engines(
     text: str, source: str, base: Path, env: Mapping[str, str] | None = None
 ) -> list[Engine]:
     """One engine per vLLM server the script starts."""
-    from kvconfig.load.reading import reading_of
     from kvconfig.load.shell import servers
     from kvconfig.load.shell.script import commands
 
@@ -63,7 +70,7 @@ def engines(
             hint="start each vLLM server in the background (&), or keep one command",
         )
     if not chosen:
-        raise InputError(
+        raise NoEngine(
             "no vLLM server found: the script starts no 'vllm serve'",
             source=source,
             line=1,
@@ -89,6 +96,14 @@ def engines(
         )
         run_env = dict(cmd.env) if container is None else container.env
         version, vnotes = image_version(container.image if container else None, cmd.line)
+        role: str | None = None
+        defaults: dict[str, object] = {}
+        if entry == "dynamo.vllm":
+            from kvconfig.load import dynamo_args
+
+            split = dynamo_args.split_args(argv, cmd.line, source)
+            argv, role, defaults = split.argv, split.role, split.defaults
+            notes = (*notes, *split.notes)
         engine = Engine(
             name=name,
             source=source,
@@ -96,6 +111,8 @@ def engines(
             argv=tuple(argv),
             entry=entry if container is None or container.entrypoint else "image entry point",
             parser=parser,
+            role=role,
+            defaults=defaults,
             env={k: v for k, v in run_env.items() if v is not None},
             env_unknown=tuple(sorted(k for k, v in run_env.items() if v is None)),
             vllm_version=version,
@@ -104,6 +121,20 @@ def engines(
             base=str(base),
             notes=notes + tuple(vnotes),
         )
-        role = _ROLES.get(reading_of(engine).kv_role or "")
-        out.append(replace(engine, role=role) if role else engine)
-    return out
+        out.append(with_kv_role(engine))
+    from kvconfig.load.dynamo_args import decode_workers, one_launcher
+
+    return decode_workers(one_launcher(out))
+
+
+def with_kv_role(engine: Engine) -> Engine:
+    """``engine`` with the role its ``--kv-transfer-config`` names when nothing else names
+    one: vLLM makes a ``kv_producer`` the prefill side of a pair and a ``kv_consumer`` the
+    decode side (``vllm/config/kv_transfer.py``: ``is_kv_producer``, ``is_kv_consumer``);
+    ``kv_both``, no connector or a value known only at run time name none."""
+    from kvconfig.load.reading import reading_of
+
+    if engine.role is not None:
+        return engine
+    role = _ROLES.get(reading_of(engine).kv_role or "")
+    return replace(engine, role=role) if role else engine

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.docker_run import vllm_start
 from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, known_versions
@@ -76,7 +76,7 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
     label = f"skypilot/{name}"
     run = data.get("run")
     if not isinstance(run, str) or not run.strip():
-        raise InputError(
+        raise NoEngine(
             "the task has no run script, so it starts no vLLM server",
             source=doc.source,
             line=doc.line("run") or 1,
@@ -150,7 +150,7 @@ def _engine(
             hint="keep one vLLM server per task",
         )
     if not starts:
-        raise InputError(
+        raise NoEngine(
             "no vLLM server found: the run script starts no 'vllm serve'",
             source=doc.source,
             line=run_line,

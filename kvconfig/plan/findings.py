@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvconfig.codes import FindingCode
-from kvconfig.errors import NoCommonKernelBlockSize, RunTimeValue
+from kvconfig.errors import ModelUnavailable, NoCommonKernelBlockSize, RunTimeValue
 from kvconfig.mirror.platform import PlatformId
 from kvconfig.mirror.selection import Selection
 from kvconfig.mirror.vote import Declared
@@ -233,6 +233,18 @@ def architecture(arch: str, source: str, snippet: str = "") -> Found:
         f"{source}: kvconfig cannot derive the KV-cache layers of architecture {arch!r} "
         "offline: the verdict is unknown (no rejection; exit 0).",
         tuple(fixes),
+    )
+
+
+def model_unavailable(err: ModelUnavailable) -> Found:
+    """KV402: the model's ``config.json`` cannot be read offline; the verdict is
+    ``unknown``."""
+    return Found(
+        FindingCode.MODEL_UNAVAILABLE,
+        None,
+        f"{err.render().removesuffix(f' ({err.hint})')}: kvconfig cannot tell the plan, so the "
+        "verdict is unknown (no rejection; exit 0).",
+        (err.hint,) if err.hint else (),
     )
 
 

@@ -22,9 +22,13 @@ from kvconfig.schemas.sizes import KernelSize, size_to_json
 _ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 #: The findings that make a verdict ``unknown``: kvconfig cannot tell the plan (the model's
-#: layers cannot be derived offline, KV401; an option that changes the plan is only known
-#: at run time, KV403).
-CANNOT_TELL = (FindingCode.ARCHITECTURE_NOT_DERIVABLE, FindingCode.RUNTIME_VALUE)
+#: layers cannot be derived offline, KV401; its config.json cannot be read offline, KV402;
+#: an option that changes the plan is only known at run time, KV403).
+CANNOT_TELL = (
+    FindingCode.ARCHITECTURE_NOT_DERIVABLE,
+    FindingCode.MODEL_UNAVAILABLE,
+    FindingCode.RUNTIME_VALUE,
+)
 
 
 class Found(NamedTuple):

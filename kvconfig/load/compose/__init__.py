@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.compose.dotenv import outside, parse_env, read_env_file
 from kvconfig.load.compose.interpolation import Interpolation
@@ -140,7 +140,7 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
                 )
             )  # fmt: skip
     if not out:
-        raise InputError(
+        raise NoEngine(
             "no vLLM service found" + (f": {'; '.join(found[:3])}" if found else ""),
             source=doc.source,
             line=doc.line("services"),

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError, describe
+from kvconfig.errors import NoEngine, describe
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
 from kvconfig.load.helm.values import _go, _Values, _ValuesShim
@@ -212,14 +212,14 @@ def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
 
                 out.append(replace(engine, name=label, model_uri=uri or None))
     if not out and skipped:
-        raise InputError(
+        raise NoEngine(
             f"no vLLM container found: {'; '.join(skipped)}, not vLLM",
             source=doc.source,
             line=1,
             hint="kvconfig plans vLLM engines; the simulator has no KV cache to check",
         )
     if not out:
-        raise InputError(
+        raise NoEngine(
             "no vLLM container found in the decode or prefill sections",
             source=doc.source,
             line=1,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kvconfig.errors import NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import check_words, mapping
 from kvconfig.load.helm.values import _go, _truthy, _Values, _ValuesShim
@@ -20,19 +21,21 @@ def production_stack(doc: _yaml.Document, base: Path) -> list[Engine]:
     values = _Values(doc)
     spec = doc.data["servingEngineSpec"]
     if spec.get("enableEngine") is False:
-        raise values.err(
+        raise NoEngine(
             "is false: the chart starts no vLLM engine",
-            ("servingEngineSpec", "enableEngine"),
-            "servingEngineSpec.enableEngine",
-            "set enableEngine: true, or lint the values that enable it",
+            source=doc.source,
+            line=doc.line("servingEngineSpec", "enableEngine"),
+            key="servingEngineSpec.enableEngine",
+            hint="set enableEngine: true, or lint the values that enable it",
         )
     models = spec.get("modelSpec")
     if not isinstance(models, list) or not models:
-        raise values.err(
+        raise NoEngine(
             "no modelSpec entries: the chart starts no vLLM engine",
-            ("servingEngineSpec",),
-            "servingEngineSpec.modelSpec",
-            "add a modelSpec entry with name, repository, tag and modelURL",
+            source=doc.source,
+            line=doc.line("servingEngineSpec"),
+            key="servingEngineSpec.modelSpec",
+            hint="add a modelSpec entry with name, repository, tag and modelURL",
         )
     port = str(spec.get("containerPort") or 8000)
     out: list[Engine] = []

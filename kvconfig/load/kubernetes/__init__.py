@@ -2,7 +2,9 @@
 
 Every pod template of every resource is read: ``Pod``, ``Deployment``, ``StatefulSet``,
 ``ReplicaSet``, ``DaemonSet``, ``Job``, ``CronJob``, ``LeaderWorkerSet`` (leader and worker
-templates) and any custom resource that holds a pod spec (a mapping with ``containers``).
+templates; a ``vllm serve --headless`` worker is part of its leader's engine),
+``DisaggregatedSet`` (one LeaderWorkerSet per role, the role's name its pods' role) and
+any custom resource that holds a pod spec (a mapping with ``containers``).
 A container is a vLLM engine when its command line starts a vLLM server
 (``kvconfig.load.engines.server_start``), directly, in a ``sh -c``/``bash -c`` script
 (``kvconfig.load.shell``), or as the ``args`` of a vLLM image's own entry point.

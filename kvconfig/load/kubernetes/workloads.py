@@ -7,12 +7,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError
+from kvconfig.errors import NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
+from kvconfig.load.kubernetes.lws import worker_engines
 from kvconfig.load.kubernetes.resources import Found, Pod, Resource
 from kvconfig.load.operator_engine import Engine
+from kvconfig.load.script_file import with_kv_role
 
 
 def _pod_specs(res: Resource) -> list[tuple[tuple[str | int, ...], str]]:
@@ -23,19 +25,49 @@ def _pod_specs(res: Resource) -> list[tuple[tuple[str | int, ...], str]]:
     if kind == "Pod":
         return [(("spec",), "")] if isinstance(spec, dict) else []
     if kind == "LeaderWorkerSet" and isinstance(spec, dict):
-        lwt = spec.get("leaderWorkerTemplate")
+        return _lws_pod_specs(spec, ("spec",), "")
+    if kind == "DisaggregatedSet" and isinstance(spec, dict):
         out: list[tuple[tuple[str | int, ...], str]] = []
-        if isinstance(lwt, dict):
-            for which in ("leaderTemplate", "workerTemplate"):
-                tpl = lwt.get(which)
-                if isinstance(tpl, dict) and isinstance(tpl.get("spec"), dict):
-                    out.append((("spec", "leaderWorkerTemplate", which, "spec"), which[:-8]))
+        for i, role in enumerate(spec.get("roles") or []):
+            if isinstance(role, dict) and isinstance(role.get("spec"), dict):
+                part = f"{role.get('name', i)}."
+                out += _lws_pod_specs(role["spec"], ("spec", "roles", i, "spec"), part)
         return out
     found: list[tuple[str | int, ...]] = []
     _find_pod_specs(spec, ("spec",), found, 0)
     if len(found) == 1:
         return [(found[0], "")]
     return [(p, _name_part(p)) for p in found]
+
+
+def _lws_pod_specs(
+    spec: Mapping[str, Any], at: tuple[str | int, ...], part: str
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """The leader's and the workers' pod specs of a LeaderWorkerSet spec at ``at``."""
+    lwt = spec.get("leaderWorkerTemplate")
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    if isinstance(lwt, dict):
+        for which in ("leaderTemplate", "workerTemplate"):
+            tpl = lwt.get(which)
+            if isinstance(tpl, dict) and isinstance(tpl.get("spec"), dict):
+                out.append(((*at, "leaderWorkerTemplate", which, "spec"), part + which[:-8]))
+    return out
+
+
+def _lws_of(res: Resource, path: tuple[str | int, ...]) -> tuple[Mapping[str, Any], str | None]:
+    """The LeaderWorkerSet spec around a pod spec, and its DisaggregatedSet role name.
+
+    A ``DisaggregatedSet`` (``api/disaggregatedset/v1/disaggregatedset_types.go``) creates
+    one LeaderWorkerSet per ``spec.roles[i]``, whose ``spec`` is that set's spec (its
+    ``replicas`` defaults to 1, as a LeaderWorkerSet's does); the role's ``name`` is the
+    role its pods serve."""
+    kind = res.data.get("kind")
+    if kind == "LeaderWorkerSet":
+        return res.data["spec"], None
+    if kind == "DisaggregatedSet" and len(path) > 3 and path[1] == "roles":
+        role = res.data["spec"]["roles"][path[2]]
+        return role["spec"], str(role.get("name"))
+    return {}, None
 
 
 def _name_part(path: tuple[str | int, ...]) -> str:
@@ -97,6 +129,17 @@ def _storm_role(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]
     return {}
 
 
+def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
+    """A replica count is an integer: the API server refuses the resource otherwise."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise res.err(
+            f"expected an integer replica count, got {value!r}"[:200],
+            path,
+            ".".join(map(str, path)),
+            "write the number of pods, e.g. replicas: 1",
+        )
+
+
 def resource_engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
@@ -105,10 +148,14 @@ def resource_engines(
     data = res.data
     rname = _resource_name(res)
     replicas = data.get("spec", {}).get("replicas") if isinstance(data.get("spec"), dict) else None
+    _count(res, replicas, ("spec", "replicas"))
     for path, part in _pod_specs(res):
         labels = _template_labels(res, path)
         storm = _storm_role(res, path)
-        role = labels.get("llm-d.ai/role") or storm.get("name")
+        if storm:
+            _count(res, storm.get("replicas"), (*path[: path.index("roles") + 2], "replicas"))
+        lws, lws_role = _lws_of(res, path)
+        role = labels.get("llm-d.ai/role") or storm.get("name") or lws_role
         name = f"{rname}/{part}" if part else rname
         server = server_pod(res, path)
         pod = Pod(res, path, name, block_lines=block_lines)
@@ -119,11 +166,17 @@ def resource_engines(
         pod.role = role if role in ("prefill", "decode") else None
         env_base: dict[str, str] = {}
         env_unknown: list[str] = []
-        if data.get("kind") == "LeaderWorkerSet":
-            size = data["spec"]["leaderWorkerTemplate"].get("size")
+        if lws:
+            size = lws["leaderWorkerTemplate"].get("size", 1)
             if isinstance(size, int):
                 pod.parallelism["nodes"] = size
-            env_base, env_unknown = _lws_env(size, part)
+            # without a leaderTemplate the worker template is the leader's too: a group of
+            # one is its leader alone (LWS_WORKER_INDEX 0)
+            alone = size == 1 and "leaderTemplate" not in lws["leaderWorkerTemplate"]
+            leads = part.endswith("leader") or alone
+            env_base, env_unknown = _lws_env(size, "leader" if leads else part)
+            if lws_role is not None:
+                replicas = lws.get("replicas", 1)
         if isinstance(replicas, int):
             pod.parallelism["replicas"] = replicas
         if isinstance(storm.get("replicas"), int):
@@ -133,10 +186,29 @@ def resource_engines(
         if not isinstance(containers, list):
             continue
         for i in range(len(containers)):
-            out.extend(
-                read_container(pod, i, base, found, env_base=env_base, env_unknown=env_unknown)
-            )
-    return out
+            if lws:  # each worker index read, for a script that branches on it
+                size = lws["leaderWorkerTemplate"].get("size", 1)
+                read = worker_engines(
+                    pod, i, base, found, size=size, env_base=env_base, env_unknown=env_unknown
+                )
+            else:
+                read = read_container(
+                    pod, i, base, found, env_base=env_base, env_unknown=env_unknown
+                )
+            # a pod no label or role names is the side its kv-transfer config says
+            out.extend(with_kv_role(e) for e in read)
+    return _serving(out)
+
+
+def _serving(engines: list[Engine]) -> list[Engine]:
+    """The engines that serve: ``vllm serve --headless`` starts no API server, only the
+    engine cores of a group whose API server another pod runs (``vllm/entrypoints/cli/
+    serve.py``: ``run_headless``; a LeaderWorkerSet's workers beside its leader), so it is
+    part of that engine, not one of its own, when the resource has one that serves."""
+    headless = [e for e in engines if e.entry != "dynamo.vllm" and "--headless" in e.argv]
+    if not headless or len(headless) == len(engines):
+        return engines
+    return [e for e in engines if e not in headless]
 
 
 def _lws_env(size: Any, part: str) -> tuple[dict[str, str], list[str]]:
@@ -197,6 +269,10 @@ def engines(
             from kvconfig.load import vllm_runtime
 
             out.extend(vllm_runtime.engines(res, base, found, blocks))
+        elif kind == "Model" and str(res.data.get("apiVersion", "")).startswith("kubeai.org/"):
+            from kvconfig.load import kubeai
+
+            out.extend(kubeai.engines(res, base, found, blocks))
         else:
             out.extend(resource_engines(res, base, found, blocks))
     if not out:
@@ -210,7 +286,7 @@ def engines(
             kinds = sorted({str(r.data.get("kind")) for r in resources} | set(skipped))
             message = f"no vLLM container found: no pod template in {', '.join(kinds)}"
             line = resources[0].line() if resources else None
-        raise InputError(
+        raise NoEngine(
             message,
             source=source,
             line=line,
