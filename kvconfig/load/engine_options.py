@@ -41,6 +41,7 @@ PLAN_OPTIONS = (
     "attention-config",
     "speculative-config",
     "kv-transfer-config",
+    "kv-offloading-backend",
     "kv-cache-dtype",
     "tensor-parallel-size",
     "hf-overrides",
