@@ -26,6 +26,14 @@ MOONCAKE_CONNECTORS = frozenset({"MooncakeConnector"})
 OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector"})
 """The native offloading connector (``offloading_connector.py``)."""
 
+EXTRA_CONFIG_READ = frozenset(
+    {*NIXL_CONNECTORS, *MOONCAKE_CONNECTORS, *OFFLOADING_CONNECTORS, "MultiConnector"}
+    | {"PdConnector", "SimpleCPUOffloadConnector"}
+)
+"""Connectors whose ``kv_connector_extra_config`` kvconfig's rules read (the chained
+connectors, the offloading block size and tiers, NIXL's handshake settings); the others'
+extra configuration (LMCache's, P2P NCCL's) changes no page size, group or layout."""
+
 SUPPORTS_HMA = frozenset(
     {
         "DecodeBenchConnector",
