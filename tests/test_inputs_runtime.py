@@ -207,7 +207,9 @@ spec:
           command: ["/bin/sh", "-c"]
           args:
             - |
-              exec vllm serve Qwen/Qwen3-8B --kv-transfer-config '{"kv_connector": "CONNECTOR", "kv_role": "kv_producer", "kv_connector_extra_config": {"port": "'"$(hostname)"'"}}'
+              exec vllm serve Qwen/Qwen3-8B --kv-transfer-config \\
+              '{"kv_connector": "CONNECTOR", "kv_role": "kv_producer", '\\
+              '"kv_connector_extra_config": {"port": "'"$(hostname)"'"}}'
 """
 
 
