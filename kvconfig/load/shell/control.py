@@ -8,11 +8,13 @@ copy of the state and keeps what they agree on. Simple commands are run by the s
 from __future__ import annotations
 
 import contextlib
+import re
 
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
+from kvconfig.load.shell.arith import arith_value
 from kvconfig.load.shell.fields import _Fields
 from kvconfig.load.shell.state import MAX_LOOP, MAX_STEPS, _merge, _State
 
@@ -95,6 +97,8 @@ class _Control(_Fields):
             status = self.run_for(node)
         elif isinstance(node, p.Loop):
             status = self.run_loop(node)
+        elif isinstance(node, p.ArithFor):
+            status = self.run_arith_for(node)
         elif isinstance(node, p.Function):
             st.functions[node.name] = node.body
             status = 0
@@ -232,6 +236,77 @@ class _Control(_Fields):
                 if jump.kind == "break":
                     break
         return status
+
+    def run_arith_for(self, node: p.ArithFor) -> int | None:
+        """bash's ``for (( init; test; step ))``: init once, then the body and the step
+        while the test is not 0 (an empty test is 1), each an arithmetic expression (the
+        bash manual, Looping Constructs). A value only known at run time makes the body a
+        run-time choice, run once with the variables it assigns unknown."""
+        parts = node.expression.split(";")
+        if len(parts) != 3:
+            raise InputError(
+                f"the for (( )) on line {self.at(node.line)} needs three expressions",
+                source=self.source,
+                line=self.at(node.line),
+                key=self.key,
+                hint="write for (( init; test; step ))",
+            )
+        init, test, step = parts
+        names = re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%]?=(?!=)|\+\+|--)", node.expression)
+        names += re.findall(r"(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)", node.expression)
+        status: int | None = 0
+        if self.arith_effects(init):
+            for _ in range(MAX_LOOP):
+                go = arith_value(test, self.arith_var) if test.strip() else 1
+                if go is None:
+                    break
+                if go == 0:
+                    return status
+                try:
+                    status = self.run_node(node.body)
+                except _Jump as jump:
+                    if jump.count > 1:
+                        raise _Jump(jump.kind, jump.count - 1) from None
+                    if jump.kind == "break":
+                        return 0
+                if not self.arith_effects(step):
+                    break
+            else:
+                self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
+                raise _Stop
+        reason = self.reason(node.line, "the test of the for (( )) loop")
+
+        def unknown() -> None:
+            for name in names:
+                self.assign(name, None, reason)
+
+        return self.fork([[node.body], []], reason, self.loop_body, [unknown, None])
+
+    def arith_effects(self, text: str) -> bool:
+        """Run ``NAME=E``, ``NAME op= E``, ``NAME++``, ``++NAME`` (comma-separated) or an
+        expression without effect; False when a value is only known at run time."""
+        for item in text.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            m = re.fullmatch(r"(\+\+|--)\s*([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(\+\+|--)", item)
+            if m:
+                name = m.group(2) or m.group(3)
+                op = m.group(1) or m.group(4)
+                expr = f"{name} {op[0]} 1"
+            else:
+                m = re.fullmatch(r"([A-Za-z_]\w*)\s*([-+*/%]?)=(?!=)(.*)", item, re.S)
+                if m is None:
+                    if arith_value(item, self.arith_var) is None:
+                        return False
+                    continue
+                name, op, rhs = m.group(1), m.group(2), m.group(3)
+                expr = f"{name} {op} ({rhs})" if op else rhs
+            value = arith_value(expr, self.arith_var)
+            if value is None:
+                return False
+            self.assign(name, str(value))
+        return True
 
     def loop_body(self, body: p.Node) -> int | None:
         try:

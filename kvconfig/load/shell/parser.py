@@ -78,6 +78,15 @@ class For:
 
 
 @dataclass
+class ArithFor:
+    """bash's ``for (( init; test; step )); do body; done``."""
+
+    expression: str
+    body: Sequence
+    line: int
+
+
+@dataclass
 class Case:
     """``case word in p1|p2) body ;; esac``."""
 
@@ -104,7 +113,7 @@ class Function:
     line: int
 
 
-Node = Simple | Pipeline | AndOr | Sequence | If | Loop | For | Case | Group | Function
+Node = Simple | Pipeline | AndOr | Sequence | If | Loop | For | ArithFor | Case | Group | Function
 
 _RESERVED = frozenset(
     {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for"}
@@ -264,6 +273,15 @@ class _Parser:
         if text == "for":
             self.k += 1
             name_tok = self.peek()
+            if isinstance(name_tok, _Word) and name_tok.parts[0].kind == "arithfor":
+                self.k += 1
+                self.newlines()
+                if self.is_op(";", "\n"):
+                    self.k += 1
+                self.expect_word("do", "the for", line)
+                body = self.sequence()
+                self.expect_word("done", "the for", line)
+                return ArithFor(name_tok.parts[0].text, body, line)
             if not isinstance(name_tok, _Word) or word_text(name_tok) is None:
                 raise self.err(f"the for on line {line} names no variable", line)
             name = word_text(name_tok) or ""

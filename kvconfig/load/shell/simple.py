@@ -15,6 +15,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
+from kvconfig.load.shell.globs import _has_glob
 from kvconfig.load.shell.scope import _Scope
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
 from kvconfig.load.shell.words import _Part, _Word
@@ -75,6 +76,10 @@ class _Shell(_Scope):
         local: dict[str, str | None] = {}
         for name, value, _what, _append in assigns:
             local[name] = value
+        if self.dialect == "bash" and not unknown_at and expanded[:1] == ["[["]:
+            literal = _literal_match(words, expanded[1:-1])
+            if literal is not None:
+                return literal
         return self.command(expanded, unknown_at, local, line, background)
 
     def command(
@@ -277,3 +282,19 @@ class _Shell(_Scope):
         if replaces and not background:
             raise _Stop
         return None
+
+
+def _literal_match(words: list[_Word], args: list[str]) -> int | None:
+    """``[[ A == B ]]`` / ``=`` / ``!=`` whose right side, as written, holds no pattern
+    character outside quotes: bash matches it as a plain string ("any part of the pattern
+    may be quoted to force the quoted portion to be matched as a string": the bash manual,
+    Conditional Constructs). None where the right side is a pattern kvconfig does not match
+    or the test is another one."""
+    if len(args) != 3 or args[1] not in ("=", "==", "!=") or len(words) != 5:
+        return None
+    right = words[3]
+    if not all(part.quoted or (part.kind == "lit" and not _has_glob(part.text)) for part in right.parts):
+        return None
+    same = args[0] == args[2]
+    return 0 if same == (args[1] != "!=") else 1
+
