@@ -288,6 +288,29 @@ def test_standalone_dynamo_router(extra: str, block: int) -> None:
     assert [(r.kind, r.block_size) for r in got] == [("dynamo", block)]
 
 
+@pytest.mark.parametrize(
+    ("args", "block"), [("", 128), (" --block-size 32", 32), (" --block-size=$B", 48)]
+)
+def test_prefill_router_in_a_script(args: str, block: int) -> None:
+    """The older dynamo.prefill_router is a KV router over the prefill workers in blocks of
+    its own --block-size (argparse, default 128), started by a launch script as by a graph."""
+    from kvconfig.load.routers import script_routers
+
+    text = f"#!/bin/bash\nB=48\npython -m dynamo.prefill_router --namespace dynamo{args} &\n"
+    got = script_routers(text, "launch.sh")
+    assert [(r.kind, r.block_size) for r in got] == [("dynamo", block)]
+    graph = STANDALONE.replace("dynamo.router]", "dynamo.prefill_router]").replace(
+        "[--endpoint, dynamo.prefill.generate%s]", f"[--block-size, '{block}']"
+    )
+    assert [r.block_size for r in routers_of_text(graph)] == [block]
+
+
+def routers_of_text(text: str) -> list[Any]:
+    from kvconfig.load.routers import routers_of
+
+    return routers_of([yaml.safe_load(text)])
+
+
 EPP = """
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
