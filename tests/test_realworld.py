@@ -537,6 +537,18 @@ def test_disaggregated_set(replicas: int) -> None:
     assert got == [("decode", 1, 1), ("prefill", replicas, 2)]
 
 
+@pytest.mark.parametrize("slices", [1, 2, 5])
+def test_disaggregated_set_slices(slices: int) -> None:
+    """spec.slices copies every role (one LeaderWorkerSet per role and slice): each role
+    runs replicas x slices groups; a slice count that is not an integer is bad input."""
+    text = DISAGG_SET.replace("spec:\n  roles:", f"spec:\n  slices: {slices}\n  roles:") % 3
+    engines = engines_in(text, "<ds>")
+    got = sorted((e.role, e.parallelism.get("replicas")) for e in engines)
+    assert got == [("decode", slices), ("prefill", 3 * slices)]
+    with pytest.raises(InputError, match="integer"):
+        engines_in(text.replace(f"slices: {slices}", "slices: two"), "<ds>")
+
+
 def test_endpoint_picker_values_are_not_a_serve_config() -> None:
     """The Inference Extension's EPP chart values configure a router: bad input that says
     so, at the inferenceExtension key, not a vLLM config without a model."""
