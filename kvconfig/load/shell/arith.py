@@ -143,4 +143,3 @@ def arith_value(text: str, variable: Callable[[str], int | None]) -> int | None:
         return arith(text, variable)
     except ValueError:
         return None
-

@@ -85,4 +85,3 @@ def doubtful(word: _Word) -> bool:
         if "," in body or ".." in body or "\0" in body or "{" in body:
             return True
     return False
-

@@ -252,7 +252,9 @@ class _Control(_Fields):
                 hint="write for (( init; test; step ))",
             )
         init, test, step = parts
-        names = re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%]?=(?!=)|\+\+|--)", node.expression)
+        names = re.findall(
+            r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%]?=(?!=)|\+\+|--)", node.expression
+        )
         names += re.findall(r"(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)", node.expression)
         status: int | None = 0
         if self.arith_effects(init):
@@ -285,8 +287,8 @@ class _Control(_Fields):
     def arith_effects(self, text: str) -> bool:
         """Run ``NAME=E``, ``NAME op= E``, ``NAME++``, ``++NAME`` (comma-separated) or an
         expression without effect; False when a value is only known at run time."""
-        for item in text.split(","):
-            item = item.strip()
+        for raw in text.split(","):
+            item = raw.strip()
             if not item:
                 continue
             m = re.fullmatch(r"(\+\+|--)\s*([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(\+\+|--)", item)

@@ -273,22 +273,14 @@ class _Parser:
         if text == "for":
             self.k += 1
             name_tok = self.peek()
-            if isinstance(name_tok, _Word) and name_tok.parts[0].kind == "arithfor":
-                self.k += 1
-                self.newlines()
-                if self.is_op(";", "\n"):
-                    self.k += 1
-                self.expect_word("do", "the for", line)
-                body = self.sequence()
-                self.expect_word("done", "the for", line)
-                return ArithFor(name_tok.parts[0].text, body, line)
-            if not isinstance(name_tok, _Word) or word_text(name_tok) is None:
+            arith = isinstance(name_tok, _Word) and name_tok.parts[0].kind == "arithfor"
+            if not isinstance(name_tok, _Word) or (word_text(name_tok) is None and not arith):
                 raise self.err(f"the for on line {line} names no variable", line)
-            name = word_text(name_tok) or ""
+            name = name_tok.parts[0].text if arith else word_text(name_tok) or ""
             self.k += 1
             words: list[_Word] | None = None
             self.newlines()
-            if self.is_word("in"):
+            if self.is_word("in") and not arith:
                 self.k += 1
                 words = []
                 while isinstance(self.peek(), _Word):
@@ -301,7 +293,7 @@ class _Parser:
             self.expect_word("do", "the for", line)
             body = self.sequence()
             self.expect_word("done", "the for", line)
-            return For(name, words, body, line)
+            return ArithFor(name, body, line) if arith else For(name, words, body, line)
         if text == "case":
             return self.case(line)
         if text == "function":

@@ -293,8 +293,9 @@ def _literal_match(words: list[_Word], args: list[str]) -> int | None:
     if len(args) != 3 or args[1] not in ("=", "==", "!=") or len(words) != 5:
         return None
     right = words[3]
-    if not all(part.quoted or (part.kind == "lit" and not _has_glob(part.text)) for part in right.parts):
+    if not all(
+        part.quoted or (part.kind == "lit" and not _has_glob(part.text)) for part in right.parts
+    ):
         return None
     same = args[0] == args[2]
     return 0 if same == (args[1] != "!=") else 1
-
