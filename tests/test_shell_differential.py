@@ -214,7 +214,7 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     "[[ == ]] on a string": (
         'if [[ "${D:-cuda}" == "xpu" ]]; then W=KV_A=x; else W=KV_A=c; fi\n'
         'env "$W" vllm serve m; [[ abc != ab"c" ]] || vllm serve n\n'
-        "[[ abc == a* ]] && vllm serve p",
+        "[[ abc == a* ]] && vllm serve p; [[ a{b,c} == 'a{b,c}' ]] && vllm serve q",
         {"D": None},
         ("bash",),
     ),

@@ -54,8 +54,10 @@ class _Shell(_Scope):
             assigns.append((name, value, what, append))
         expanded: list[str] = []
         unknown_at: list[tuple[int, str]] = []
+        # bash expands no braces between [[ and ]] (the bash manual, Conditional Constructs)
+        expand = self.expand_one if rest and rest[0].raw() == "[[" else self.expand_word
         for w in rest:
-            fields, unknown = self.expand_word(w)
+            fields, unknown = expand(w)
             for what in unknown:
                 unknown_at.append((len(expanded), what))
             expanded.extend(fields)
