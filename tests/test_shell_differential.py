@@ -194,6 +194,35 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "brace expansion": (
+        "for i in {0..2}; do vllm serve m --data-parallel-rank $i; done\n"
+        'vllm serve a{b,c}d {01..03} {c..a} "{1..2}" {1..5..2} {x} {} x{a,"b c"}',
+        {},
+        BOTH,
+    ),
+    "arithmetic for": (
+        "for ((i=0; i<N; i++)); do vllm serve m --rank $((i + 10)); done\n"
+        "for (( j = 5 ; j > 1 ; j -= 2 )) ; do vllm serve j$j; done; for ((;;)); do break; done",
+        {"N": "3"},
+        ("bash",),
+    ),
+    "arithmetic for on a run-time bound": (
+        "for ((i=0; i<N; i++)); do vllm serve m --rank $i; done",
+        {"N": None},
+        ("bash",),
+    ),
+    "[[ == ]] on a string": (
+        'if [[ "${D:-cuda}" == "xpu" ]]; then W=KV_A=x; else W=KV_A=c; fi\n'
+        'env "$W" vllm serve m; [[ abc != ab"c" ]] || vllm serve n\n'
+        "[[ abc == a* ]] && vllm serve p; [[ a{b,c} == 'a{b,c}' ]] && vllm serve q",
+        {"D": None},
+        ("bash",),
+    ),
+    "[[ == ]] on a known string": (
+        'if [[ "${D:-cuda}" == "xpu" ]]; then W=KV_A=x; else W=KV_A=c; fi\nenv "$W" vllm serve m',
+        {},
+        ("bash",),
+    ),
     "bash expansions": ("X=abcabc; vllm serve ${X/b/B} ${X//b/B} ${X:1:3} ${X^^}", {}, ("bash",)),
     "required variable unset": ('vllm serve "${MODEL:?set MODEL}"', {}, BOTH),
     "eval": ('ARGS="--block-size 16 --x \'{\\"a\\": 1}\'"; eval "vllm serve m $ARGS"', {}, BOTH),

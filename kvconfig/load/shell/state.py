@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kvconfig.load.shell import parser as p
+from kvconfig.load.shell import nodes as N
 
 MAX_EVAL_DEPTH = 8
 """Deepest nesting of ``eval``, ``sh -c`` and function calls kvconfig follows."""
@@ -52,7 +52,7 @@ class _State:
     args: list[str] | None
     arrays: dict[str, list[str | None]] = field(default_factory=dict)
     readonly: set[str] = field(default_factory=set)
-    functions: dict[str, p.Node] = field(default_factory=dict)
+    functions: dict[str, N.Node] = field(default_factory=dict)
     when: tuple[str, ...] = ()
     branch: tuple[tuple[int, int], ...] = ()
     why: dict[str, str] = field(default_factory=dict)
