@@ -109,10 +109,12 @@ class _Shell(_Scope):
                 args = args[:-1]
             if head == "[[":
                 args = args[:-1]
-            result = _test(args, self.dialect, head == "[[")
+            result = _test(args, self.dialect, head == "[[", self.state.nocase)
             if result is None:
                 self.last_unknown = "a file or an option test"
             return result
+        if head == "shopt" and "nocasematch" in words:
+            self.state.nocase = True  # set or unset: from here [[ == ]] is left undecided
         if head in ("echo", "printf") and not (head == "printf" and words[1:2] == ["-v"]):
             return 0
         if head in ("export", "readonly", "declare", "typeset", "local"):
