@@ -191,3 +191,35 @@ def test_env_settles_a_variable_compose_passes_through(tmp_path: Path) -> None:
     assert plan["groups"][0]["block_size"] == 32
     assert plan["operator_engine"]["reading"]["block_size"] == 32
     assert "KV403" not in out
+
+
+_EXTRA = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: qwen3}
+spec:
+  template:
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              exec vllm serve Qwen/Qwen3-8B --kv-transfer-config \\
+              '{"kv_connector": "CONNECTOR", "kv_role": "kv_producer", '\\
+              '"kv_connector_extra_config": {"port": "'"$(hostname)"'"}}'
+"""
+
+
+def test_a_run_time_word_in_an_extra_config_no_plan_reads_is_no_unknown(tmp_path: Path) -> None:
+    """LMCache's extra configuration changes no page size: the pod's host name in it
+    leaves the plan known. NIXL's is read by the fleet rules: there it is unknown."""
+    for connector, verdict in (("LMCacheConnectorV1", "ok"), ("NixlConnector", "unknown")):
+        path = _file(tmp_path, _EXTRA.replace("CONNECTOR", connector))
+        code, out, err = _run("lint", "--format", "json", "--model-path", QWEN, path)
+        assert code == 0, err
+        plan = json.loads(out)
+        assert plan["verdict"] == verdict, (connector, plan["findings"])
+        assert plan["operator_engine"]["reading"]["connector"] == connector

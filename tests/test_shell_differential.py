@@ -254,6 +254,53 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": "ab"},
         ("bash",),
     ),
+    "double bracket patterns, quoted parts literal": (
+        "Y='a*'; Z=ab.c\n"
+        '[[ $Z == a* ]] && vllm serve 1; [[ $Z == "a*" ]] && vllm serve 2\n'
+        "[[ $Z = *.c ]] && vllm serve 3; [[ $Z != hf_* ]] && vllm serve 4\n"
+        '[[ ! $Z == $Y ]] || vllm serve 5; [[ $Z == "$Y" ]] || vllm serve 6\n'
+        '[[ "a b" == "a b" ]] && vllm serve 7; [[ $Z == a?.[bc] ]] && vllm serve 8\n'
+        "[[ ${Z^^} == AB* ]] && vllm serve 9; [[ $U == '' ]] && vllm serve 10",
+        {},
+        ("bash",),
+    ),
+    "double bracket token check": (
+        'if [[ "$HF_TOKEN" != hf_* ]]; then exit 1; fi; vllm serve m',
+        {"HF_TOKEN": "hf_abc"},
+        ("bash",),
+    ),
+    "IFS is space, tab, newline in a new shell, whatever the environment says": (
+        'X=a:b; vllm serve "[$IFS]" $X; sh -c \'Y=c:d; vllm serve "[$IFS]" $Y\'',
+        {"IFS": ":"},
+        BOTH,
+    ),
+    "IFS set in the script": ('IFS=:; X=a:b; vllm serve "[$IFS]" $X', {}, BOTH),
+    "read -a from a here-string, a loop over the indices": (
+        "G=${G:-1,2,3}; IFS=',' read -ra ARR <<< \"$G\"\n"
+        'for i in "${!ARR[@]}"; do KV_A=$i vllm serve "${ARR[$i]}" --port $((22001 + i)) & done\n'
+        'wait; read -r -a B <<< " a  b ,c"; vllm serve "${#B[@]}" "${B[@]}"\n'
+        'IFS=, read -a C <<< "x,,y,"; vllm serve "${!C[@]}" "${C[@]}" ${!C[*]} "${!U[@]}" e',
+        {"G": "7,8"},
+        ("bash",),
+    ),
+    "here-strings after compound commands": (
+        'while read -r l; do vllm serve "$l"; done <<< "a b"; { vllm serve b; } <<< x\n'
+        "if true; then vllm serve c; fi <<< y; for i in 1; do vllm serve $i; done <<<z\n"
+        "cat <<< x | vllm serve d; vllm serve e <<< 'f g'",
+        {},
+        ("bash",),
+    ),
+    "read -a from a run-time here-string": (
+        "IFS=',' read -ra ARR <<< \"$G\"\n"
+        'for i in "${!ARR[@]}"; do vllm serve "${ARR[$i]}" & done; wait; vllm serve end',
+        {"G": None},
+        ("bash",),
+    ),
+    "double bracket on a run-time value": (
+        '[[ "$HF_TOKEN" != hf_* ]] && exit 1; vllm serve m',
+        {"HF_TOKEN": None},
+        ("bash",),
+    ),
     "double bracket, a pattern with no pattern character": (
         'if [[ "${X,,}" == "xpu" ]]; then A=KV_A; else A=KV_B; fi; env "$A=1" vllm serve m',
         {"X": "XPU"},

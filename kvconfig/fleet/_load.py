@@ -198,7 +198,13 @@ def load(
         merged = with_offload(kv_transfer_of(opts_obj.values, opts_obj.source), offload)
         opts_obj.values["kv-transfer-config"] = merged
     merged_env = {**opts_obj.env, **env}
-    connector = kv_transfer_of(opts_obj.values, opts_obj.source)
+    from kvconfig.mirror.connectors.registry import effective_kv_transfer
+
+    connector = effective_kv_transfer(
+        kv_transfer_of(opts_obj.values, opts_obj.source), opts_obj.values, merged_env
+    )
+    if connector is not None:  # the connector --kv-offloading-size makes (VllmConfig)
+        opts_obj.values["kv-transfer-config"] = connector
     if connector is not None and opts_obj.values.get("disable-hybrid-kv-cache-manager") is None:
         from kvconfig.mirror.connectors.registry import supports_hma
 

@@ -22,6 +22,7 @@ PLAN_ENV = (
     "VLLM_HAS_FLASHINFER_CUBIN",
     "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE",
     "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+    "VLLM_USE_SIMPLE_KV_OFFLOAD",
 )
 
 #: Accepted values of the plan-changing environment variables, as vLLM reads them
@@ -33,6 +34,7 @@ ENV_CHOICES: dict[str, tuple[str, ...] | None] = {
     "VLLM_MLA_DISABLE": None,
     "VLLM_HAS_FLASHINFER_CUBIN": None,
     "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": None,
+    "VLLM_USE_SIMPLE_KV_OFFLOAD": None,
     "VLLM_KV_CACHE_LAYOUT": ("LBNHC", "LBHNC", "LHBNC", "NHD", "HND", "BLHNC", "BLNHC", "BHLNC"),
 }
 

@@ -18,6 +18,7 @@ Errors about the engine's own file name the engine: ``FILE:LINE: ENGINE: KEY: ..
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -41,6 +42,7 @@ PLAN_OPTIONS = (
     "attention-config",
     "speculative-config",
     "kv-transfer-config",
+    "kv-offloading-backend",
     "kv-cache-dtype",
     "tensor-parallel-size",
     "hf-overrides",
@@ -212,8 +214,28 @@ def run_time_words(
             continue
         what = note.message.split(" in argument ", 1)[0]
         for option in options:
-            if any(what in word for word in _words(values.get(option))):
+            words = [w for w in _words(values.get(option)) if what in w]
+            if option == "kv-transfer-config" and all(_inert(w, what) for w in words):
+                continue
+            if words:
                 yield option, what, note.line if note.line is not None else engine.line
+
+
+def _inert(text: str, word: str) -> bool:
+    """Whether a word only known at run time sits only in a string of the
+    ``kv_connector_extra_config`` of a connector whose extra configuration no plan reads
+    (``kvconfig.mirror.connectors.registry.EXTRA_CONFIG_READ``): LMCache's RPC port, a
+    P2P address. The connector and its role stay known, and so does the plan."""
+    from kvconfig.mirror.connectors.registry import EXTRA_CONFIG_READ
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False  # the word breaks the JSON: what it holds is not known
+    if not isinstance(data, dict) or data.get("kv_connector") in EXTRA_CONFIG_READ:
+        return False
+    rest = {k: v for k, v in data.items() if k != "kv_connector_extra_config"}
+    return word not in json.dumps(rest, ensure_ascii=False)
 
 
 def _unknown_values(engine: Engine, opts: Options) -> None:

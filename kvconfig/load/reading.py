@@ -169,7 +169,10 @@ def reading_of(engine: Engine) -> Reading:
         values, model = args.values, args.model
     except InputError as exc:
         unreadable = str(exc)
-    connector, kv_role = _connector(_json(values.get("kv-transfer-config")))
+    from kvconfig.mirror.connectors.registry import effective_kv_transfer
+
+    kv = _json(values.get("kv-transfer-config"))
+    connector, kv_role = _connector(effective_kv_transfer(kv, values, engine.env))
     block = _int(values.get("block-size"), None)
     if block is None:
         block = _int(engine.defaults.get("block-size"), None)

@@ -10,7 +10,9 @@ alternatives that differ in more than some words, are refused as for a container
 script. A script names no role, so an engine's role is the one its
 ``--kv-transfer-config`` says: ``kv_producer`` is the prefill engine and ``kv_consumer``
 the decode engine of a pair (vLLM's ``KVTransferConfig.is_kv_producer`` /
-``is_kv_consumer``); ``kv_both`` names none.
+``is_kv_consumer``); ``kv_both`` names none. A ``docker run`` of a vLLM image starts the
+image's ``vllm serve`` with the words after the image (``kvconfig.load.docker_run``), in
+the environment its ``-e`` options give.
 
 A script that runs NVIDIA Dynamo's ``python -m dynamo.vllm`` workers is read as Dynamo's
 launcher reads each command line (``kvconfig.load.dynamo_args.split_args``): its own
@@ -29,8 +31,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvconfig.errors import InputError, NoEngine
-from kvconfig.load.engine_fields import check_words
-from kvconfig.load.operator_engine import Engine, Note, server_start
+from kvconfig.load.docker_run import vllm_start
+from kvconfig.load.engine_fields import check_words, image_version
+from kvconfig.load.operator_engine import Engine, Note
 
 _SHEBANG = re.compile(r"\A#![ \t]*(?:/\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?(bash|sh|dash)\b")
 
@@ -57,7 +60,7 @@ def engines(
     dialect = script_dialect(text) or "sh"
     label = Path(source).name or "script"
     cmds = commands(text, dict(env or {}), source=source, line=1, key=label, dialect=dialect)
-    chosen, problem = servers(cmds, lambda w: server_start(w) is not None)
+    chosen, problem = servers(cmds, lambda w: vllm_start(w)[0] is not None)
     if problem:
         raise InputError(
             f"{problem}; kvconfig cannot tell which one runs",
@@ -71,12 +74,12 @@ def engines(
             "no vLLM server found: the script starts no 'vllm serve'",
             source=source,
             line=1,
-            hint="kvconfig reads a script that starts 'vllm serve' or "
-            "'python -m vllm.entrypoints.openai.api_server'",
+            hint="kvconfig reads a script that starts 'vllm serve', "
+            "'python -m vllm.entrypoints.openai.api_server' or a vLLM image (docker run)",
         )
     out = []
     for k, cmd in enumerate(chosen):
-        start = server_start(cmd.words)
+        start, container = vllm_start(cmd.words)
         assert start is not None
         entry, parser, argv = start
         name = label if len(chosen) == 1 else f"{label}#{k + 1}"
@@ -91,6 +94,8 @@ def engines(
             for i, what in cmd.unknown
             if i >= offset
         )
+        run_env = dict(cmd.env) if container is None else container.env
+        version, vnotes = image_version(container.image if container else None, cmd.line)
         role: str | None = None
         defaults: dict[str, object] = {}
         if entry == "dynamo.vllm":
@@ -104,15 +109,17 @@ def engines(
             source=source,
             line=cmd.line,
             argv=tuple(argv),
-            entry=entry,
+            entry=entry if container is None or container.entrypoint else "image entry point",
             parser=parser,
             role=role,
             defaults=defaults,
-            env={k: v for k, v in cmd.env.items() if v is not None},
-            env_unknown=tuple(sorted(k for k, v in cmd.env.items() if v is None)),
+            env={k: v for k, v in run_env.items() if v is not None},
+            env_unknown=tuple(sorted(k for k, v in run_env.items() if v is None)),
+            vllm_version=version,
+            image=container.image if container else None,
             parallelism={"replicas": 1},
             base=str(base),
-            notes=notes,
+            notes=notes + tuple(vnotes),
         )
         out.append(with_kv_role(engine))
     from kvconfig.load.dynamo_args import decode_workers, one_launcher

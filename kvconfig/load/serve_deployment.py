@@ -34,7 +34,7 @@ from kvconfig.load.serve import (
     maybe_json,
 )
 from kvconfig.mirror import speculative, versions
-from kvconfig.mirror.connectors.registry import hma_disabled
+from kvconfig.mirror.connectors.registry import effective_kv_transfer, hma_disabled
 from kvconfig.schemas.deployment import AttentionSettings, Deployment, LayerSet
 
 MAX_LAYERS = 10_000
@@ -285,7 +285,8 @@ def _hma_disabled(
     ``VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=0`` (default 1); asking for HMA
     then is vLLM's ValueError."""
     given = opts.values.get("disable-hybrid-kv-cache-manager")
-    disabled = hma_disabled(json_option(opts, "kv-transfer-config"), given)
+    kv = effective_kv_transfer(json_option(opts, "kv-transfer-config"), opts.values, env)
+    disabled = hma_disabled(kv, given)
     chunked = any(s["kind"] == "chunked_local" and s["role"] == "target" for s in layers)
     allowed = env.get("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1").strip() or "1"
     if not chunked or (method not in EAGLE_METHODS and int(allowed)):

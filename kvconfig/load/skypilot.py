@@ -11,7 +11,9 @@ launches the task on one of the alternatives; when their GPU counts differ, the 
 script sees a different ``SKYPILOT_NUM_GPUS_PER_NODE`` on each, so the task is read as
 one engine per count (``skypilot/NAME (4 GPUs)``), each with the GPUs of that count. The
 vLLM version comes from a ``docker:vllm/vllm-openai:vX.Y.Z`` ``image_id``, or from a
-pinned ``vllm==X.Y.Z`` in ``setup``.
+pinned ``vllm==X.Y.Z`` in ``setup``. A ``run`` script that starts vLLM with ``docker run``
+of a vLLM image is read as a launch script's (``kvconfig.load.docker_run``): the image's
+``vllm serve``, its tag's version, the container's ``-e`` environment.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from typing import Any
 
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.docker_run import vllm_start
 from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, known_versions
-from kvconfig.load.operator_engine import Engine, Note, server_start
+from kvconfig.load.operator_engine import Engine, Note
 
 _PIN = re.compile(r"\bvllm(?:\[[^\]]*\])?==(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)")
 
@@ -132,12 +135,12 @@ def _engine(
     from kvconfig.load.shell import servers
 
     cmds = commands(run, env, source=doc.source, line=script_line, key=label, dialect="bash")
-    chosen, problem = servers(cmds, lambda w: server_start(w) is not None)
+    chosen, problem = servers(cmds, lambda w: vllm_start(w)[0] is not None)
     starts = []
     for cmd in chosen:
-        start = server_start(cmd.words)
+        start, container = vllm_start(cmd.words)
         assert start is not None
-        starts.append((start, cmd))
+        starts.append((start, cmd, container))
     if problem:
         raise InputError(
             f"{problem}; kvconfig cannot tell which one runs",
@@ -156,7 +159,7 @@ def _engine(
             "'python -m vllm.entrypoints.openai.api_server'",
         )
     if len(starts) > 1:
-        lines = ", ".join(str(c.line) for _, c in starts)
+        lines = ", ".join(str(c.line) for _, c, _ in starts)
         raise InputError(
             f"two candidate vLLM commands in the run script (lines {lines}); kvconfig cannot "
             "tell which one runs",
@@ -165,20 +168,32 @@ def _engine(
             key=label,
             hint="keep one vLLM server per task",
         )
-    (entry, parser, argv), cmd = starts[0]
+    (entry, parser, argv), cmd, container = starts[0]
     check_words(argv, doc.source, cmd.line, label)
     notes: list[Note] = []
+    skipped = len(cmd.words) - len(argv) if container else 0  # docker's own options
     for i, what in cmd.unknown:
+        if i < skipped:
+            continue
         notes.append(
             Note("unknown-value", f"{what} in argument {i + 1} is only known at run time", cmd.line)
         )
     image = (
         image_id.removeprefix("docker:") if image_id and image_id.startswith("docker:") else None
     )
+    if container is not None:  # the run script's docker run: its image, its -e options
+        image = container.image
+        if not container.entrypoint:
+            entry = "image entry point"
     version, vnotes = image_version(image, doc.line("resources"))
     notes += vnotes
     setup = data.get("setup")
-    if version is None and isinstance(setup, str) and (m := _PIN.search(setup)):
+    if (
+        version is None
+        and container is None
+        and isinstance(setup, str)
+        and (m := _PIN.search(setup))
+    ):
         version = m.group(1)
         if version.split(".post")[0].split("rc")[0] not in known_versions():
             notes.append(
@@ -197,8 +212,9 @@ def _engine(
         parallelism["gpus"] = int(env["SKYPILOT_NUM_GPUS_PER_NODE"])
     if isinstance(nodes, int) and nodes > 1:
         parallelism["nodes"] = nodes
-    run_env = {k: v for k, v in cmd.env.items() if v is not None and not k.startswith("SKYPILOT_")}
-    unknown = sorted(k for k, v in cmd.env.items() if v is None and not k.startswith("SKYPILOT_"))
+    env_of = container.env if container is not None else cmd.env
+    run_env = {k: v for k, v in env_of.items() if v is not None and not k.startswith("SKYPILOT_")}
+    unknown = sorted(k for k, v in env_of.items() if v is None and not k.startswith("SKYPILOT_"))
     return Engine(
         name=label,
         source=doc.source,

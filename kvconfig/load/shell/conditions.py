@@ -12,22 +12,12 @@ def _int(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _literal(pattern: str) -> bool:
-    """Whether a ``[[ == ]]`` / ``[[ != ]]`` pattern matches only its own text. bash matches
-    the right side as a pattern (the manual, "Conditional Constructs": "the string to the
-    right of the operator is considered a pattern", extglob forms included); one with no
-    pattern character and no backslash (``*``, ``?``, ``[``, ``(`` of the extglob forms,
-    ``\\``) is compared as a string, quoted or not, unless ``nocasematch`` may be on (the
-    script ran ``shopt`` on it): then it matches case apart and the test is left undecided."""
-    return not any(c in pattern for c in "*?[]()\\")
-
-
-def _test(args: list[str], dialect: str, dbracket: bool, nocase: bool = False) -> int | None:
+def _test(args: list[str], dialect: str, dbracket: bool) -> int | None:
     """The status of ``test ARGS`` (2: a usage error), None when it reads the system."""
     if not args:
         return 1
     if args[0] == "!" and len(args) > 1 and not (len(args) == 3 and args[1] in _BINARY):
-        inner = _test(args[1:], dialect, dbracket, nocase)
+        inner = _test(args[1:], dialect, dbracket)
         return None if inner is None else (2 if inner == 2 else int(inner == 0))
     if len(args) == 1:
         return 0 if args[0] else 1
@@ -45,11 +35,11 @@ def _test(args: list[str], dialect: str, dbracket: bool, nocase: bool = False) -
         if op in ("=", "=="):
             if op == "==" and dialect != "bash":
                 return 2
-            if dbracket and (nocase or not _literal(right)):
+            if dbracket:
                 return None
             return 0 if left == right else 1
         if op == "!=":
-            if dbracket and (nocase or not _literal(right)):
+            if dbracket:
                 return None
             return 0 if left != right else 1
         if op in ("<", ">"):

@@ -99,7 +99,7 @@ class _Fields(_Params):
                     cur = (cur or "") + text
                 continue
             if part.kind == "param" and re.fullmatch(
-                r"[@*]|[A-Za-z_][A-Za-z0-9_]*\[[@*]\]", part.text
+                r"[@*]|!?[A-Za-z_][A-Za-z0-9_]*\[[@*]\]", part.text
             ):
                 _, _what, many = self.param(part.text.replace("*", "@"), True)
                 if many is None:

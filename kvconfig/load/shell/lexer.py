@@ -55,7 +55,7 @@ class _Lexer(_Scanner):
                     assert dm is not None
                     self.i += dm.end()
                     continue
-                redirect_next = op
+                redirect_next = op if op != "<<<" or m.group(1) in ("", "0") else "<"
                 continue
             op_match = next((o for o in _OPERATORS if self.text.startswith(o, self.i)), None)
             if op_match is not None:
@@ -81,7 +81,11 @@ class _Lexer(_Scanner):
             if redirect_next:
                 if redirect_next in ("<<", "<<-"):
                     self.heredocs.append((word.raw().strip("'\""), redirect_next == "<<-"))
+                here = redirect_next == "<<<"
                 redirect_next = ""
+                if here:  # kept: read takes its words from it
+                    word.here = True
+                    out.append(word)
                 continue
             out.append(word)
         if self.heredocs:

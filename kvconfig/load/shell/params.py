@@ -31,6 +31,13 @@ class _Params(_Variables):
             return None, "${" + body + "}", None
         name, index, op = m.group("name"), m.group("index"), m.group("op")
         if m.group("bang"):
+            if index in ("@", "*") and not op and not m.group("len"):
+                keys = self.array_keys(name)
+                if keys is None:
+                    return None, "${" + body + "}", None
+                if index == "@":
+                    return " ".join(keys), "", keys
+                return (self.ifs_join(keys) if quoted else " ".join(keys)), "", None
             if op or index is not None:
                 return None, "${" + body + "}", None
             is_set, target = self.lookup(name)
@@ -55,6 +62,9 @@ class _Params(_Variables):
                 if index == "@":
                     return " ".join(known), "", known
                 return (self.ifs_join(known) if quoted else " ".join(known)), "", None
+            index = self.subscript(index)
+            if index is None:
+                return None, "${" + body + "}", None
             try:
                 k = arith(index, self.arith_var)
             except ValueError:
@@ -226,6 +236,34 @@ class _Params(_Variables):
         if not is_set or home is None:
             return None, "~ ($HOME)"
         return home + slash + rest, ""
+
+    def subscript(self, index: str) -> str | None:
+        """An indexed array's subscript with its ``$NAME``/``${NAME}`` expanded (bash
+        expands the subscript, then evaluates it as arithmetic); None when one is not
+        known."""
+        unknown = False
+
+        def value(m: re.Match[str]) -> str:
+            nonlocal unknown
+            _is_set, text = self.lookup(m.group(1) or m.group(2))
+            unknown = unknown or text is None
+            return text or ""
+
+        out = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", value, index)
+        return None if unknown or "$" in out else out
+
+    def array_keys(self, name: str) -> list[str] | None:
+        """``${!NAME[@]}`` (bash): the indices of the array's elements, ``0`` for a set
+        scalar, none for an unset name; None when the array is only known at run time."""
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            return None
+        values = self.state.arrays.get(name)
+        if values is None:
+            is_set, _scalar = self.lookup(name)
+            return ["0"] if is_set else []
+        if any(v is None for v in values):
+            return None  # an array merged from run-time branches: its length is not known
+        return [str(k) for k in range(len(values))]
 
     def pattern_of(self, text: str) -> re.Pattern[str] | None:
         word = self.lexer(text)._word(frozenset())

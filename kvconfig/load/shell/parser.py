@@ -218,6 +218,14 @@ class _Parser:
         return Pipeline(cmds, negate, line)
 
     def command(self) -> Node:
+        node = self._command()
+        tok = self.peek()
+        while isinstance(tok, _Word) and tok.here:  # done <<< WORD: the compound's input
+            self.k += 1
+            tok = self.peek()
+        return node
+
+    def _command(self) -> Node:
         tok = self.peek()
         line = self.line()
         if tok is None:

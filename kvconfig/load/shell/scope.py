@@ -26,6 +26,42 @@ class _Scope(_Control):
         self.state.arrays[name] = [*old, *values]
         self.state.vars[name] = self.state.arrays[name][0] if self.state.arrays[name] else ""
 
+    def read_array(
+        self, args: list[str], local: dict[str, str | None], here: tuple[str | None, str]
+    ) -> int | str | None:
+        """bash's ``read -r -a NAME <<< WORD``: the first line of the here-string split
+        into the array's elements as words are split (``IFS`` as the command sees it: a
+        prefix ``IFS=,`` counts), other names ignored (bash builtins/read.def).
+        "other" for any other ``read``; None when the line is only known at run time."""
+        raw, name, k = False, "", 0
+        while k < len(args) and args[k].startswith("-") and args[k] != "-":
+            option, k = args[k], k + 1
+            if option == "--":
+                break
+            for n, letter in enumerate(option[1:], start=1):
+                if letter == "r":
+                    raw = True
+                elif letter == "a":
+                    name = option[n + 1 :]
+                    if not name and k < len(args):
+                        name, k = args[k], k + 1
+                    break
+                else:
+                    return "other"  # -d, -n, -t, -u ... read otherwise
+        if self.dialect != "bash" or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            return "other"
+        text, what = here
+        ifs = local["IFS"] if "IFS" in local else self.ifs()
+        line = None if text is None else text.split("\n", 1)[0]
+        if line is None or ifs is None or (not raw and "\\" in line):
+            self.state.arrays[name] = [None]
+            self.assign(name, None, what or f"read -a {name}")
+            return None
+        values: list[str | None] = list(_split(line, ifs))
+        self.state.arrays[name] = values
+        self.state.vars[name] = values[0] if values else ""
+        return 0
+
     def exported_env(self) -> dict[str, str | None]:
         """The environment a program started now gets (None: only known at run time)."""
         st = self.state
@@ -126,3 +162,32 @@ class _Scope(_Control):
         finally:
             self.depth -= 1
             self.line0 = outer
+
+
+def _split(value: str, ifs: str) -> list[str]:
+    """``value`` split into fields by ``ifs`` as the shell splits words: runs of IFS
+    white space separate fields and are trimmed at the ends, each other IFS character
+    ends a field (an empty one between two of them), a last one ends the last field."""
+    if not ifs:
+        return [value] if value else []
+    ws = "".join(c for c in ifs if c in " \t\n")
+    nws = "".join(c for c in ifs if c not in " \t\n")
+    parts = [f"[{re.escape(ws)}]+"] if ws else []
+    if nws:
+        around = f"[{re.escape(ws)}]*" if ws else ""
+        parts.insert(0, f"{around}[{re.escape(nws)}]{around}")
+    delim = re.compile("|".join(parts))
+    pieces, delims = delim.split(value), delim.findall(value)
+    fields: list[str] = []
+    cur: str | None = None
+    for k, piece in enumerate(pieces):
+        if k > 0 and cur is not None:
+            fields.append(cur)
+            cur = None
+        if piece:
+            cur = (cur or "") + piece
+        elif k < len(delims) and any(c in nws for c in delims[k]):
+            cur = cur or ""
+    if cur is not None:
+        fields.append(cur)
+    return fields

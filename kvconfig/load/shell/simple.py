@@ -23,12 +23,21 @@ from kvconfig.load.shell.wrappers import SHELLS, script_of, unwrap
 
 class _Shell(_Scope):
     # ----- simple commands -------------------------------------------------------------
+    here_input: tuple[str | None, str] | None = None
+    """The here-string (``<<< WORD``) of the command being run: (its text or None when
+    only known at run time, what was unknown)."""
+
     def simple(self, node: p.Simple, background: bool = False) -> int | None:
-        words = node.words
+        words = [w for w in node.words if not w.here]
+        here = [w for w in node.words if w.here]
         line = self.at(node.line)
         if node.opaque:
             self.last_unknown = "a [[ ]] test"
             return None
+        if self.dialect == "bash" and words and words[0].raw() == "[[":
+            matched = self.pattern_test(words[1:-1])
+            if matched != "other":
+                return matched if isinstance(matched, int) else None
         assigns: list[tuple[str, str | None, str, bool]] = []
         rest = list(words)
         subst = False
@@ -75,7 +84,38 @@ class _Shell(_Scope):
         local: dict[str, str | None] = {}
         for name, value, _what, _append in assigns:
             local[name] = value
-        return self.command(expanded, unknown_at, local, line, background)
+        self.here_input = self.expand_string(here[-1]) if here else None
+        try:
+            return self.command(expanded, unknown_at, local, line, background)
+        finally:
+            self.here_input = None
+
+    def pattern_test(self, args: list[_Word]) -> int | str | None:
+        """``[[ WORD == PATTERN ]]`` (``=``, ``!=``, a leading ``!``): bash matches the
+        expanded left word against the right one as a pattern, its quoted parts literal,
+        with no field splitting or globbing of either (bash manual, "Conditional
+        Constructs"; ``cond_command`` in bash's execute_cmd.c). "other" for any other test;
+        None when a word is only known at run time."""
+        negate = len(args) == 4 and args[0].raw() == "!"
+        if negate:
+            args = args[1:]
+        if len(args) != 3 or args[1].raw() not in ("==", "=", "!="):
+            return "other"
+        left, right = args[0], args[2]
+        if any(x in right.raw() for x in ("?(", "*(", "+(", "@(", "!(")):
+            return "other"  # an extended pattern: bash's extglob forms stay run-time
+        if self.state.nocase:  # shopt nocasematch may be on: case-insensitive matching
+            self.last_unknown = "a [[ ]] match under shopt nocasematch"
+            return None
+        subject, what = self.expand_string(left)
+        regex = self.pattern(right)
+        if subject is None or regex is None:
+            self.last_unknown = what if subject is None else right.raw()
+            return None
+        hit = regex.fullmatch(subject) is not None
+        if args[1].raw() == "!=":
+            hit = not hit
+        return int(hit == negate)
 
     def command(
         self,
@@ -109,7 +149,7 @@ class _Shell(_Scope):
                 args = args[:-1]
             if head == "[[":
                 args = args[:-1]
-            result = _test(args, self.dialect, head == "[[", self.state.nocase)
+            result = _test(args, self.dialect, head == "[[")
             if result is None:
                 self.last_unknown = "a file or an option test"
             return result
@@ -196,6 +236,10 @@ class _Shell(_Scope):
                 self.assign("VIRTUAL_ENV", None, f"the file {target}")
                 return None
             return self.opaque(f"the file {target or '?'} read by {head}")
+        if head == "read" and known and self.here_input is not None:
+            status = self.read_array(words[1:], local, self.here_input)
+            if status != "other":
+                return status if isinstance(status, int) else None
         if head in ("read", "getopts", "mapfile", "readarray") or (
             head == "printf" and words[1:2] == ["-v"]
         ):

@@ -30,6 +30,11 @@ class _Variables:
         for name, value in env.items():
             if value is None:
                 self.state.why[name] = "$" + name
+        # Every new shell sets IFS to space, tab, newline, whatever its environment says:
+        # bash's initialize_shell_variables ("Don't allow IFS to be imported from the
+        # environment", variables.c), dash's INIT block (setvareq(defifsvar), var.c).
+        self.state.vars["IFS"] = _DEFAULT_IFS
+        self.state.why.pop("IFS", None)
         self.unknown_rest = unknown_rest
         self.source = source
         self.line0 = line0

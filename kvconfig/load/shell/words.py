@@ -22,6 +22,7 @@ class _Part:
 class _Word:
     parts: list[_Part] = field(default_factory=list)
     line: int = 1
+    here: bool = False  # the word of a here-string (<<< WORD): the command's input
 
     def raw(self) -> str:
         return "".join(p.text if p.kind == "lit" else _source_form(p) for p in self.parts)

@@ -7,6 +7,7 @@ Mirrors ``vllm/distributed/kv_transfer/kv_connector/factory.py`` (the names),
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,14 @@ MOONCAKE_CONNECTORS = frozenset({"MooncakeConnector"})
 
 OFFLOADING_CONNECTORS = frozenset({"OffloadingConnector"})
 """The native offloading connector (``offloading_connector.py``)."""
+
+EXTRA_CONFIG_READ = frozenset(
+    {*NIXL_CONNECTORS, *MOONCAKE_CONNECTORS, *OFFLOADING_CONNECTORS, "MultiConnector"}
+    | {"PdConnector", "SimpleCPUOffloadConnector"}
+)
+"""Connectors whose ``kv_connector_extra_config`` kvconfig's rules read (the chained
+connectors, the offloading block size and tiers, NIXL's handshake settings); the others'
+extra configuration (LMCache's, P2P NCCL's) changes no page size, group or layout."""
 
 SUPPORTS_HMA = frozenset(
     {
@@ -76,6 +85,39 @@ def hma_disabled(kv: Mapping[str, Any] | None, disable: Any) -> bool:
     if disable is not None:
         return bool(disable)
     return kv is not None and not supports_hma(kv)
+
+
+def effective_kv_transfer(
+    kv: Mapping[str, Any] | None, values: Mapping[str, Any], env: Mapping[str, str]
+) -> dict[str, Any] | None:
+    """The KV-transfer config vLLM runs with: ``VllmConfig._post_init_kv_transfer_config``
+    (``config/vllm.py``, the same in every release kvconfig knows). ``--kv-offloading-size``
+    turns KV offloading on, replacing the connector of ``--kv-transfer-config`` (or making
+    one): ``--kv-offloading-backend native`` (the default) is ``OffloadingConnector``
+    (``SimpleCPUOffloadConnector`` with ``VLLM_USE_SIMPLE_KV_OFFLOAD``, an ``int``) with
+    ``cpu_bytes_to_use`` the size in GiB, ``lmcache`` is ``LMCacheMPConnector``; the role
+    is ``kv_both`` either way. ``values`` are the serve options (``kv-offloading-size``,
+    ``kv-offloading-backend``) and ``env`` the engine's environment."""
+    size = values.get("kv-offloading-size")
+    if size is None:
+        return dict(kv) if kv is not None else None
+    out = dict(kv or {})
+    backend = values.get("kv-offloading-backend") or "native"
+    if backend == "native":
+        try:
+            simple = bool(int(env.get("VLLM_USE_SIMPLE_KV_OFFLOAD", "0")))
+        except ValueError:
+            simple = False
+        out["kv_connector"] = "SimpleCPUOffloadConnector" if simple else "OffloadingConnector"
+        extra = dict(out.get("kv_connector_extra_config") or {})
+        # a word only known at run time leaves the size out: it does not change the plan
+        with contextlib.suppress(TypeError, ValueError):
+            extra["cpu_bytes_to_use"] = float(size) * (1 << 30)
+        out["kv_connector_extra_config"] = extra
+    elif backend == "lmcache":
+        out["kv_connector"] = "LMCacheMPConnector"
+    out["kv_role"] = "kv_both"
+    return out
 
 
 def required_kv_cache_layout(connector: str, *, use_mla: bool, hisparse: bool) -> str | None:

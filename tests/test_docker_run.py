@@ -1,0 +1,139 @@
+"""``docker run`` in a launch script: the docker CLI's options end at the image, the words
+after a vLLM image are ``vllm serve``'s arguments (the image's entry point), and only
+``-e`` reaches the container's environment (docker/cli ``cli/command/container``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvconfig.errors import InputError
+from kvconfig.load.docker_run import container_start
+from kvconfig.load.engines import engines_in
+from kvconfig.load.reading import reading_of
+
+_STARTS = [
+    # grouped one-letter options without a value, then ones with a value
+    ("docker run -dit --rm -p 8000:8000 vllm/vllm-openai:v0.33.0 m", "vllm/vllm-openai:v0.33.0"),
+    # a value attached to a one-letter option, and --opt=value
+    ("docker run -eA=1 --ipc=host -v/x:/y vllm/vllm-openai m", "vllm/vllm-openai"),
+    # the last letter of a group takes the next word as its value
+    ("docker run -itp 80:80 lmcache/vllm-openai:2025 m", "lmcache/vllm-openai:2025"),
+    # every other long option takes a value; docker container run is the same command
+    ("docker container run --gpus all --shm-size 8g --pid=host vllm/vllm-openai m", None),
+    ("docker run -- vllm/vllm-openai m", "vllm/vllm-openai"),
+]
+
+
+@pytest.mark.parametrize(("words", "image"), _STARTS)
+def test_the_image_ends_the_options(words: str, image: str | None) -> None:
+    started = container_start(words.split())
+    assert started is not None
+    assert started.image == (image or "vllm/vllm-openai")
+    assert list(started.words) == ["vllm", "serve", "m"]
+    assert not started.entrypoint
+
+
+def test_entrypoint_replaces_the_images() -> None:
+    started = container_start(
+        ["docker", "run", "--entrypoint", "vllm", "img", "serve", "m", "--port", "1"]
+    )
+    assert started is not None and started.entrypoint
+    assert started.words == ("vllm", "serve", "m", "--port", "1")
+    shell = container_start(
+        ["docker", "run", "--entrypoint", "/bin/bash", "vllm/vllm-openai", "-c", "x"]
+    )
+    assert shell is not None and shell.words == ("/bin/bash", "-c", "x")
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "docker run ubuntu vllm serve m",  # the image's entry point is not known
+        "docker run --entrypoint= vllm/vllm-openai m",  # the image's CMD, not known here
+        "docker run -p",  # a value missing: docker refuses
+        "docker ps",
+        "docker run --rm",  # no image
+    ],
+)
+def test_not_a_known_start(words: str) -> None:
+    assert container_start(words.split()) is None
+
+
+SCRIPT = """#!/bin/bash
+export VLLM_LOGGING_LEVEL=DEBUG
+IMAGE=vllm/vllm-openai:v0.31.0
+docker run --gpus all --env "CUDA_VISIBLE_DEVICES=1" -e HF_TOKEN --ipc host \\
+    $IMAGE Qwen/Qwen3-8B --port 8200 \\
+    --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}'
+"""
+
+
+def test_a_script_that_runs_a_vllm_image(tmp_path: Path) -> None:
+    path = tmp_path / "start.sh"
+    path.write_text(SCRIPT)
+    (engine,) = engines_in(path, str(path))
+    assert engine.argv[:1] == ("Qwen/Qwen3-8B",)
+    assert engine.image == "vllm/vllm-openai:v0.31.0"
+    assert engine.vllm_version == "0.31.0"
+    assert engine.entry == "image entry point"
+    # the container's environment is its -e options, not the script's exports
+    assert dict(engine.env) == {"CUDA_VISIBLE_DEVICES": "1"}
+    assert engine.env_unknown == ("HF_TOKEN",)
+    assert engine.role == "decode"
+    assert reading_of(engine).connector == "NixlConnector"
+
+
+def test_a_script_that_runs_another_image_starts_no_vllm(tmp_path: Path) -> None:
+    path = tmp_path / "start.sh"
+    path.write_text("#!/bin/bash\ndocker run --rm ubuntu:24.04 sleep 1\n")
+    with pytest.raises(InputError, match="no vLLM server found"):
+        engines_in(path, str(path))
+
+
+def test_the_options_without_a_value_are_the_docker_clis() -> None:
+    """The installed docker CLI's own help: an option listed without a value type takes
+    none; kvconfig's table is the same set."""
+    import re
+    import shutil
+    import subprocess
+
+    from kvconfig.load import docker_run
+
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("no docker CLI on this machine")
+    text = subprocess.run(
+        [docker, "run", "--help"], capture_output=True, text=True, timeout=30, check=False
+    ).stdout
+    flags = re.findall(r"^\s+(?:-(\w), )?(--[a-z0-9-]+)(?: ([a-z]\w*))?\s{2,}", text, re.M)
+    assert len(flags) > 50
+    assert {long for _, long, kind in flags if not kind} == set(docker_run._BOOLEAN)
+    assert {short for short, _, kind in flags if short and not kind} == set(
+        docker_run._SHORT_BOOLEAN
+    )
+
+
+TASK = """resources:
+  accelerators: H100:2
+setup: |
+  pip install vllm==0.6.6
+run: |
+  docker run --gpus all -e VLLM_LOGGING_LEVEL=DEBUG -v "$HOME/.cache:/root/.cache" \\
+    vllm/vllm-openai:v0.31.0 Qwen/Qwen3-8B \\
+    --tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE
+"""
+
+
+def test_a_skypilot_run_script_that_runs_a_vllm_image(tmp_path: Path) -> None:
+    """The run script is bash on the node: its docker run starts the image's vllm serve,
+    with the image's release (not the setup's pin: the container has its own vLLM)."""
+    path = tmp_path / "task.yaml"
+    path.write_text(TASK)
+    (engine,) = engines_in(path, str(path))
+    assert engine.argv == ("Qwen/Qwen3-8B", "--tensor-parallel-size", "2")
+    assert engine.image == "vllm/vllm-openai:v0.31.0"
+    assert engine.vllm_version == "0.31.0"
+    assert dict(engine.env) == {"VLLM_LOGGING_LEVEL": "DEBUG"}
+    assert reading_of(engine).tensor == 2
