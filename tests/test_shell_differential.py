@@ -330,6 +330,21 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"HF_TOKEN": None},
         ("bash",),
     ),
+    "double bracket, a pattern with no pattern character": (
+        'if [[ "${X,,}" == "xpu" ]]; then A=KV_A; else A=KV_B; fi; env "$A=1" vllm serve m',
+        {"X": "XPU"},
+        ("bash",),
+    ),
+    "double bracket !=, unquoted literal": (
+        "if [[ $X != cuda ]]; then vllm serve 1; else vllm serve 2; fi",
+        {"X": "cuda"},
+        ("bash",),
+    ),
+    "double bracket after shopt nocasematch": (
+        "shopt -s nocasematch; if [[ $X == cuda ]]; then vllm serve 1; else vllm serve 2; fi",
+        {"X": "CUDA"},
+        ("bash",),
+    ),
 }
 
 

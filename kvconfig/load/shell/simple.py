@@ -107,6 +107,9 @@ class _Shell(_Scope):
         left, right = args[0], args[2]
         if any(x in right.raw() for x in ("?(", "*(", "+(", "@(", "!(")):
             return "other"  # an extended pattern: bash's extglob forms stay run-time
+        if self.state.nocase:  # shopt nocasematch may be on: case-insensitive matching
+            self.last_unknown = "a [[ ]] match under shopt nocasematch"
+            return None
         subject, what = self.expand_string(left)
         regex = self.pattern(right)
         if subject is None or regex is None:
@@ -153,6 +156,8 @@ class _Shell(_Scope):
             if result is None:
                 self.last_unknown = "a file or an option test"
             return result
+        if head == "shopt" and "nocasematch" in words:
+            self.state.nocase = True  # set or unset: from here [[ == ]] is left undecided
         if head in ("echo", "printf") and not (head == "printf" and words[1:2] == ["-v"]):
             return 0
         if head in ("export", "readonly", "declare", "typeset", "local"):

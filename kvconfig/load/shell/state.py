@@ -58,6 +58,8 @@ class _State:
     why: dict[str, str] = field(default_factory=dict)
     status: int | None = 0
     maybe_exported: set[str] = field(default_factory=set)
+    nocase: bool = False
+    """``shopt -s nocasematch`` may be in force: ``[[ == ]]`` then matches case apart."""
 
     def copy(self) -> _State:
         return _State(
@@ -72,6 +74,7 @@ class _State:
             dict(self.why),
             self.status,
             set(self.maybe_exported),
+            self.nocase,
         )
 
 
@@ -102,6 +105,7 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
         merged.exported - set[str].intersection(*(e.exported for e in ends))
     )
     merged.readonly = set().union(*(e.readonly for e in ends))
+    merged.nocase = merged.nocase or any(e.nocase for e in ends)
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
     for e in ends:
