@@ -130,6 +130,7 @@ def _both(vllm_says: dict[str, Any], name: str, argv: list[str], folder: Path | 
 
 CASES = {
     "positional model": ["Qwen/Qwen3-8B", "--block-size", "64"],
+    "no model": ["--block-size", "16"],
     "model after options": ["--block-size", "16", "--enforce-eager", "m"],
     "--model option": ["--block-size", "16", "--model", "m", "-tp", "2"],
     "--model=": ["--model=m", "--max-model-len", "4096"],

@@ -223,3 +223,52 @@ def test_ray_refuses_the_model_in_engine_kwargs(key: str) -> None:
         engines_in(text, "serve.yaml")
     assert err.value.key == f"llm_configs[0].engine_kwargs.{key}"
     assert err.value.line == 3
+
+
+PD = """\
+applications:
+- name: pd
+  import_path: {builder}
+  args:
+    prefill_config:
+      model_loading_config: {{model_id: Qwen/Qwen3-8B}}
+      engine_kwargs: {{tensor_parallel_size: 1}}
+    decode_config:
+      model_loading_config: {{model_id: Qwen/Qwen3-8B}}
+      engine_kwargs:
+        kv_transfer_config: {{kv_connector: LMCacheConnectorV1, kv_role: kv_consumer}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("builder", "prefill"),
+    [
+        (
+            "ray.llm._internal.serve.deployments.prefill_decode_disagg.prefill_decode_disagg:build_app",
+            ("NixlConnector", "kv_both"),
+        ),
+        ("ray.serve.llm:build_pd_openai_app", (None, None)),
+    ],
+)
+def test_the_first_pd_builder_gives_nixl_where_a_config_names_no_connector(
+    builder: str, prefill: tuple[str | None, str | None]
+) -> None:
+    engines = engines_in(PD.format(builder=builder), "pd.yaml")
+    got = {e.role: (reading_of(e).connector, reading_of(e).kv_role) for e in engines}
+    assert got == {"prefill": prefill, "decode": ("LMCacheConnectorV1", "kv_consumer")}
+
+
+def test_a_pd_config_may_be_a_file(tmp_path: Path) -> None:
+    (tmp_path / "llm.yaml").write_text(
+        "model_loading_config: {model_id: Qwen/Qwen3-8B}\n"
+        "engine_kwargs: {tensor_parallel_size: 2}\n"
+    )
+    (tmp_path / "serve.yaml").write_text(
+        "applications:\n- args: {prefill_config: llm.yaml, decode_config: llm.yaml}\n"
+        "  import_path: ray.serve.llm:build_pd_openai_app\n"
+    )
+    engines = engines_in(tmp_path / "serve.yaml", "serve.yaml")
+    assert sorted((e.role, reading_of(e).tensor) for e in engines) == [
+        ("decode", 2),
+        ("prefill", 2),
+    ]

@@ -40,6 +40,7 @@ from kvconfig.load.argv_table import options, third_is_not_append
 from kvconfig.mirror import versions
 from kvconfig.mirror.argtypes import human_readable_int
 from kvconfig.mirror.json_options import refusal
+from kvconfig.mirror.model_config import DEFAULT_MODEL
 
 #: ``options`` is also read from here (``kvconfig.load.serve``).
 __all__ = ["options", "parse_serve_args"]
@@ -355,6 +356,13 @@ def parse_serve_args(
             )
     if model is None and isinstance(values.get("model"), str):
         model = values["model"]
+    if model is None:
+        # argparse keeps EngineArgs.model's default (a --config without a model was
+        # refused above), so the engine loads vLLM's default model
+        model = DEFAULT_MODEL
+        notes.append(
+            ArgNote("default-model", f"no model given: vLLM serves {DEFAULT_MODEL}", "model")
+        )
     dotted_dests = {table[h][0].replace("_", "-") for h in dotted if h in table}
     for key, occurrences in seen.items():
         cli = [name for name, origin in occurrences if origin == COMMAND_LINE]

@@ -11,8 +11,9 @@ class ArgNote(NamedTuple):
 
     kind: str
     """``config-equals-ignored``, ``dotted-replaces``, ``config-value-dropped``,
-    ``repeated``, ``abbreviated``, ``model-tag-ignored`` or ``other-release`` (an option
-    or value the table of the release kvconfig reads with refuses, written for another)."""
+    ``repeated``, ``abbreviated``, ``model-tag-ignored``, ``default-model`` (no model
+    given: vLLM's default one) or ``other-release`` (an option or value the table of the
+    release kvconfig reads with refuses, written for another)."""
     message: str
     """One sentence, for the report."""
     key: str = ""
@@ -23,7 +24,8 @@ class ServeArgs(NamedTuple):
     """What vLLM's parser makes of a serve argument list."""
 
     model: str | None
-    """The model vLLM serves (positional, first ``--model``, or the config file's)."""
+    """The model vLLM serves (positional, first ``--model``, the config file's, or else
+    vLLM's default model)."""
     values: Mapping[str, Any]
     """Destination (dashes, e.g. ``block-size``) to the value argparse stores: the text
     of the last occurrence, True/False for flags, a list for ``nargs='+'`` options and

@@ -30,6 +30,13 @@ from kvconfig.mirror import versions
 MAX_CONFIGS = 64
 """Most ``llm_configs`` one file may list."""
 
+NIXL_BY_DEFAULT = "prefill_decode_disagg.prefill_decode_disagg:build_app"
+"""The first P/D builder of Ray Serve LLM (``build_app`` of ray
+``python/ray/llm/_internal/serve/deployments/prefill_decode_disagg/prefill_decode_disagg.py``):
+a prefill or decode config whose ``engine_kwargs`` has no ``kv_transfer_config`` gets
+``KVTransferConfig(kv_connector="NixlConnector", kv_role="kv_both")``. Its successor
+``build_pd_openai_app`` sets none (``PDServingArgs._validate_kv_transfer_config``)."""
+
 NO_LLM_CONFIG = "no LLM config found"
 """How the error for a Serve config without any ``LLMConfig`` starts."""
 
@@ -53,7 +60,10 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
             app_name = str(app.get("name") or f"app{a}")
             args = mapping(app.get("args"))
             env = _env(app.get("runtime_env"))
+            start = len(jobs)
             _collect(args, ("applications", a, "args"), app_name, env, doc, base, jobs)
+            if str(app.get("import_path") or "").endswith(NIXL_BY_DEFAULT):
+                jobs[start:] = [_nixl_default(job) for job in jobs[start:]]
     else:
         _collect(data, (), Path(doc.source).stem, {}, doc, base, jobs)
     if not jobs:
@@ -65,6 +75,19 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
             hint="kvconfig reads ray.serve.llm configs: applications[].args.llm_configs",
         )
     return [_engine(*job, base) for job in jobs]
+
+
+def _nixl_default(job: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A P/D job of ``NIXL_BY_DEFAULT``'s application, with that builder's connector where
+    its ``engine_kwargs`` name none."""
+    app, config, path, env, role, doc = job
+    kwargs = config.get("engine_kwargs")
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    if role is None or "kv_transfer_config" in kwargs:
+        return job
+    nixl = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    config = {**config, "engine_kwargs": {**kwargs, "kv_transfer_config": nixl}}
+    return app, config, path, env, role, doc
 
 
 def _collect(  # noqa: PLR0917 (a walk carrying its state)
@@ -79,10 +102,12 @@ def _collect(  # noqa: PLR0917 (a walk carrying its state)
     if "model_loading_config" in args:
         jobs.append((app, args, path, env, None, doc))
         return
+    # PDServingArgs.prefill_config / decode_config: a mapping, or the path of a YAML file
+    # (LLMConfig.from_file; ray .../serving_patterns/prefill_decode/builder.py)
     for role in ("prefill", "decode"):
         config = args.get(f"{role}_config")
-        if isinstance(config, dict):
-            jobs.append((app, config, (*path, f"{role}_config"), env, role, doc))
+        if isinstance(config, (dict, str)):
+            _one(config, (*path, f"{role}_config"), app, env, doc, base, jobs, role=role)
     # build_dp_openai_app's one LLMConfig (DPOpenAiServingArgs.llm_config, a mapping or
     # a file: ray python/ray/llm/_internal/serve/serving_patterns/data_parallel/builder.py)
     single = args.get("llm_config")
@@ -111,6 +136,7 @@ def _one(  # noqa: PLR0917 (part of the walk)
     doc: _yaml.Document,
     base: Path,
     jobs: list[Any],
+    role: str | None = None,
 ) -> None:
     """One ``LLMConfig``: a mapping, or the path of a YAML file holding one."""
     if isinstance(config, str):
@@ -134,9 +160,9 @@ def _one(  # noqa: PLR0917 (part of the walk)
                 line=1,
                 hint="see Ray Serve LLM's LLMConfig",
             )
-        jobs.append((app, sub.data, (), env, None, sub))
+        jobs.append((app, sub.data, (), env, role, sub))
     elif isinstance(config, dict):
-        jobs.append((app, config, where, env, None, doc))
+        jobs.append((app, config, where, env, role, doc))
 
 
 def _engine(  # noqa: PLR0917 (one call site)

@@ -9,11 +9,13 @@ GPU: ``H100:8``, ``{H100: 8}``, or a list or set of alternatives; ``resources.an
 is one GPU (``H100`` is ``H100:1``: SkyPilot's ``docs/source/compute/gpus.rst``). SkyPilot
 launches the task on one of the alternatives; when their GPU counts differ, the run
 script sees a different ``SKYPILOT_NUM_GPUS_PER_NODE`` on each, so the task is read as
-one engine per count (``skypilot/NAME (4 GPUs)``), each with the GPUs of that count. The
-vLLM version comes from a ``docker:vllm/vllm-openai:vX.Y.Z`` ``image_id``, or from a
-pinned ``vllm==X.Y.Z`` in ``setup``. A ``run`` script that starts vLLM with ``docker run``
-of a vLLM image is read as a launch script's (``kvconfig.load.docker_run``): the image's
-``vllm serve``, its tag's version, the container's ``-e`` environment.
+one engine per count (``skypilot/NAME (4 GPUs)``), each with the GPUs of that count. A
+task without a ``service`` section runs once (one replica); with one, the count depends
+on the command (``sky launch`` or ``sky serve up``), so it is left open. The vLLM version
+comes from a ``docker:vllm/vllm-openai:vX.Y.Z`` ``image_id``, or from a pinned
+``vllm==X.Y.Z`` in ``setup``. A ``run`` script that starts vLLM with ``docker run`` of a
+vLLM image is read as a launch script's (``kvconfig.load.docker_run``): the image's ``vllm
+serve``, its tag's version, the container's ``-e`` environment.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ def _accelerators(value: Any) -> list[tuple[str, int | None]]:
                 # SkyPilot's own examples write sets this way and it reads NAME:COUNT
                 out.extend(_accelerators(str(name)))
             else:  # {A100, H100} is a set: one GPU of either
-                out.append((str(name), count if isinstance(count, int) else 1))
+                # YAML's true/false are bools, which Python counts as ints: not a count
+                real = isinstance(count, int) and not isinstance(count, bool)
+                out.append((str(name), count if real else 1))
     elif isinstance(value, list):
         for item in value:
             out.extend(_accelerators(item))
@@ -212,6 +216,11 @@ def _engine(
         parallelism["gpus"] = int(env["SKYPILOT_NUM_GPUS_PER_NODE"])
     if isinstance(nodes, int) and nodes > 1:
         parallelism["nodes"] = nodes
+    if data.get("service") is None:
+        # only 'sky serve up' runs replicas, and it refuses a task without a service
+        # section (skypilot sky/serve/server/impl.py: "Service section not found."):
+        # 'sky launch' and 'sky jobs launch' run the task once
+        parallelism["replicas"] = 1
     env_of = container.env if container is not None else cmd.env
     run_env = {k: v for k, v in env_of.items() if v is not None and not k.startswith("SKYPILOT_")}
     unknown = sorted(k for k, v in env_of.items() if v is None and not k.startswith("SKYPILOT_"))

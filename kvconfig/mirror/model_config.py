@@ -18,6 +18,12 @@ from typing import Any
 MM_PREFIX_LM_MODELS = ("bagel", "gemma3", "molmo2", "moondream3", "paligemma")
 """``ModelArchConfigConvertorBase.is_mm_prefix_lm``'s known models (``model_type``)."""
 
+DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+"""The model vLLM serves when its command names none: ``ModelConfig.model``'s default
+(``vllm/config/model.py``), which ``EngineArgs.model`` takes (``vllm/engine/arg_utils.py``);
+``vllm serve`` replaces it only with a positional model tag (``ServeSubcommand.cmd``,
+``vllm/entrypoints/cli/serve.py``). The same in every release kvconfig mirrors."""
+
 UNLIMITED = 999
 """``MultiModalConfig.get_limit_per_prompt`` of a modality the deployment does not limit."""
 
