@@ -1,0 +1,160 @@
+"""The path programs a script runs inside ``$(...)``: ``dirname``, ``basename``,
+``readlink -f``/``-e`` and ``realpath``, computed as GNU coreutils computes them.
+
+``dirname`` and ``basename`` are functions of their words alone (coreutils
+``src/dirname.c``, ``src/basename.c``, on gnulib's ``dir_name``/``last_component``;
+POSIX ``dirname``/``basename``): trailing slashes are dropped, a name without a slash
+has the folder ``.``, ``//`` is ``/``, and ``basename NAME SUFFIX`` removes a suffix that
+is not the whole name. ``readlink -f``/``-e`` and ``realpath`` (coreutils
+``src/readlink.c``, ``src/realpath.c``, gnulib ``canonicalize``) follow links on the
+machine that runs the script: kvconfig computes them only for a launch script read here
+(``files=True``), only for an absolute name (a relative one depends on the folder the
+script is started from), and only when the path and its result lie under the allowed
+roots (``kvconfig.load.roots``); every other case, and every failure (a missing folder,
+a link loop), is only known at run time (None).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from kvconfig.load.roots import inside
+
+PROGRAMS = frozenset({"dirname", "basename", "readlink", "realpath"})
+"""The programs whose output kvconfig computes."""
+
+
+def dirname(name: str) -> str:
+    """``dirname NAME`` (coreutils, gnulib ``dir_len``)."""
+    stripped = name.rstrip("/")
+    if not stripped:
+        return "/" if name else "."
+    head = stripped.rpartition("/")[0]
+    if "/" not in stripped:
+        return "."
+    head = head.rstrip("/")
+    return head or "/"
+
+
+def basename(name: str, suffix: str = "") -> str:
+    """``basename NAME [SUFFIX]`` (coreutils: the suffix goes only when it is not the whole
+    last component)."""
+    stripped = name.rstrip("/")
+    if not stripped:
+        return "/" if name else ""
+    base = stripped.rpartition("/")[2]
+    if suffix and base != suffix and base.endswith(suffix):
+        base = base[: -len(suffix)]
+    return base
+
+
+def canonical(name: str, existing: bool) -> str | None:
+    """``readlink -f NAME`` (``existing``: ``-e``) on this machine's files, or None when
+    it fails or depends on anything kvconfig does not read."""
+    if not name.startswith("/") or "\0" in name:
+        return None
+    if not inside(Path(name)):
+        return None
+    trailing = name.endswith("/") and name.strip("/") != ""
+    stripped = name.rstrip("/") or "/"
+    head, _, tail = stripped.rpartition("/")
+    try:
+        if existing or tail in ("", ".", "..") or os.path.lexists(stripped):
+            real = os.path.realpath(stripped, strict=True)
+        else:
+            folder = os.path.realpath(head or "/", strict=True)
+            if not os.path.isdir(folder):
+                return None
+            real = os.path.join(folder, tail)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if trailing and os.path.exists(real) and not os.path.isdir(real):
+        return None  # ENOTDIR: readlink -f prints nothing
+    return real if inside(Path(real)) else None
+
+
+def output(words: Sequence[str], files: bool) -> str | None:
+    """What ``words`` (one of ``PROGRAMS`` and its arguments) print, or None when it is
+    not computed here (an option kvconfig does not model, an error, a file only the
+    machine that runs the script can see)."""
+    program, args = words[0], list(words[1:])
+    options: list[str] = []
+    names: list[str] = []
+    valued = {"-s", "--suffix"} if program == "basename" else set()
+    k = 0
+    while k < len(args):
+        arg = args[k]
+        if arg == "--":
+            names.extend(args[k + 1 :])
+            break
+        if arg.startswith("-") and arg != "-":
+            if arg in valued:
+                if k + 1 >= len(args):
+                    return None
+                options.append(f"--suffix={args[k + 1]}")
+                k += 2
+                continue
+            if re.fullmatch(r"-[A-Za-z]{2,}", arg):
+                options.extend(f"-{c}" for c in arg[1:])
+            else:
+                options.append(arg)
+            k += 1
+            continue
+        names.append(arg)  # GNU getopt permutes: options may follow the names
+        k += 1
+    if not names:
+        return None
+    if program == "dirname":
+        return None if options else "\n".join(dirname(n) for n in names)
+    if program == "basename":
+        return _basename(options, names)
+    return _canonical(program, options, names, files)
+
+
+def _basename(options: list[str], names: list[str]) -> str | None:
+    suffix = ""
+    many = False
+    for opt in options:
+        if opt in ("-a", "--multiple"):
+            many = True
+        elif opt.startswith(("--suffix=", "-s")):
+            suffix = opt.partition("=")[2] if opt.startswith("--") else opt[2:]
+            many = True
+        else:
+            return None
+    if not many:
+        if len(names) > 2:
+            return None  # basename: extra operand
+        suffix = names[1] if len(names) == 2 else ""
+        names = names[:1]
+    return "\n".join(basename(n, suffix) for n in names)
+
+
+def _canonical(program: str, options: list[str], names: list[str], files: bool) -> str | None:
+    if not files:
+        return None
+    existing = False
+    canonicalize = program == "realpath"  # realpath's default is readlink -f's
+    for opt in options:
+        if opt in ("-e", "--canonicalize-existing"):
+            existing = canonicalize = True
+        elif opt in ("-f", "--canonicalize"):
+            canonicalize = True
+        elif opt in ("-n", "--no-newline", "-q", "--quiet", "-s", "--silent", "-v", "--verbose"):
+            if program == "realpath" and opt in ("-s",):
+                return None  # realpath -s: --strip, links not followed
+            continue
+        else:
+            return None
+    if not canonicalize:
+        return None  # readlink without -f prints a link's target: not modelled
+    out = []
+    for name in names:
+        real = canonical(name, existing)
+        if real is None:
+            return None
+        out.append(real)
+    return "\n".join(out)
