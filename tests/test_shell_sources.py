@@ -275,3 +275,17 @@ def test_dirname_basename_as_coreutils(name: str) -> None:
     assert paths.dirname(name) == coreutils("dirname", "--", name)
     assert paths.basename(name) == coreutils("basename", "--", name)
     assert paths.basename(name, ".sh") == coreutils("basename", "--", name, ".sh")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["basename", "-as", ".sh", "a.sh", "b"], ["basename", "-s.sh", "x/a.sh"],
+     ["basename", "--suffix", ".sh", "a.sh"], ["basename", "--suffix=.sh", "a.sh", "c/"],
+     ["basename", "-a", "--", "-x", "y/"], ["basename", "a.sh", ".sh"], ["dirname", "a/b", "c"],
+     ["basename", "x", "-a", "y"], ["basename", "x", "-a"], ["dirname", "-z", "x/y"]],
+)  # fmt: skip
+def test_path_program_options_as_coreutils(argv: list[str]) -> None:
+    real = subprocess.run(argv, capture_output=True, text=True, check=False)
+    want = real.stdout.rstrip("\n") if real.returncode == 0 else None
+    got = paths.output(argv, files=False)
+    assert got == want or (got is None and "-z" in argv)  # -z (NUL-ended) is not computed

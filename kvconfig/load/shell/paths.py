@@ -17,7 +17,6 @@ a link loop), is only known at run time (None).
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -91,19 +90,33 @@ def output(words: Sequence[str], files: bool) -> str | None:
             names.extend(args[k + 1 :])
             break
         if arg.startswith("-") and arg != "-":
-            if arg in valued:
-                if k + 1 >= len(args):
-                    return None
-                options.append(f"--suffix={args[k + 1]}")
-                k += 2
-                continue
-            if re.fullmatch(r"-[A-Za-z]{2,}", arg):
-                options.extend(f"-{c}" for c in arg[1:])
-            else:
-                options.append(arg)
             k += 1
+            if arg.startswith("--"):
+                if arg not in valued:
+                    options.append(arg)
+                    continue
+                if k >= len(args):
+                    return None
+                options.append(f"--suffix={args[k]}")
+                k += 1
+                continue
+            for i, c in enumerate(arg[1:], start=1):  # a cluster: -fn, -as .sh, -s.sh
+                if f"-{c}" not in valued:
+                    options.append(f"-{c}")
+                    continue
+                value = arg[i + 1 :]
+                if not value:
+                    if k >= len(args):
+                        return None
+                    value = args[k]
+                    k += 1
+                options.append(f"--suffix={value}")
+                break
             continue
-        names.append(arg)  # GNU getopt permutes: options may follow the names
+        if program == "basename":  # getopt "+as:z": the first name ends the options
+            names.extend(args[k:])
+            break
+        names.append(arg)  # the others' getopt permutes: options may follow the names
         k += 1
     if not names:
         return None
@@ -120,8 +133,8 @@ def _basename(options: list[str], names: list[str]) -> str | None:
     for opt in options:
         if opt in ("-a", "--multiple"):
             many = True
-        elif opt.startswith(("--suffix=", "-s")):
-            suffix = opt.partition("=")[2] if opt.startswith("--") else opt[2:]
+        elif opt.startswith("--suffix="):
+            suffix = opt.partition("=")[2]
             many = True
         else:
             return None
