@@ -289,3 +289,29 @@ def test_path_program_options_as_coreutils(argv: list[str]) -> None:
     want = real.stdout.rstrip("\n") if real.returncode == 0 else None
     got = paths.output(argv, files=False)
     assert got == want or (got is None and "-z" in argv)  # -z (NUL-ended) is not computed
+
+
+def test_bash_source_and_cd_pwd(repo: Path) -> None:
+    """bash's ``BASH_SOURCE``: the script, a sourced file as named, a function's file;
+    ``$(cd DIR && pwd)`` the folder as text, ``-P`` with links followed."""
+    (repo / "launch" / "up").symlink_to(repo / "common")
+    write(
+        repo / "common" / "u.sh",
+        'vllm serve "${BASH_SOURCE[0]}" "${BASH_SOURCE[1]}" &\n'
+        'where() { vllm serve "$(basename "${BASH_SOURCE[0]}")" "$1" & }\n',
+    )
+    script = write(
+        repo / "launch" / "run.sh",
+        "#!/bin/bash\n"
+        'HERE="$( cd "$( dirname "${BASH_SOURCE[0]}" )" && pwd )"\n'
+        'source "$HERE/up/../launch/../common/u.sh"\n'
+        'mine() { vllm serve "${BASH_SOURCE[0]}" & }\nmine; where x\n'
+        'vllm serve "$(cd "$HERE/up" && pwd)" "$(cd -P "$HERE/up" && pwd)" '
+        '"$(cd "$HERE/up/.." && pwd -P)" "$(cd "$HERE/nope" && pwd)" &\nwait\n',
+    )
+    reading = check(script, "bash")
+    assert not reading.blind
+    words = [c.words for c in reading.commands]
+    assert words[0][3] == words[1][2] == str(script) and words[2][2:] == ("u.sh", "x")
+    assert words[3][2:5] == (f"{repo}/launch/up", f"{repo}/common", f"{repo}/launch")
+    assert [i for i, _ in reading.commands[3].unknown] == [5]  # cd to a missing folder

@@ -3,7 +3,9 @@
 
 A launch script read here (``host``) runs beside its repository: its ``$0`` is its own
 path, as when it is started by its full path (bash's manual, "Invoking Bash": ``$0`` is
-the name of the file of commands), so ``$(dirname "$(readlink -f "$0")")`` is its folder.
+the name of the file of commands), so ``$(dirname "$(readlink -f "$0")")`` is its folder, and so is
+``$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`` (bash's ``BASH_SOURCE``: the script, a
+sourced file as named, the file that defined the running function).
 A container's ``sh -c`` script runs on a filesystem kvconfig does not see: there ``$0``
 is the word after the script (``sh -c SCRIPT NAME``) and nothing is read.
 
@@ -28,7 +30,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
 from kvconfig.load.shell import parser as p
-from kvconfig.load.shell.paths import PROGRAMS, output
+from kvconfig.load.shell.paths import PROGRAMS, folder, output
 from kvconfig.load.shell.scope import _Scope
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
 from kvconfig.load.shell.words import _Part, _source_form
@@ -44,6 +46,29 @@ class _Files(_Scope):
     """The script is a launch script read on this machine, beside its repository."""
     sourcing = 0
     """How many ``source`` files are being read now (``return`` ends the innermost)."""
+    defined_in: dict[int, str] | None = None
+    """The sourced file each function was defined in (by its body), for ``BASH_SOURCE``."""
+
+    def start_file(self, path: str) -> None:
+        """Read the script as the launch script at ``path`` (absolute), on this machine:
+        ``$0`` is ``path``, and bash's ``BASH_SOURCE`` (the files of the commands running
+        now, innermost first: the script, a sourced file as its name was given, the file
+        that defined a function) starts with it."""
+        self.host = True
+        self.defined_in = {}
+        if self.dialect == "bash":
+            self.state.arrays["BASH_SOURCE"] = [path]
+
+    def call(self, name: str, args: list[str], local: dict[str, str | None]) -> int | None:
+        stack = self.state.arrays.get("BASH_SOURCE") if self.host else None
+        if stack is None or not stack:
+            return super().call(name, args, local)
+        file = (self.defined_in or {}).get(id(self.state.functions[name]), stack[-1])
+        self.state.arrays["BASH_SOURCE"] = [file, *stack]
+        try:
+            return super().call(name, args, local)
+        finally:
+            self.state.arrays["BASH_SOURCE"] = stack
 
     def at(self, line: int) -> int | None:
         """A line of the script; None inside a sourced file (its lines are not the
@@ -76,6 +101,20 @@ class _Files(_Scope):
             return None
         while isinstance(node, p.Sequence) and len(node.items) == 1 and not node.items[0][1]:
             node = node.items[0][0]
+        if isinstance(node, p.AndOr) and [op for op, _ in node.rest] == ["&&"]:
+            cd, pwd = self.program_words(node.first), self.program_words(node.rest[0][1])
+            if cd is None or pwd is None or not self.host:
+                return None
+            return folder(cd, pwd)  # $(cd DIR && pwd)
+        words = self.program_words(node)
+        if words is None or words[0] not in PROGRAMS:
+            return None
+        printed = output(words, self.host)
+        return None if printed is None else printed.rstrip("\n")
+
+    def program_words(self, node: p.Node) -> list[str] | None:
+        """The words of a simple command that runs a program (no assignment before it, no
+        function of that name), expanded on a copy of the state (a subshell), or None."""
         if not isinstance(node, p.Simple) or node.opaque or not node.words:
             return None
         first = node.words[0].parts[0] if node.words[0].parts else None
@@ -94,10 +133,9 @@ class _Files(_Scope):
             return None
         finally:
             self.state = saved
-        if not words or words[0] not in PROGRAMS or words[0] in self.state.functions:
+        if not words or words[0] in self.state.functions:
             return None
-        printed = output(words, self.host)
-        return None if printed is None else printed.rstrip("\n")
+        return words
 
     def source_file(self, head: str, words: list[str], known: bool) -> int | None:
         """``source FILE`` / ``. FILE``: its commands run here when kvconfig can read it."""
@@ -119,6 +157,10 @@ class _Files(_Scope):
                 return self.unread(head, target, f"it does not parse: {e}")
             self.depth += 1
             self.sourcing += 1
+            stack = self.state.arrays.get("BASH_SOURCE")
+            before = {id(body) for body in self.state.functions.values()}
+            if stack is not None:
+                self.state.arrays["BASH_SOURCE"] = [target, *stack]
             try:
                 return self.run_node(tree)
             except _Jump as jump:
@@ -128,6 +170,11 @@ class _Files(_Scope):
             finally:
                 self.depth -= 1
                 self.sourcing -= 1
+                if stack is not None:
+                    self.state.arrays["BASH_SOURCE"] = stack
+                for body in self.state.functions.values():
+                    if id(body) not in before and self.defined_in is not None:
+                        self.defined_in.setdefault(id(body), target)
         finally:
             self.source, self.line0, self.key = saved
 

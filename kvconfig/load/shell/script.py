@@ -75,7 +75,8 @@ def read_script(
         )
     start = [path, *args[1:]] if path is not None else list(args) or ["sh"]
     shell = _Shell(env or {}, start, unknown_rest, source, line, key, dialect)
-    shell.host = path is not None
+    if path is not None:
+        shell.start_file(path)
     tree = p.parse(shell.lexer(script))
     with contextlib.suppress(_Stop, _Jump):
         shell.run_node(tree)
