@@ -315,3 +315,11 @@ def test_bash_source_and_cd_pwd(repo: Path) -> None:
     assert words[0][3] == words[1][2] == str(script) and words[2][2:] == ("u.sh", "x")
     assert words[3][2:5] == (f"{repo}/launch/up", f"{repo}/common", f"{repo}/launch")
     assert [i for i, _ in reading.commands[3].unknown] == [5]  # cd to a missing folder
+
+
+def test_what_bash_sets_is_only_known_at_run_time() -> None:
+    script = 'if [ "${BASH_VERSINFO[0]}" -lt 4 ]; then exit 1; fi; vllm serve "$BASH_VERSION" $X'
+    [bash] = read_script(script, {}, dialect="bash").commands
+    assert bash.when and [i for i, _ in bash.unknown] == [2]  # the test may exit
+    [dash] = read_script(script.replace("${BASH_VERSINFO[0]}", "5"), {}).commands
+    assert not dash.when and dash.words == ("vllm", "serve", "")  # dash sets no BASH_VERSION
