@@ -117,6 +117,11 @@ def test_sourced_helper_sets_variables_and_functions(repo: Path, shell: str) -> 
         ("vllm", "serve", "Qwen/Qwen3-0.6B", "--block-size", "16", "--port", "1"),
         ("vllm", "serve", "Qwen/Qwen3-0.6B", "--port", "2"),
     ]
+    with reading_within(allowed_roots([str(script)])):
+        dialect = "bash" if shell == "bash" else "sh"
+        again = read_script(script.read_text(), path=str(script), line=1, dialect=dialect)
+    lines = [c.line for c in again.commands]
+    assert lines == [None, 6]  # the helper's line is not one of the script's
 
 
 @pytest.mark.parametrize("shell", BOTH)

@@ -48,6 +48,8 @@ class _Files(_Scope):
     """How many ``source`` files are being read now (``return`` ends the innermost)."""
     defined_in: dict[int, str] | None = None
     """The sourced file each function was defined in (by its body), for ``BASH_SOURCE``."""
+    elsewhere = 0
+    """How many functions of a sourced file are running now (their lines are that file's)."""
 
     def start_file(self, path: str) -> None:
         """Read the script as the launch script at ``path`` (absolute), on this machine:
@@ -60,20 +62,22 @@ class _Files(_Scope):
             self.state.arrays["BASH_SOURCE"] = [path]
 
     def call(self, name: str, args: list[str], local: dict[str, str | None]) -> int | None:
+        file = (self.defined_in or {}).get(id(self.state.functions[name]))
         stack = self.state.arrays.get("BASH_SOURCE") if self.host else None
-        if stack is None or not stack:
-            return super().call(name, args, local)
-        file = (self.defined_in or {}).get(id(self.state.functions[name]), stack[-1])
-        self.state.arrays["BASH_SOURCE"] = [file, *stack]
+        if stack:
+            self.state.arrays["BASH_SOURCE"] = [file or stack[-1], *stack]
+        self.elsewhere += file is not None
         try:
             return super().call(name, args, local)
         finally:
-            self.state.arrays["BASH_SOURCE"] = stack
+            self.elsewhere -= file is not None
+            if stack:
+                self.state.arrays["BASH_SOURCE"] = stack
 
     def at(self, line: int) -> int | None:
-        """A line of the script; None inside a sourced file (its lines are not the
-        script's)."""
-        return None if self.sourcing else super().at(line)
+        """A line of the script; None inside a sourced file or one of its functions (their
+        lines are not the script's)."""
+        return None if self.sourcing or self.elsewhere else super().at(line)
 
     def reason(self, line: int, what: str) -> str:
         if not self.sourcing:
