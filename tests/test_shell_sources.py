@@ -328,3 +328,13 @@ def test_what_bash_sets_is_only_known_at_run_time() -> None:
     assert bash.when and [i for i, _ in bash.unknown] == [2]  # the test may exit
     [dash] = read_script(script.replace("${BASH_VERSINFO[0]}", "5"), {}).commands
     assert not dash.when and dash.words == ("vllm", "serve", "")  # dash sets no BASH_VERSION
+
+
+def test_nested_substitutions_are_bounded() -> None:
+    """``$(dirname $(dirname ...))`` is computed up to the nesting limit, then unknown."""
+    for n, known in ((MAX_EVAL_DEPTH, True), (MAX_EVAL_DEPTH + 1, False), (2000, False)):
+        word = "a/" * n + "x"
+        for _ in range(n):
+            word = f"$(dirname {word})"
+        [cmd] = read_script(f"vllm serve {word}").commands
+        assert (cmd.words[2] == "a") == known and bool(cmd.unknown) != known

@@ -48,6 +48,8 @@ class _Files(_Scope):
     """How many ``source`` files are being read now (``return`` ends the innermost)."""
     defined_in: dict[int, str] | None = None
     """The sourced file each function was defined in (by its body), for ``BASH_SOURCE``."""
+    substituting = 0
+    """How deep the ``$(...)`` being computed now are nested (at most ``MAX_EVAL_DEPTH``)."""
     elsewhere = 0
     """How many functions of a sourced file are running now (their lines are that file's)."""
 
@@ -97,8 +99,15 @@ class _Files(_Scope):
         """The output of ``$(text)`` when it runs one path program on known words (in a
         subshell: nothing it expands reaches the script), its trailing newlines removed
         as the shell removes them; None otherwise."""
-        if _REDIRECT.search(_HARMLESS.sub(" ", text)):
+        if _REDIRECT.search(_HARMLESS.sub(" ", text)) or self.substituting >= MAX_EVAL_DEPTH:
             return None
+        self.substituting += 1
+        try:
+            return self.substituted(text)
+        finally:
+            self.substituting -= 1
+
+    def substituted(self, text: str) -> str | None:
         try:
             node: p.Node = p.parse(self.lexer(text))
         except InputError:
