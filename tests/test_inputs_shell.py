@@ -295,3 +295,30 @@ def test_the_grpc_server_starts_an_engine(module: str) -> None:
     r = reading_of(engine)
     assert (r.model, r.tensor) == ("Qwen/Qwen3-8B", 2)
     assert server_start(["python3", "-m", "vllm.entrypoints.grpc"]) is None
+
+
+@pytest.mark.parametrize(
+    ("script", "env", "runs"),
+    [
+        # the pattern has no pattern character: a string comparison, decided
+        ('if [[ "${P,,}" == "xpu" ]]; then A=Z; else A=C; fi; env "$A=1" vllm serve m',
+         {"P": "XPU"}, [("vllm", "serve", "m")]),
+        ("if [[ $P != cuda ]]; then vllm serve a; else vllm serve b; fi",
+         {"P": "cuda"}, [("vllm", "serve", "b")]),
+        # a glob pattern on known words: matched, decided
+        ("if [[ $P == cu* ]]; then vllm serve a; else vllm serve b; fi",
+         {"P": "cuda"}, [("vllm", "serve", "a")]),
+        # nocasematch possibly on: only known at run time, both kept
+        ("shopt -s nocasematch; if [[ $P == cuda ]]; then vllm serve a; else vllm serve b; fi",
+         {"P": "CUDA"}, [("vllm", "serve", "a"), ("vllm", "serve", "b")]),
+    ],
+)  # fmt: skip
+def test_double_bracket_match(
+    script: str, env: dict[str, str], runs: list[tuple[str, ...]]
+) -> None:
+    """bash's ``[[ == ]]`` / ``[[ != ]]`` match a pattern, decided from known words; after
+    ``shopt`` on ``nocasematch`` (case-insensitive matching) the test is run-time."""
+    got = [c for c in commands(script, env, dialect="bash") if c.words[0] == "vllm"]
+    assert [c.words for c in got] == runs
+    decided = len(runs) == 1
+    assert all(not c.when for c in got) == decided

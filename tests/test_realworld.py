@@ -288,6 +288,29 @@ def test_standalone_dynamo_router(extra: str, block: int) -> None:
     assert [(r.kind, r.block_size) for r in got] == [("dynamo", block)]
 
 
+@pytest.mark.parametrize(
+    ("args", "block"), [("", 128), (" --block-size 32", 32), (" --block-size=$B", 48)]
+)
+def test_prefill_router_in_a_script(args: str, block: int) -> None:
+    """The older dynamo.prefill_router is a KV router over the prefill workers in blocks of
+    its own --block-size (argparse, default 128), started by a launch script as by a graph."""
+    from kvconfig.load.routers import script_routers
+
+    text = f"#!/bin/bash\nB=48\npython -m dynamo.prefill_router --namespace dynamo{args} &\n"
+    got = script_routers(text, "launch.sh")
+    assert [(r.kind, r.block_size) for r in got] == [("dynamo", block)]
+    graph = STANDALONE.replace("dynamo.router]", "dynamo.prefill_router]").replace(
+        "[--endpoint, dynamo.prefill.generate%s]", f"[--block-size, '{block}']"
+    )
+    assert [r.block_size for r in routers_of_text(graph)] == [block]
+
+
+def routers_of_text(text: str) -> list[Any]:
+    from kvconfig.load.routers import routers_of
+
+    return routers_of([yaml.safe_load(text)])
+
+
 EPP = """
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
@@ -512,6 +535,18 @@ def test_disaggregated_set(replicas: int) -> None:
     engines = engines_in(DISAGG_SET % replicas, "<ds>")
     got = sorted((e.role, e.parallelism.get("replicas"), reading_of(e).pipeline) for e in engines)
     assert got == [("decode", 1, 1), ("prefill", replicas, 2)]
+
+
+@pytest.mark.parametrize("slices", [1, 2, 5])
+def test_disaggregated_set_slices(slices: int) -> None:
+    """spec.slices copies every role (one LeaderWorkerSet per role and slice): each role
+    runs replicas x slices groups; a slice count that is not an integer is bad input."""
+    text = DISAGG_SET.replace("spec:\n  roles:", f"spec:\n  slices: {slices}\n  roles:") % 3
+    engines = engines_in(text, "<ds>")
+    got = sorted((e.role, e.parallelism.get("replicas")) for e in engines)
+    assert got == [("decode", slices), ("prefill", 3 * slices)]
+    with pytest.raises(InputError, match="integer"):
+        engines_in(text.replace(f"slices: {slices}", "slices: two"), "<ds>")
 
 
 def test_endpoint_picker_values_are_not_a_serve_config() -> None:

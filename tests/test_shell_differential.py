@@ -194,6 +194,35 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "brace expansion": (
+        "for i in {0..2}; do vllm serve m --data-parallel-rank $i; done\n"
+        'vllm serve a{b,c}d {01..03} {c..a} "{1..2}" {1..5..2} {x} {} x{a,"b c"}',
+        {},
+        BOTH,
+    ),
+    "arithmetic for": (
+        "for ((i=0; i<N; i++)); do vllm serve m --rank $((i + 10)); done\n"
+        "for (( j = 5 ; j > 1 ; j -= 2 )) ; do vllm serve j$j; done; for ((;;)); do break; done",
+        {"N": "3"},
+        ("bash",),
+    ),
+    "arithmetic for on a run-time bound": (
+        "for ((i=0; i<N; i++)); do vllm serve m --rank $i; done",
+        {"N": None},
+        ("bash",),
+    ),
+    "[[ == ]] on a string": (
+        'if [[ "${D:-cuda}" == "xpu" ]]; then W=KV_A=x; else W=KV_A=c; fi\n'
+        'env "$W" vllm serve m; [[ abc != ab"c" ]] || vllm serve n\n'
+        "[[ abc == a* ]] && vllm serve p; [[ a{b,c} == 'a{b,c}' ]] && vllm serve q",
+        {"D": None},
+        ("bash",),
+    ),
+    "[[ == ]] on a known string": (
+        'if [[ "${D:-cuda}" == "xpu" ]]; then W=KV_A=x; else W=KV_A=c; fi\nenv "$W" vllm serve m',
+        {},
+        ("bash",),
+    ),
     "bash expansions": ("X=abcabc; vllm serve ${X/b/B} ${X//b/B} ${X:1:3} ${X^^}", {}, ("bash",)),
     "required variable unset": ('vllm serve "${MODEL:?set MODEL}"', {}, BOTH),
     "eval": ('ARGS="--block-size 16 --x \'{\\"a\\": 1}\'"; eval "vllm serve m $ARGS"', {}, BOTH),
@@ -299,6 +328,21 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     "double bracket on a run-time value": (
         '[[ "$HF_TOKEN" != hf_* ]] && exit 1; vllm serve m',
         {"HF_TOKEN": None},
+        ("bash",),
+    ),
+    "double bracket, a pattern with no pattern character": (
+        'if [[ "${X,,}" == "xpu" ]]; then A=KV_A; else A=KV_B; fi; env "$A=1" vllm serve m',
+        {"X": "XPU"},
+        ("bash",),
+    ),
+    "double bracket !=, unquoted literal": (
+        "if [[ $X != cuda ]]; then vllm serve 1; else vllm serve 2; fi",
+        {"X": "cuda"},
+        ("bash",),
+    ),
+    "double bracket after shopt nocasematch": (
+        "shopt -s nocasematch; if [[ $X == cuda ]]; then vllm serve 1; else vllm serve 2; fi",
+        {"X": "CUDA"},
         ("bash",),
     ),
 }

@@ -121,3 +121,28 @@ def test_the_charts_router(router: dict[str, object], kvaware: bool) -> None:
 
     got = routers_of([{"routerSpec": router}])
     assert [r.kind for r in got] == ["production-stack"] * kvaware
+
+
+@pytest.mark.parametrize(
+    ("drop", "key"),
+    [
+        (("deploymentConfig",), "spec.deploymentConfig"),
+        (("vllmConfig",), "spec.vllmConfig"),
+        (("deploymentConfig", "image"), "spec.deploymentConfig.image"),
+        (("model", "modelURL"), "spec.model.modelURL"),
+    ],
+)
+def test_a_runtime_without_a_required_field_is_refused(drop: tuple[str, ...], key: str) -> None:
+    """The CRD requires these fields: the API server refuses the resource, so no engine
+    runs; kvconfig says so in one line, naming the field."""
+    from kvconfig.errors import InputError
+
+    data = yaml.safe_load(RUNTIME)
+    node = data["spec"]
+    for k in drop[:-1]:
+        node = node[k]
+    del node[drop[-1]]
+    with pytest.raises(InputError, match="CRD requires") as caught:
+        engines_in(yaml.safe_dump(data), "<runtime>")
+    assert caught.value.key == key
+    assert "\n" not in str(caught.value)

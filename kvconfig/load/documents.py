@@ -123,7 +123,7 @@ _BASES = frozenset({"LLMInferenceServiceConfig"})
 
 
 FORMATS = (
-    "kubernetes", "production-stack", "llm-d", "compose", "skypilot", "rayserve",
+    "kubernetes", "production-stack", "vllm-chart", "llm-d", "compose", "skypilot", "rayserve",
 )  # fmt: skip
 
 
@@ -136,6 +136,15 @@ def kind_of(data: Any) -> str | None:
         return "kubernetes"
     if isinstance(data.get("servingEngineSpec"), dict):
         return "production-stack"
+    image = data.get("image")
+    if (
+        isinstance(image, dict)
+        and isinstance(image.get("command"), list)
+        and any(k in data for k in ("extraInit", "gpuModels", "replicaCount", "containerPort"))
+    ):
+        # vLLM's own chart (kvconfig.load.helm.vllm_chart): the image.command list its
+        # values.schema.json requires, beside keys only that chart has
+        return "vllm-chart"
     if "modelArtifacts" in data or any(
         isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
     ):

@@ -150,6 +150,8 @@ def engines_of(
     reader: Callable[..., list[Engine]]
     if kind == "production-stack":
         from kvconfig.load.helm.production_stack import production_stack as reader
+    elif kind == "vllm-chart":
+        from kvconfig.load.helm.vllm_chart import vllm_chart as reader
     elif kind == "llm-d":
         from kvconfig.load.helm.llm_d import llm_d as reader
     elif kind == "compose":

@@ -16,7 +16,8 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
 * The same frontend and standalone router started by a launch script (``python -m
   dynamo.frontend --router-mode kv &``), read by the one shell reader with the environment
   the script gives each command (``routers_in_file``).
-* NVIDIA Dynamo's standalone router (``python -m dynamo.router``, any service of a
+* NVIDIA Dynamo's standalone router (``python -m dynamo.router``, or the older
+  ``python -m dynamo.prefill_router`` with ``--block-size``, any service of a
   ``DynamoGraphDeployment`` that runs it): its own block size ``--router-block-size``
   (``--block-size`` in older releases, ``DYN_ROUTER_BLOCK_SIZE``), 128 when unset; it does
   not take the workers' (``components/src/dynamo/router/args.py``, ``backend_args.py``:
@@ -113,7 +114,10 @@ STANDALONE_BLOCK_SIZE = 128
 
 
 def _standalone(name: str, words: list[str], env: Mapping[str, str]) -> Router | None:
-    """``python -m dynamo.router``: its own block size, 128 unless set."""
+    """``python -m dynamo.router``: its own block size, 128 unless set; the older
+    ``python -m dynamo.prefill_router`` likewise (``_prefill_router``)."""
+    if "dynamo.prefill_router" in words:
+        return _prefill_router(name, words)
     if "dynamo.router" not in words:
         return None
     size = (
@@ -122,6 +126,16 @@ def _standalone(name: str, words: list[str], env: Mapping[str, str]) -> Router |
         or env.get("DYN_ROUTER_BLOCK_SIZE")
     )
     return Router("dynamo", f"{name}/dynamo.router", _int(size) or STANDALONE_BLOCK_SIZE)
+
+
+def _prefill_router(name: str, words: list[str]) -> Router:
+    """Dynamo's centralized prefill router (``python -m dynamo.prefill_router``, before
+    ``dynamo.router``): a ``KvRouter`` over the prefill workers in blocks of its argparse
+    ``--block-size`` (an int, default 128; no environment variable), which must equal the
+    workers' (``components/prefill_router/src/dynamo/prefill_router/__main__.py`` and
+    ``README.md``, ai-dynamo/dynamo 0c13c49)."""
+    size = _option(words, "--block-size")
+    return Router("dynamo", f"{name}/dynamo.prefill_router", _int(size) or STANDALONE_BLOCK_SIZE)
 
 
 def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
@@ -283,7 +297,7 @@ def script_routers(
         module = _module(words)
         known = {k: v for k, v in cmd.env.items() if v is not None}
         found = None
-        if module == "dynamo.router":
+        if module in ("dynamo.router", "dynamo.prefill_router"):
             found = _standalone(label, words, known)
         elif module == "dynamo.frontend":
             found = _frontend(f"{label}/dynamo.frontend", words, known)

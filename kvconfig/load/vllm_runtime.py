@@ -13,6 +13,12 @@ URL, ``--host 0.0.0.0 --port PORT``, ``--enable-lora``, ``--enable-auto-tool-cho
 ``LMCacheConnector``) with ``kv_role`` ``kv_both``. Its environment: ``VLLM_USE_V1``
 (``1``/``0``), the LoRA and LMCache variables, then ``vllmConfig.env``. The GPUs are
 ``deploymentConfig.resources.gpu`` of ``gpuType`` (default ``nvidia.com/gpu``).
+
+The operator's CRD (``operator/config/crd/bases/production-stack.vllm.ai_vllmruntimes.yaml``)
+requires ``spec.deploymentConfig`` (with ``image`` and ``resources``), ``spec.model``
+(with ``modelURL``) and ``spec.vllmConfig``: the API server refuses a resource without
+them ("Required value"), so no Deployment is built; kvconfig refuses it the same way
+(``_required``). A resource in an older layout (``spec.image``, ``spec.replicas``) is one.
 """
 
 from __future__ import annotations
@@ -86,6 +92,39 @@ def _args(spec: dict[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
     return args, env
 
 
+_REQUIRED: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("spec",), "deploymentConfig"),
+    (("spec",), "model"),
+    (("spec",), "vllmConfig"),
+    (("spec", "deploymentConfig"), "image"),
+    (("spec", "deploymentConfig"), "resources"),
+    (("spec", "model"), "modelURL"),
+)
+"""(object, field) pairs the CRD's openAPIV3Schema lists as required."""
+
+
+def _required(res: Resource) -> None:
+    """Refuse a ``VLLMRuntime`` without a field its CRD requires, as the API server does
+    (the schema's root requires no ``spec``: only a ``spec`` that is there is checked)."""
+    if not isinstance(res.data.get("spec"), dict):
+        return
+    for path, field in _REQUIRED:
+        node: Any = res.data
+        for key in path:
+            node = mapping(node.get(key)) if isinstance(node, dict) else {}
+        if field not in node:
+            where = ".".join((*path, field))
+            raise res.err(
+                f"VLLMRuntime has no {where}, which production-stack's CRD requires: the API "
+                "server refuses the resource and the operator starts no engine",
+                path,
+                where,
+                "write spec.deploymentConfig (image, resources, replicas), spec.model "
+                "(modelURL) and spec.vllmConfig as the operator's samples do "
+                "(operator/config/samples)",
+            )
+
+
 def engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
@@ -94,6 +133,7 @@ def engines(
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.resources import Pod
 
+    _required(res)
     data = res.data
     name = str(mapping(data.get("metadata")).get("name", "unnamed"))
     spec = mapping(data.get("spec"))

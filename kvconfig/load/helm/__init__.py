@@ -1,4 +1,4 @@
-"""Values files of the two Helm charts that start vLLM engines, read as their templates
+"""Values files of the Helm charts that start vLLM engines, read as their templates
 render them.
 
 **vLLM production-stack** (``helm/templates/deployment-vllm-multi.yaml`` and, for
@@ -16,7 +16,11 @@ the ``decode`` and ``prefill`` sections, each a list of ``containers``. A contai
 ``command`` and ``args``, the default). The chart adds ``--port``, the parallelism flags
 from ``parallelism`` and ``--served-model-name``, then the container's ``args``.
 
+**vLLM's own chart** (``examples/online_serving/chart-helm`` in vllm-project/vllm): one
+Deployment whose ``vllm`` container runs ``image.command`` as written (``vllm_chart``).
+
 Other charts: render them first (``helm template ... | kvconfig lint -``).
 
-One module per chart (``production_stack``, ``llm_d``), their template rules in ``values``.
+One module per chart (``production_stack``, ``llm_d``, ``vllm_chart``), their template
+rules in ``values``.
 """

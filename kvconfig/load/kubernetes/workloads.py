@@ -60,7 +60,9 @@ def _lws_of(res: Resource, path: tuple[str | int, ...]) -> tuple[Mapping[str, An
     A ``DisaggregatedSet`` (``api/disaggregatedset/v1/disaggregatedset_types.go``) creates
     one LeaderWorkerSet per ``spec.roles[i]``, whose ``spec`` is that set's spec (its
     ``replicas`` defaults to 1, as a LeaderWorkerSet's does); the role's ``name`` is the
-    role its pods serve."""
+    role its pods serve. ``spec.slices`` (default 1) copies the whole set of roles, one
+    LeaderWorkerSet per role and slice (``pkg/controllers/disaggregatedset``: the role's
+    target replicas times ``GetSlices``), so a role runs ``replicas`` x ``slices`` groups."""
     kind = res.data.get("kind")
     if kind == "LeaderWorkerSet":
         return res.data["spec"], None
@@ -177,6 +179,10 @@ def resource_engines(
             env_base, env_unknown = _lws_env(size, "leader" if leads else part)
             if lws_role is not None:
                 replicas = lws.get("replicas", 1)
+                slices = data["spec"].get("slices", 1)
+                _count(res, slices, ("spec", "slices"))
+                if isinstance(replicas, int) and isinstance(slices, int):
+                    replicas *= slices
         if isinstance(replicas, int):
             pod.parallelism["replicas"] = replicas
         if isinstance(storm.get("replicas"), int):

@@ -17,7 +17,8 @@ double, bash's ``$'...'``), escapes and continuations, here-documents, redirecti
 ``if``/``elif``/``else``, ``case``, ``for``/``while``/``until``, ``&&``/``||``, ``!``,
 ``[ ]``/``test``, functions, ``set --``/``shift``, ``export``/``readonly``/``declare``/
 ``local``, subshell and pipeline scope, bash arrays, ``~``, the parameter expansions,
-``$(( ))``, ``eval``, nested ``sh -c`` and the wrappers that run a program (``wrappers``).
+``$(( ))``, ``eval``, nested ``sh -c`` and the wrappers that run a program (``wrappers``),
+and bash's brace expansion (``braces``), ``[[ == ]]`` on strings and ``for (( ; ; ))``.
 What the shell decides from values kvconfig knows, kvconfig decides the same way; what
 depends on a value it cannot know (a Secret, ``$(...)``, a file test) is only known at
 run time and stays unknown. ``tests/test_shell_differential.py`` holds it to real bash

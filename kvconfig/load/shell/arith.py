@@ -135,3 +135,11 @@ def arith(text: str, variable: Callable[[str], int | None], depth: int = 0) -> i
     if pos != len(tokens):
         raise ValueError(f"unexpected {tokens[pos]!r}")
     return None if unknown else value
+
+
+def arith_value(text: str, variable: Callable[[str], int | None]) -> int | None:
+    """``arith``, with an expression the shell would refuse read as unknown (None)."""
+    try:
+        return arith(text, variable)
+    except ValueError:
+        return None

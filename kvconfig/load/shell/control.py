@@ -8,22 +8,24 @@ copy of the state and keeps what they agree on. Simple commands are run by the s
 from __future__ import annotations
 
 import contextlib
+import re
 
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
-from kvconfig.load.shell import parser as p
+from kvconfig.load.shell import nodes as N
+from kvconfig.load.shell.arith import arith_value
 from kvconfig.load.shell.fields import _Fields
 from kvconfig.load.shell.state import MAX_LOOP, MAX_STEPS, _merge, _State
 
 
 class _Control(_Fields):
-    def simple(self, node: p.Simple, background: bool = False) -> int | None:
+    def simple(self, node: N.Simple, background: bool = False) -> int | None:
         """Run one simple command (``kvconfig.load.shell.simple``)."""
         raise NotImplementedError
 
     # ----- running ------------------------------------------------------------------------
-    def run_node(self, node: p.Node) -> int | None:
+    def run_node(self, node: N.Node) -> int | None:
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise InputError(
@@ -34,14 +36,14 @@ class _Control(_Fields):
                 hint="keep the launch script short",
             )
         st = self.state
-        if isinstance(node, p.Sequence):
+        if isinstance(node, N.Sequence):
             status: int | None = 0
             for item, background in node.items:
                 if background:
                     saved = self.state
                     self.state = saved.copy()
                     with contextlib.suppress(_Stop):
-                        self.run_node(item) if not isinstance(item, p.Simple) else self.simple(
+                        self.run_node(item) if not isinstance(item, N.Simple) else self.simple(
                             item, background=True
                         )
                     self.state = saved
@@ -50,9 +52,9 @@ class _Control(_Fields):
                     status = self.run_node(item)
                 self.state.status = status
             return status
-        if isinstance(node, p.Simple):
+        if isinstance(node, N.Simple):
             status = self.simple(node)
-        elif isinstance(node, p.AndOr):
+        elif isinstance(node, N.AndOr):
             status = self.run_node(node.first)
             for op, nxt in node.rest:
                 self.state.status = status
@@ -61,7 +63,7 @@ class _Control(_Fields):
                     status = self.fork([[nxt], []], reason, self.run_node)
                 elif (status == 0) == (op == "&&"):
                     status = self.run_node(nxt)
-        elif isinstance(node, p.Pipeline):
+        elif isinstance(node, N.Pipeline):
             status = 0
             for k, cmd in enumerate(node.commands):
                 saved = self.state
@@ -76,7 +78,7 @@ class _Control(_Fields):
                 del k
             if node.negate:
                 status = None if status is None else int(status == 0)
-        elif isinstance(node, p.Group):
+        elif isinstance(node, N.Group):
             if node.subshell:
                 saved = self.state
                 self.state = saved.copy()
@@ -87,15 +89,17 @@ class _Control(_Fields):
                 self.state = saved
             else:
                 status = self.run_node(node.body)
-        elif isinstance(node, p.If):
+        elif isinstance(node, N.If):
             status = self.run_if(node, 0)
-        elif isinstance(node, p.Case):
+        elif isinstance(node, N.Case):
             status = self.run_case(node)
-        elif isinstance(node, p.For):
+        elif isinstance(node, N.For):
             status = self.run_for(node)
-        elif isinstance(node, p.Loop):
+        elif isinstance(node, N.Loop):
             status = self.run_loop(node)
-        elif isinstance(node, p.Function):
+        elif isinstance(node, N.ArithFor):
+            status = self.run_arith_for(node)
+        elif isinstance(node, N.Function):
             st.functions[node.name] = node.body
             status = 0
         else:  # pragma: no cover - every node kind is handled above
@@ -111,7 +115,7 @@ class _Control(_Fields):
 
     def fork(
         self,
-        alternatives: list[list[p.Node]],
+        alternatives: list[list[N.Node]],
         reason: str,
         run: object,
         before: list[object] | None = None,
@@ -150,7 +154,7 @@ class _Control(_Fields):
         first = statuses[0]
         return first if all(s == first for s in statuses) else None
 
-    def run_if(self, node: p.If, k: int) -> int | None:
+    def run_if(self, node: N.If, k: int) -> int | None:
         if k >= len(node.clauses):
             return self.run_node(node.otherwise) if node.otherwise is not None else 0
         cond, body = node.clauses[k]
@@ -168,11 +172,11 @@ class _Control(_Fields):
             [None, lambda: self.run_if(node, k + 1)],
         )
 
-    def run_case(self, node: p.Case) -> int | None:
+    def run_case(self, node: N.Case) -> int | None:
         subject, what = self.expand_string(node.word)
         return self.case_from(node, 0, subject, what)
 
-    def case_from(self, node: p.Case, k: int, subject: str | None, what: str) -> int | None:
+    def case_from(self, node: N.Case, k: int, subject: str | None, what: str) -> int | None:
         for n in range(k, len(node.items)):
             patterns, body = node.items[n]
             matched: bool | None = False
@@ -200,7 +204,7 @@ class _Control(_Fields):
                 )
         return 0
 
-    def run_for(self, node: p.For) -> int | None:
+    def run_for(self, node: N.For) -> int | None:
         items: list[str] | None = []
         if node.words is None:
             args = self.state.args
@@ -233,13 +237,86 @@ class _Control(_Fields):
                     break
         return status
 
-    def loop_body(self, body: p.Node) -> int | None:
+    def run_arith_for(self, node: N.ArithFor) -> int | None:
+        """bash's ``for (( init; test; step ))``: init once, then the body and the step
+        while the test is not 0 (an empty test is 1), each an arithmetic expression (the
+        bash manual, Looping Constructs). A value only known at run time makes the body a
+        run-time choice, run once with the variables it assigns unknown."""
+        parts = node.expression.split(";")
+        if len(parts) != 3:
+            raise InputError(
+                f"the for (( )) on line {self.at(node.line)} needs three expressions",
+                source=self.source,
+                line=self.at(node.line),
+                key=self.key,
+                hint="write for (( init; test; step ))",
+            )
+        init, test, step = parts
+        names = re.findall(
+            r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%]?=(?!=)|\+\+|--)", node.expression
+        )
+        names += re.findall(r"(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)", node.expression)
+        status: int | None = 0
+        if self.arith_effects(init):
+            for _ in range(MAX_LOOP):
+                go = arith_value(test, self.arith_var) if test.strip() else 1
+                if go is None:
+                    break
+                if go == 0:
+                    return status
+                try:
+                    status = self.run_node(node.body)
+                except _Jump as jump:
+                    if jump.count > 1:
+                        raise _Jump(jump.kind, jump.count - 1) from None
+                    if jump.kind == "break":
+                        return 0
+                if not self.arith_effects(step):
+                    break
+            else:
+                self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
+                raise _Stop
+        reason = self.reason(node.line, "the test of the for (( )) loop")
+
+        def unknown() -> None:
+            for name in names:
+                self.assign(name, None, reason)
+
+        return self.fork([[node.body], []], reason, self.loop_body, [unknown, None])
+
+    def arith_effects(self, text: str) -> bool:
+        """Run ``NAME=E``, ``NAME op= E``, ``NAME++``, ``++NAME`` (comma-separated) or an
+        expression without effect; False when a value is only known at run time."""
+        for raw in text.split(","):
+            item = raw.strip()
+            if not item:
+                continue
+            m = re.fullmatch(r"(\+\+|--)\s*([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(\+\+|--)", item)
+            if m:
+                name = m.group(2) or m.group(3)
+                op = m.group(1) or m.group(4)
+                expr = f"{name} {op[0]} 1"
+            else:
+                m = re.fullmatch(r"([A-Za-z_]\w*)\s*([-+*/%]?)=(?!=)(.*)", item, re.S)
+                if m is None:
+                    if arith_value(item, self.arith_var) is None:
+                        return False
+                    continue
+                name, op, rhs = m.group(1), m.group(2), m.group(3)
+                expr = f"{name} {op} ({rhs})" if op else rhs
+            value = arith_value(expr, self.arith_var)
+            if value is None:
+                return False
+            self.assign(name, str(value))
+        return True
+
+    def loop_body(self, body: N.Node) -> int | None:
         try:
             return self.run_node(body)
         except _Jump:
             return None
 
-    def run_loop(self, node: p.Loop) -> int | None:
+    def run_loop(self, node: N.Loop) -> int | None:
         seen: list[tuple[dict[str, str | None], int]] = []
         status: int | None = 0
         for _ in range(MAX_LOOP):
@@ -271,16 +348,16 @@ class _Control(_Fields):
         raise _Stop
 
 
-def node_line(node: p.Node) -> int:
+def node_line(node: N.Node) -> int:
     line = getattr(node, "line", None)
     if isinstance(line, int):
         return line
-    if isinstance(node, p.AndOr):
+    if isinstance(node, N.AndOr):
         return node_line(node.first)
-    if isinstance(node, p.Sequence) and node.items:
+    if isinstance(node, N.Sequence) and node.items:
         return node_line(node.items[0][0])
     return 1
 
 
-def cond_line(cond: p.Sequence, default: int) -> int:
+def cond_line(cond: N.Sequence, default: int) -> int:
     return node_line(cond) if cond.items else default

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from kvconfig.load.shell.braces import doubtful, expand_braces
 from kvconfig.load.shell.globs import _has_glob
 from kvconfig.load.shell.params import _Params
 from kvconfig.load.shell.words import _source_form, _Word
@@ -16,7 +17,24 @@ _WORD_DEFAULT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(:?)([-+])(.*
 
 class _Fields(_Params):
     def expand_word(self, word: _Word) -> tuple[list[str], list[str]]:
-        """The fields of a word, and what in it was unknown (then one field, as written)."""
+        """The fields of a word, and what in it was unknown (then one field, as written);
+        in bash, after brace expansion (``kvconfig.load.shell.braces``)."""
+        if self.dialect == "bash":
+            words = expand_braces(word)
+            if any(doubtful(w) for w in words):
+                return [word.raw()], [word.raw()]
+            if len(words) > 1:
+                fields: list[str] = []
+                unknown: list[str] = []
+                for w in words:
+                    more, missing = self.expand_one(w)
+                    fields += more
+                    unknown += missing
+                return fields, unknown
+        return self.expand_one(word)
+
+    def expand_one(self, word: _Word) -> tuple[list[str], list[str]]:
+        """The fields of a word after brace expansion."""
         fields: list[str] = []
         cur: str | None = None
         unknown: list[str] = []

@@ -57,6 +57,17 @@ class _Lexer(_Scanner):
                     continue
                 redirect_next = op if op != "<<<" or m.group(1) in ("", "0") else "<"
                 continue
+            if (
+                self.dialect == "bash"
+                and self.text.startswith("((", self.i)
+                and out
+                and isinstance(out[-1], _Word)
+                and out[-1].raw() == "for"
+                and len(out[-1].parts) == 1
+                and not out[-1].parts[0].quoted
+            ):
+                out.append(self._arith_for())
+                continue
             op_match = next((o for o in _OPERATORS if self.text.startswith(o, self.i)), None)
             if op_match is not None:
                 out.append(_Op(op_match, self.line))
@@ -95,6 +106,26 @@ class _Lexer(_Scanner):
                 "end it with a line holding only its delimiter",
             )
         return out
+
+    def _arith_for(self) -> _Word:
+        """bash's ``for (( init; test; step ))``: the text between the parentheses, kept
+        whole as one word (part kind ``arithfor``) for the parser."""
+        line = self.line
+        depth = 0
+        j = self.i + 2
+        while j < len(self.text):
+            c = self.text[j]
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                if depth == 0 and self.text.startswith("))", j):
+                    inner = self.text[self.i + 2 : j]
+                    self.line += inner.count("\n")
+                    self.i = j + 2
+                    return _Word([_Part(inner, True, "arithfor", "((" + inner + "))")], line)
+                depth -= 1
+            j += 1
+        raise self.err(f"the for (( on line {line} is never closed", line, "close it with ))")
 
     def _array(self) -> _Part:
         """The elements of ``NAME=( ... )`` (bash), the ``(`` under the cursor."""

@@ -7,110 +7,24 @@ the lexer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from kvconfig.errors import InputError
 from kvconfig.load.shell.lexer import _Lexer
-from kvconfig.load.shell.words import _Op, _Word
-
-
-@dataclass
-class Simple:
-    """A simple command: its words (assignments first) as written."""
-
-    words: list[_Word]
-    line: int
-    opaque: bool = False
-    """A bash ``[[ ]]`` holding operators kvconfig does not evaluate."""
-
-
-@dataclass
-class Pipeline:
-    """``a | b | c`` (``!`` negates the status)."""
-
-    commands: list[Node]
-    negate: bool
-    line: int
-
-
-@dataclass
-class AndOr:
-    """``a && b || c``: the first pipeline, then (operator, pipeline) pairs."""
-
-    first: Node
-    rest: list[tuple[str, Node]]
-
-
-@dataclass
-class Sequence:
-    """Commands run in turn; ``background`` marks the ones ended by ``&``."""
-
-    items: list[tuple[Node, bool]] = field(default_factory=list)
-
-
-@dataclass
-class If:
-    """``if c; then b; elif c; then b; else b; fi``."""
-
-    clauses: list[tuple[Sequence, Sequence]]
-    otherwise: Sequence | None
-    line: int
-
-
-@dataclass
-class Loop:
-    """``while c; do b; done`` (``until`` when ``until``)."""
-
-    condition: Sequence
-    body: Sequence
-    until: bool
-    line: int
-
-
-@dataclass
-class For:
-    """``for name in words; do body; done`` (``words`` None: the positional parameters)."""
-
-    name: str
-    words: list[_Word] | None
-    body: Sequence
-    line: int
-
-
-@dataclass
-class Case:
-    """``case word in p1|p2) body ;; esac``."""
-
-    word: _Word
-    items: list[tuple[list[_Word], Sequence]]
-    line: int
-
-
-@dataclass
-class Group:
-    """``{ body; }``, or ``( body )`` when ``subshell``."""
-
-    body: Sequence
-    subshell: bool
-    line: int
-
-
-@dataclass
-class Function:
-    """``name() body`` (or bash's ``function name body``)."""
-
-    name: str
-    body: Node
-    line: int
-
-
-Node = Simple | Pipeline | AndOr | Sequence | If | Loop | For | Case | Group | Function
-
-_RESERVED = frozenset(
-    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for"}
-    | {"{", "}", "!", "in", "function", "[[", "]]"}
+from kvconfig.load.shell.nodes import (
+    _ENDS,
+    AndOr,
+    ArithFor,
+    Case,
+    For,
+    Function,
+    Group,
+    If,
+    Loop,
+    Node,
+    Pipeline,
+    Sequence,
+    Simple,
 )
-_ENDS = frozenset({"then", "else", "elif", "fi", "do", "done", "esac", "}"})
+from kvconfig.load.shell.words import _Op, _Word
 
 
 def word_text(word: _Word) -> str | None:
@@ -272,13 +186,14 @@ class _Parser:
         if text == "for":
             self.k += 1
             name_tok = self.peek()
-            if not isinstance(name_tok, _Word) or word_text(name_tok) is None:
+            arith = isinstance(name_tok, _Word) and name_tok.parts[0].kind == "arithfor"
+            if not isinstance(name_tok, _Word) or (word_text(name_tok) is None and not arith):
                 raise self.err(f"the for on line {line} names no variable", line)
-            name = word_text(name_tok) or ""
+            name = name_tok.parts[0].text if arith else word_text(name_tok) or ""
             self.k += 1
             words: list[_Word] | None = None
             self.newlines()
-            if self.is_word("in"):
+            if self.is_word("in") and not arith:
                 self.k += 1
                 words = []
                 while isinstance(self.peek(), _Word):
@@ -291,7 +206,7 @@ class _Parser:
             self.expect_word("do", "the for", line)
             body = self.sequence()
             self.expect_word("done", "the for", line)
-            return For(name, words, body, line)
+            return ArithFor(name, body, line) if arith else For(name, words, body, line)
         if text == "case":
             return self.case(line)
         if text == "function":

@@ -13,6 +13,7 @@ import re
 
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.files import _Files
@@ -27,7 +28,7 @@ class _Shell(_Files):
     """The here-string (``<<< WORD``) of the command being run: (its text or None when
     only known at run time, what was unknown)."""
 
-    def simple(self, node: p.Simple, background: bool = False) -> int | None:
+    def simple(self, node: N.Simple, background: bool = False) -> int | None:
         words = [w for w in node.words if not w.here]
         here = [w for w in node.words if w.here]
         line = self.at(node.line)
@@ -62,8 +63,10 @@ class _Shell(_Files):
             assigns.append((name, value, what, append))
         expanded: list[str] = []
         unknown_at: list[tuple[int, str]] = []
+        # bash expands no braces between [[ and ]] (the bash manual, Conditional Constructs)
+        expand = self.expand_one if rest and rest[0].raw() == "[[" else self.expand_word
         for w in rest:
-            fields, unknown = self.expand_word(w)
+            fields, unknown = expand(w)
             for what in unknown:
                 unknown_at.append((len(expanded), what))
             expanded.extend(fields)
@@ -104,6 +107,9 @@ class _Shell(_Files):
         left, right = args[0], args[2]
         if any(x in right.raw() for x in ("?(", "*(", "+(", "@(", "!(")):
             return "other"  # an extended pattern: bash's extglob forms stay run-time
+        if self.state.nocase:  # shopt nocasematch may be on: case-insensitive matching
+            self.last_unknown = "a [[ ]] match under shopt nocasematch"
+            return None
         subject, what = self.expand_string(left)
         regex = self.pattern(right)
         if subject is None or regex is None:
@@ -150,6 +156,8 @@ class _Shell(_Files):
             if result is None:
                 self.last_unknown = "a file or an option test"
             return result
+        if head == "shopt" and "nocasematch" in words:
+            self.state.nocase = True  # set or unset: from here [[ == ]] is left undecided
         if head in ("echo", "printf") and not (head == "printf" and words[1:2] == ["-v"]):
             return 0
         if head in ("export", "readonly", "declare", "typeset", "local"):

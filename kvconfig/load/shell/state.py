@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kvconfig.load.shell import parser as p
+from kvconfig.load.shell import nodes as N
 
 MAX_EVAL_DEPTH = 8
 """Deepest nesting of ``eval``, ``sh -c`` and function calls kvconfig follows."""
@@ -55,12 +55,14 @@ class _State:
     args: list[str] | None
     arrays: dict[str, list[str | None]] = field(default_factory=dict)
     readonly: set[str] = field(default_factory=set)
-    functions: dict[str, p.Node] = field(default_factory=dict)
+    functions: dict[str, N.Node] = field(default_factory=dict)
     when: tuple[str, ...] = ()
     branch: tuple[tuple[int, int], ...] = ()
     why: dict[str, str] = field(default_factory=dict)
     status: int | None = 0
     maybe_exported: set[str] = field(default_factory=set)
+    nocase: bool = False
+    """``shopt -s nocasematch`` may be in force: ``[[ == ]]`` then matches case apart."""
 
     def copy(self) -> _State:
         return _State(
@@ -75,6 +77,7 @@ class _State:
             dict(self.why),
             self.status,
             set(self.maybe_exported),
+            self.nocase,
         )
 
 
@@ -105,6 +108,7 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
         merged.exported - set[str].intersection(*(e.exported for e in ends))
     )
     merged.readonly = set().union(*(e.readonly for e in ends))
+    merged.nocase = merged.nocase or any(e.nocase for e in ends)
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
     for e in ends:
