@@ -29,6 +29,7 @@ from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
+from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.paths import PROGRAMS, folder, output
 from kvconfig.load.shell.scope import _Scope
@@ -109,12 +110,12 @@ class _Files(_Scope):
 
     def substituted(self, text: str) -> str | None:
         try:
-            node: p.Node = p.parse(self.lexer(text))
+            node: N.Node = p.parse(self.lexer(text))
         except InputError:
             return None
-        while isinstance(node, p.Sequence) and len(node.items) == 1 and not node.items[0][1]:
+        while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
             node = node.items[0][0]
-        if isinstance(node, p.AndOr) and [op for op, _ in node.rest] == ["&&"]:
+        if isinstance(node, N.AndOr) and [op for op, _ in node.rest] == ["&&"]:
             cd, pwd = self.program_words(node.first), self.program_words(node.rest[0][1])
             if cd is None or pwd is None or not self.host:
                 return None
@@ -125,10 +126,10 @@ class _Files(_Scope):
         printed = output(words, self.host)
         return None if printed is None else printed.rstrip("\n")
 
-    def program_words(self, node: p.Node) -> list[str] | None:
+    def program_words(self, node: N.Node) -> list[str] | None:
         """The words of a simple command that runs a program (no assignment before it, no
         function of that name), expanded on a copy of the state (a subshell), or None."""
-        if not isinstance(node, p.Simple) or node.opaque or not node.words:
+        if not isinstance(node, N.Simple) or node.opaque or not node.words:
             return None
         first = node.words[0].parts[0] if node.words[0].parts else None
         if first is None or (first.kind == "lit" and re.match(r"[A-Za-z_]\w*\+?=", first.text)):
