@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -343,7 +344,7 @@ def _operator_routers(
     except (OSError, UnicodeDecodeError):
         return []
     out = []
-    for r in routers_in_file(text, str(path), env):
+    for r in routers_in_file(text, str(path), env, os.path.abspath(path)):
         behind: tuple[str, ...] = ()
         if r.name.startswith("DynamoGraphDeployment/"):
             graph = "/".join(r.name.split("/")[:2]) + "/"

@@ -55,14 +55,16 @@ def engines_in(
     *,
     env: Mapping[str, str] | None = None,
     base: Path | None = None,
+    path: Path | None = None,
 ) -> list[Engine]:
     """Every vLLM engine in an operator file: a path, or the text itself (stdin).
 
     ``env`` is the environment for docker-compose interpolation beyond the ``.env`` file
     beside it (the caller decides whether that is ``os.environ``). ``base`` is the folder
     relative paths are taken from (default: the file's folder, or the working folder
-    for text). Raises InputError (one line) for anything that cannot be read, and when
-    no vLLM engine is found.
+    for text). ``path`` is the file the text came from, for a launch script (its
+    ``$0``; None: standard input). Raises InputError (one line) for anything that
+    cannot be read, and when no vLLM engine is found.
     """
     if isinstance(text_or_path, Path):
         text = read_file(text_or_path, source)
@@ -73,7 +75,8 @@ def engines_in(
     from kvconfig.load import script_file
 
     if script_file.script_dialect(text) is not None:
-        return script_file.engines(text, source, folder, env)
+        path = text_or_path if isinstance(text_or_path, Path) else path
+        return script_file.engines(text, source, folder, env, path)
     docs, skipped = load_documents(text, source, merge_keys=_looks_like_compose(text))
     return engines_of(docs, source, folder, skipped=skipped, text=text, env=env)
 

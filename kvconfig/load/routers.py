@@ -275,7 +275,9 @@ def _module(words: list[str]) -> str | None:
     return None
 
 
-def script_routers(text: str, source: str, env: Mapping[str, str] | None = None) -> list[Router]:
+def script_routers(
+    text: str, source: str, env: Mapping[str, str] | None = None, path: str | None = None
+) -> list[Router]:
     """The Dynamo frontends and standalone routers a launch script starts, each read with
     the environment its command runs in (a variable only known at run time is unset here:
     neither mode nor block size is guessed)."""
@@ -286,7 +288,9 @@ def script_routers(text: str, source: str, env: Mapping[str, str] | None = None)
 
     label = Path(source).name or "script"
     dialect = script_dialect(text) or "sh"
-    cmds = commands(text, dict(env or {}), source=source, line=1, key=label, dialect=dialect)
+    cmds = commands(
+        text, dict(env or {}), source=source, line=1, key=label, dialect=dialect, path=path
+    )
     out: list[Router] = []
     for cmd in cmds:
         words = list(cmd.words)
@@ -302,15 +306,18 @@ def script_routers(text: str, source: str, env: Mapping[str, str] | None = None)
     return out
 
 
-def routers_in_file(text: str, source: str, env: Mapping[str, str] | None = None) -> list[Router]:
-    """The KV-aware routers of a file's text: a launch script's (``script_routers``), else
-    those of its YAML documents (``routers_of``; text that is not YAML holds none)."""
+def routers_in_file(
+    text: str, source: str, env: Mapping[str, str] | None = None, path: str | None = None
+) -> list[Router]:
+    """The KV-aware routers of a file's text: a launch script's (``script_routers``; ``path``
+    the script's absolute path, its ``$0``), else those of its YAML documents
+    (``routers_of``; text that is not YAML holds none)."""
     import yaml
 
     from kvconfig.load.script_file import script_dialect
 
     if script_dialect(text) is not None:
-        return script_routers(text, source, env)
+        return script_routers(text, source, env, path)
     try:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError:

@@ -25,6 +25,7 @@ workers (``decode_workers``, Dynamo's ``main.py``).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -51,15 +52,24 @@ def script_dialect(text: str) -> str | None:
 
 
 def engines(
-    text: str, source: str, base: Path, env: Mapping[str, str] | None = None
+    text: str,
+    source: str,
+    base: Path,
+    env: Mapping[str, str] | None = None,
+    path: Path | None = None,
 ) -> list[Engine]:
-    """One engine per vLLM server the script starts."""
+    """One engine per vLLM server the script starts; ``path``: the script's file (its
+    ``$0``, and what ``source`` and ``readlink -f`` see: ``kvconfig.load.shell.files``),
+    None for a script read from standard input."""
     from kvconfig.load.shell import servers
     from kvconfig.load.shell.script import commands
 
     dialect = script_dialect(text) or "sh"
     label = Path(source).name or "script"
-    cmds = commands(text, dict(env or {}), source=source, line=1, key=label, dialect=dialect)
+    cmds = commands(
+        text, dict(env or {}), source=source, line=1, key=label, dialect=dialect,
+        path=None if path is None else os.path.abspath(path),
+    )  # fmt: skip
     chosen, problem = servers(cmds, lambda w: vllm_start(w)[0] is not None)
     if problem:
         raise InputError(

@@ -50,8 +50,9 @@ def read_file(path: Path, source: str, *, env: Mapping[str, str] | None = None) 
         )
     text = _yaml.decode(raw, source)
     return read_text(
-        text, source, path.resolve().parent, small=len(raw) <= _yaml.MAX_BYTES, env=env
-    )
+        text, source, path.resolve().parent, small=len(raw) <= _yaml.MAX_BYTES, env=env,
+        path=path,
+    )  # fmt: skip
 
 
 def read_stdin(
@@ -70,8 +71,10 @@ def read_text(
     *,
     small: bool = True,
     env: Mapping[str, str] | None = None,
+    path: Path | None = None,
 ) -> Source:
-    """What ``text`` holds; ``folder`` is where its relative paths start."""
+    """What ``text`` holds; ``folder`` is where its relative paths start; ``path`` is the
+    file it was read from (None: standard input)."""
     from kvconfig.load.script_file import script_dialect
 
     if small and script_dialect(text) is None:
@@ -88,7 +91,7 @@ def read_text(
             return engines_of([doc], source, folder, text=text, env=env)
     from kvconfig.load.engines import engines_in
 
-    return engines_in(text, source, base=folder, env=env)
+    return engines_in(text, source, base=folder, env=env, path=path)
 
 
 __all__ = ["Source", "read_file", "read_stdin", "read_text"]

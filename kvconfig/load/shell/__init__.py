@@ -10,8 +10,9 @@ split it into words and operators, ``parser`` builds the commands, and ``script`
 the evaluator, one layer a module: ``state`` (what a script has set),
 ``variables``, ``params`` and ``globs`` (expansions), ``fields`` (field splitting),
 ``conditions`` (``test``), ``arith`` (``$(( ))``), ``control`` (if, case, loops),
-``scope`` (declarations, functions, ``eval``) and ``simple`` (one command, builtins and
-nested shells). It covers quotes (single,
+``scope`` (declarations, functions, ``eval``), ``files`` and ``paths`` (what a launch
+script reads here: ``$0``, ``dirname``/``readlink -f`` in ``$(...)``, ``source``) and
+``simple`` (one command, builtins and nested shells). It covers quotes (single,
 double, bash's ``$'...'``), escapes and continuations, here-documents, redirections,
 ``if``/``elif``/``else``, ``case``, ``for``/``while``/``until``, ``&&``/``||``, ``!``,
 ``[ ]``/``test``, functions, ``set --``/``shift``, ``export``/``readonly``/``declare``/

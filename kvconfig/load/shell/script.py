@@ -7,7 +7,8 @@ test, an external command's status) takes every branch, and what differs between
 (a variable, which command runs) is only known at run time: it stays unknown, never
 guessed. Assignments, ``export``/``declare``/``readonly``/``local``, ``set --``,
 ``shift``, subshells and pipelines (their assignments do not reach the script), functions,
-``eval``, nested ``sh -c``, bash arrays and the wrappers that run a command
+``eval``, ``source`` of a file read here (``files``), ``$(...)`` of the path programs
+(``paths``), nested ``sh -c``, bash arrays and the wrappers that run a command
 (``exec``, ``timeout``, ``numactl``, ``taskset``, ``nice``, ``stdbuf``, ``tini --``,
 ``dumb-init``, ``env`` ...) are followed.
 """
@@ -23,12 +24,9 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.simple import _Shell
-from kvconfig.load.shell.state import Command
+from kvconfig.load.shell.state import MAX_SCRIPT_BYTES, Command
 
 __all__ = ["MAX_SCRIPT_BYTES", "Command", "Reading", "commands", "read_script"]
-
-MAX_SCRIPT_BYTES = 256 * 1024
-"""Longest script kvconfig reads (the launch scripts of real manifests are a few KiB)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +37,8 @@ class Reading:
     """The programs it runs, in order (``when`` says which only may run)."""
     blind: tuple[str, ...]
     """Places where it may run something kvconfig cannot name (an unknown command name,
-    ``eval`` of an unknown text, a sourced file); empty: ``commands`` is complete."""
+    ``eval`` of an unknown text, a sourced file kvconfig does not read); empty:
+    ``commands`` is complete."""
 
 
 def read_script(
@@ -52,6 +51,7 @@ def read_script(
     line: int | None = None,
     key: str = "",
     dialect: str = "sh",
+    path: str | None = None,
 ) -> Reading:
     """The programs ``script`` runs, in order, their words expanded.
 
@@ -60,7 +60,10 @@ def read_script(
     With ``unknown_rest`` (``envFrom`` is set) a variable not in ``env`` is unknown
     rather than unset. ``line`` is the file line of the script's first line, for error
     messages. ``dialect`` is ``sh`` (dash, the ``/bin/sh`` of Debian and Ubuntu images)
-    or ``bash``. Raises InputError for a script the shell cannot parse.
+    or ``bash``. ``path`` is the absolute path of a launch script read on this machine
+    (``kvconfig.load.shell.files``): it is ``$0``, and the path programs and ``source``
+    look at this machine's files under the allowed roots. Raises InputError for a
+    script the shell cannot parse.
     """
     if len(script) > MAX_SCRIPT_BYTES:
         raise InputError(
@@ -70,7 +73,10 @@ def read_script(
             key=key,
             hint="keep the launch script short, or move it into the image",
         )
-    shell = _Shell(env or {}, list(args) or ["sh"], unknown_rest, source, line, key, dialect)
+    start = [path, *args[1:]] if path is not None else list(args) or ["sh"]
+    shell = _Shell(env or {}, start, unknown_rest, source, line, key, dialect)
+    if path is not None:
+        shell.start_file(path)
     tree = p.parse(shell.lexer(script))
     with contextlib.suppress(_Stop, _Jump):
         shell.run_node(tree)
@@ -87,10 +93,11 @@ def commands(
     line: int | None = None,
     key: str = "",
     dialect: str = "sh",
+    path: str | None = None,
 ) -> list[Command]:
     """The programs ``script`` runs (``read_script(...).commands``)."""
     reading = read_script(
         script, env, args, unknown_rest=unknown_rest, source=source, line=line, key=key,
-        dialect=dialect,
+        dialect=dialect, path=path,
     )  # fmt: skip
     return list(reading.commands)

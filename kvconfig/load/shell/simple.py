@@ -16,13 +16,13 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
-from kvconfig.load.shell.scope import _Scope
+from kvconfig.load.shell.files import _Files
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
 from kvconfig.load.shell.words import _Part, _Word
 from kvconfig.load.shell.wrappers import SHELLS, script_of, unwrap
 
 
-class _Shell(_Scope):
+class _Shell(_Files):
     # ----- simple commands -------------------------------------------------------------
     here_input: tuple[str | None, str] | None = None
     """The here-string (``<<< WORD``) of the command being run: (its text or None when
@@ -216,7 +216,7 @@ class _Shell(_Scope):
             self.state.args = [self.state.args[0], *self.state.args[1 + n :]]
             return 0
         if head in ("exit", "return"):
-            if head == "return" and self.local_frames:
+            if head == "return" and (self.local_frames or self.sourcing):
                 raise _Jump("return", 1)
             raise _Stop
         if head in ("break", "continue"):
@@ -238,7 +238,7 @@ class _Shell(_Scope):
             if target.endswith("/activate"):
                 self.assign("VIRTUAL_ENV", None, f"the file {target}")
                 return None
-            return self.opaque(f"the file {target or '?'} read by {head}")
+            return self.source_file(head, words, known)
         if head == "read" and known and self.here_input is not None:
             status = self.read_array(words[1:], local, self.here_input)
             if status != "other":
@@ -289,6 +289,7 @@ class _Shell(_Scope):
                 dialect,
             )
             sub.depth = self.depth + 1
+            sub.host = self.host
             sub.steps = self.steps
             if sub.depth > MAX_EVAL_DEPTH:
                 self.blind.append(f"{inner[0]} -c nested too deep")

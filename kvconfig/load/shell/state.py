@@ -19,6 +19,9 @@ MAX_EVAL_DEPTH = 8
 MAX_STEPS = 20000
 """Most commands kvconfig evaluates in one script (loops included)."""
 
+MAX_SCRIPT_BYTES = 256 * 1024
+"""Longest script kvconfig reads, a sourced file's included (launch scripts are a few KiB)."""
+
 MAX_LOOP = 256
 """Most iterations of one loop kvconfig follows before the rest is unknown."""
 

@@ -14,6 +14,13 @@ from kvconfig.load.shell.state import Command, _State
 
 _DEFAULT_IFS = " \t\n"
 
+_BASH_SETS = frozenset(
+    {"BASH_VERSION", "BASH_VERSINFO", "BASHPID", "RANDOM", "SRANDOM", "SECONDS", "PPID", "UID"}
+    | {"EUID", "HOSTNAME", "HOSTTYPE", "OSTYPE", "MACHTYPE", "EPOCHSECONDS", "EPOCHREALTIME"}
+)
+"""Variables bash itself sets (bash's manual, "Bash Variables"): the bash that runs the
+script, its process and machine, only known at run time until the script assigns them."""
+
 
 class _Variables:
     def __init__(  # noqa: PLR0917 (the script's starting state)
@@ -79,7 +86,7 @@ class _Variables:
             return (bool(values), values[0] if values else "")
         if name in st.vars:
             return True, st.vars[name]
-        if self.unknown_rest:
+        if self.unknown_rest or (name in _BASH_SETS and self.dialect == "bash"):
             return True, None
         return False, ""
 

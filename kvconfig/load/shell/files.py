@@ -1,0 +1,226 @@
+"""What a launch script reads from the machine it runs on: ``$(...)`` of the path programs
+(``kvconfig.load.shell.paths``) and the files it reads with ``source`` or ``.``.
+
+A launch script read here (``host``) runs beside its repository: its ``$0`` is its own
+path, as when it is started by its full path (bash's manual, "Invoking Bash": ``$0`` is
+the name of the file of commands), so ``$(dirname "$(readlink -f "$0")")`` is its folder, and so is
+``$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`` (bash's ``BASH_SOURCE``: the script, a
+sourced file as named, the file that defined the running function).
+A container's ``sh -c`` script runs on a filesystem kvconfig does not see: there ``$0``
+is the word after the script (``sh -c SCRIPT NAME``) and nothing is read.
+
+``source FILE`` / ``. FILE`` runs FILE's commands in the current shell (bash's manual,
+"Bourne Shell Builtins"; POSIX ``dot``): the functions and variables it sets stay, its
+``exit`` ends the script, its ``return`` ends the file. kvconfig does the same when FILE
+is known here: an absolute name (a name with a slash is taken from the folder the script
+is started from, which only the caller knows; a name without one is searched on
+``$PATH`` first, bash's ``sourcepath``, POSIX), a regular file under the allowed roots
+(``kvconfig.load.roots``), at most ``MAX_SCRIPT_BYTES`` long, nested at most
+``MAX_EVAL_DEPTH`` deep, that parses. Any other file may set any variable: it stays
+opaque, and the reason is kept (``blind``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kvconfig.errors import InputError
+from kvconfig.errors import ScriptJumps as _Jump
+from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.roots import inside
+from kvconfig.load.shell import nodes as N
+from kvconfig.load.shell import parser as p
+from kvconfig.load.shell.paths import PROGRAMS, folder, output
+from kvconfig.load.shell.scope import _Scope
+from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
+from kvconfig.load.shell.words import _Part, _source_form
+from kvconfig.load.yamlfile import decode, read_bytes
+
+_REDIRECT = re.compile(r"[<>]")
+_HARMLESS = re.compile(r"[ \t]2>(?:/dev/null|&1)(?=[ \t]|$)")
+"""Redirections that leave a path program's output as it is (its errors only)."""
+
+
+class _Files(_Scope):
+    host = False
+    """The script is a launch script read on this machine, beside its repository."""
+    sourcing = 0
+    """How many ``source`` files are being read now (``return`` ends the innermost)."""
+    defined_in: dict[int, str] | None = None
+    """The sourced file each function was defined in (by its body), for ``BASH_SOURCE``."""
+    substituting = 0
+    """How deep the ``$(...)`` being computed now are nested (at most ``MAX_EVAL_DEPTH``)."""
+    elsewhere = 0
+    """How many functions of a sourced file are running now (their lines are that file's)."""
+
+    def start_file(self, path: str) -> None:
+        """Read the script as the launch script at ``path`` (absolute), on this machine:
+        ``$0`` is ``path``, and bash's ``BASH_SOURCE`` (the files of the commands running
+        now, innermost first: the script, a sourced file as its name was given, the file
+        that defined a function) starts with it."""
+        self.host = True
+        self.defined_in = {}
+        if self.dialect == "bash":
+            self.state.arrays["BASH_SOURCE"] = [path]
+
+    def call(self, name: str, args: list[str], local: dict[str, str | None]) -> int | None:
+        file = (self.defined_in or {}).get(id(self.state.functions[name]))
+        stack = self.state.arrays.get("BASH_SOURCE") if self.host else None
+        if stack:
+            self.state.arrays["BASH_SOURCE"] = [file or stack[-1], *stack]
+        self.elsewhere += file is not None
+        try:
+            return super().call(name, args, local)
+        finally:
+            self.elsewhere -= file is not None
+            if stack:
+                self.state.arrays["BASH_SOURCE"] = stack
+
+    def at(self, line: int) -> int | None:
+        """A line of the script; None inside a sourced file or one of its functions (their
+        lines are not the script's)."""
+        return None if self.sourcing or self.elsewhere else super().at(line)
+
+    def reason(self, line: int, what: str) -> str:
+        if not self.sourcing:
+            return super().reason(line, what)
+        why = self.last_unknown or "a command's status"
+        return f"{what} on line {line} of {self.source} ({why} only known at run time)"
+
+    def part_value(
+        self, part: _Part, tilde: bool, assignment: bool = False
+    ) -> tuple[str | None, str]:
+        if part.kind == "cmd":
+            value = self.substitution(part.text)
+            return (None, _source_form(part)) if value is None else (value, "")
+        return super().part_value(part, tilde, assignment)
+
+    def substitution(self, text: str) -> str | None:
+        """The output of ``$(text)`` when it runs one path program on known words (in a
+        subshell: nothing it expands reaches the script), its trailing newlines removed
+        as the shell removes them; None otherwise."""
+        if _REDIRECT.search(_HARMLESS.sub(" ", text)) or self.substituting >= MAX_EVAL_DEPTH:
+            return None
+        self.substituting += 1
+        try:
+            return self.substituted(text)
+        finally:
+            self.substituting -= 1
+
+    def substituted(self, text: str) -> str | None:
+        try:
+            node: N.Node = p.parse(self.lexer(text))
+        except InputError:
+            return None
+        while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
+            node = node.items[0][0]
+        if isinstance(node, N.AndOr) and [op for op, _ in node.rest] == ["&&"]:
+            cd, pwd = self.program_words(node.first), self.program_words(node.rest[0][1])
+            if cd is None or pwd is None or not self.host:
+                return None
+            return folder(cd, pwd)  # $(cd DIR && pwd)
+        words = self.program_words(node)
+        if words is None or words[0] not in PROGRAMS:
+            return None
+        printed = output(words, self.host)
+        return None if printed is None else printed.rstrip("\n")
+
+    def program_words(self, node: N.Node) -> list[str] | None:
+        """The words of a simple command that runs a program (no assignment before it, no
+        function of that name), expanded on a copy of the state (a subshell), or None."""
+        if not isinstance(node, N.Simple) or node.opaque or not node.words:
+            return None
+        first = node.words[0].parts[0] if node.words[0].parts else None
+        if first is None or (first.kind == "lit" and re.match(r"[A-Za-z_]\w*\+?=", first.text)):
+            return None
+        saved = self.state
+        self.state = saved.copy()
+        words: list[str] = []
+        try:
+            for w in node.words:
+                fields, unknown = self.expand_word(w)
+                if unknown:
+                    return None
+                words.extend(fields)
+        except _Stop:
+            return None
+        finally:
+            self.state = saved
+        if not words or words[0] in self.state.functions:
+            return None
+        return words
+
+    def source_file(self, head: str, words: list[str], known: bool) -> int | None:
+        """``source FILE`` / ``. FILE``: its commands run here when kvconfig can read it."""
+        target = words[1] if len(words) > 1 else ""
+        path, why = self.sourced_path(target, words, known)
+        if path is None:
+            return self.unread(head, target or "?", why)
+        saved = (self.source, self.line0, self.key)
+        try:  # the one bounded reader: a regular file, at most the script cap, UTF-8
+            text = decode(read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file"), str(path))
+        except InputError as e:
+            return self.unread(head, target, f"not read: {e}")
+        self.source, self.line0, self.key = str(path), 1, path.name
+        try:
+            try:
+                tree = p.parse(self.lexer(text))
+            except InputError as e:
+                self.source, self.line0, self.key = saved
+                return self.unread(head, target, f"it does not parse: {e}")
+            self.depth += 1
+            self.sourcing += 1
+            stack = self.state.arrays.get("BASH_SOURCE")
+            before = {id(body) for body in self.state.functions.values()}
+            if stack is not None:
+                self.state.arrays["BASH_SOURCE"] = [target, *stack]
+            try:
+                return self.run_node(tree)
+            except _Jump as jump:
+                if jump.kind != "return":
+                    raise
+                return None
+            finally:
+                self.depth -= 1
+                self.sourcing -= 1
+                if stack is not None:
+                    self.state.arrays["BASH_SOURCE"] = stack
+                for body in self.state.functions.values():
+                    if id(body) not in before and self.defined_in is not None:
+                        self.defined_in.setdefault(id(body), target)
+        finally:
+            self.source, self.line0, self.key = saved
+
+    def unread(self, head: str, target: str, why: str) -> int | None:
+        """A file kvconfig does not read: it may set any variable, and it may end the
+        script (its ``exit``; dash stops at a ``.`` file it cannot open, POSIX 2.8.1)."""
+        what = f"the file {target} read by {head}"
+        self.state.when = (*self.state.when, f"{what} not ending the script")
+        return self.opaque(f"{what} ({why})")
+
+    def sourced_path(self, target: str, words: list[str], known: bool) -> tuple[Path | None, str]:
+        """(the file ``source`` reads, or None and why kvconfig does not read it)."""
+        if not known:
+            return None, "its name is only known at run time"
+        if not self.host:
+            return None, "a file of the machine that runs the script, not read here"
+        if len(words) != 2:
+            return None, "arguments given to the file" if len(words) > 2 else "no file named"
+        if "/" not in target:
+            return None, "searched on $PATH at run time"
+        if not target.startswith("/"):
+            return None, "taken from the folder the script is started from"
+        if self.depth >= MAX_EVAL_DEPTH:
+            return None, f"files read by source nested deeper than {MAX_EVAL_DEPTH}"
+        path = Path(target) if "\0" not in target else None
+        if path is None or not inside(path):
+            return None, "outside the repository: kvconfig reads only under the allowed roots"
+        try:
+            if not path.is_file():
+                return None, "no such file here"
+            if path.stat().st_size > MAX_SCRIPT_BYTES:
+                return None, f"longer than {MAX_SCRIPT_BYTES} bytes"
+        except OSError:
+            return None, "not readable here"
+        return path, ""

@@ -1,0 +1,200 @@
+"""The path programs a script runs inside ``$(...)``: ``dirname``, ``basename``,
+``readlink -f``/``-e`` and ``realpath``, computed as GNU coreutils computes them, and
+``cd DIR && pwd``.
+
+``dirname`` and ``basename`` are functions of their words alone (coreutils
+``src/dirname.c``, ``src/basename.c``, on gnulib's ``dir_name``/``last_component``;
+POSIX ``dirname``/``basename``): trailing slashes are dropped, a name without a slash
+has the folder ``.``, ``//`` is ``/``, and ``basename NAME SUFFIX`` removes a suffix that
+is not the whole name. ``readlink -f``/``-e`` and ``realpath`` (coreutils
+``src/readlink.c``, ``src/realpath.c``, gnulib ``canonicalize``) follow links on the
+machine that runs the script: kvconfig computes them only for a launch script read here
+(``files=True``), only for an absolute name (a relative one depends on the folder the
+script is started from), and only when the path and its result lie under the allowed
+roots (``kvconfig.load.roots``); every other case, and every failure (a missing folder,
+a link loop), is only known at run time (None). ``$(cd DIR && pwd)`` is the same kind of
+value: the shell's ``cd`` (``-L``, the default) makes ``$PWD`` DIR with its ``.`` and
+``..`` removed as text (POSIX ``cd``, step 8; bash and dash alike), ``-P`` with links
+followed, and ``pwd`` prints ``$PWD`` (``pwd -P``: links followed); an absolute DIR
+needs no ``CDPATH`` or working folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from kvconfig.load.roots import inside
+
+PROGRAMS = frozenset({"dirname", "basename", "readlink", "realpath"})
+"""The programs whose output kvconfig computes."""
+
+
+def dirname(name: str) -> str:
+    """``dirname NAME`` (coreutils, gnulib ``dir_len``)."""
+    stripped = name.rstrip("/")
+    if not stripped:
+        return "/" if name else "."
+    head = stripped.rpartition("/")[0]
+    if "/" not in stripped:
+        return "."
+    head = head.rstrip("/")
+    return head or "/"
+
+
+def basename(name: str, suffix: str = "") -> str:
+    """``basename NAME [SUFFIX]`` (coreutils: the suffix goes only when it is not the whole
+    last component)."""
+    stripped = name.rstrip("/")
+    if not stripped:
+        return "/" if name else ""
+    base = stripped.rpartition("/")[2]
+    if suffix and base != suffix and base.endswith(suffix):
+        base = base[: -len(suffix)]
+    return base
+
+
+def canonical(name: str, existing: bool) -> str | None:
+    """``readlink -f NAME`` (``existing``: ``-e``) on this machine's files, or None when
+    it fails or depends on anything kvconfig does not read."""
+    if not name.startswith("/") or "\0" in name:
+        return None
+    if not inside(Path(name)):
+        return None
+    trailing = name.endswith("/") and name.strip("/") != ""
+    stripped = name.rstrip("/") or "/"
+    head, _, tail = stripped.rpartition("/")
+    try:
+        if existing or tail in ("", ".", "..") or os.path.lexists(stripped):
+            real = os.path.realpath(stripped, strict=True)
+        else:
+            folder = os.path.realpath(head or "/", strict=True)
+            if not os.path.isdir(folder):
+                return None
+            real = os.path.join(folder, tail)
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if trailing and os.path.exists(real) and not os.path.isdir(real):
+        return None  # ENOTDIR: readlink -f prints nothing
+    return real if inside(Path(real)) else None
+
+
+def output(words: Sequence[str], files: bool) -> str | None:
+    """What ``words`` (one of ``PROGRAMS`` and its arguments) print, or None when it is
+    not computed here (an option kvconfig does not model, an error, a file only the
+    machine that runs the script can see)."""
+    program, args = words[0], list(words[1:])
+    options: list[str] = []
+    names: list[str] = []
+    valued = {"-s", "--suffix"} if program == "basename" else set()
+    k = 0
+    while k < len(args):
+        arg = args[k]
+        if arg == "--":
+            names.extend(args[k + 1 :])
+            break
+        if arg.startswith("-") and arg != "-":
+            k += 1
+            if arg.startswith("--"):
+                if arg not in valued:
+                    options.append(arg)
+                    continue
+                if k >= len(args):
+                    return None
+                options.append(f"--suffix={args[k]}")
+                k += 1
+                continue
+            for i, c in enumerate(arg[1:], start=1):  # a cluster: -fn, -as .sh, -s.sh
+                if f"-{c}" not in valued:
+                    options.append(f"-{c}")
+                    continue
+                value = arg[i + 1 :]
+                if not value:
+                    if k >= len(args):
+                        return None
+                    value = args[k]
+                    k += 1
+                options.append(f"--suffix={value}")
+                break
+            continue
+        if program == "basename":  # getopt "+as:z": the first name ends the options
+            names.extend(args[k:])
+            break
+        names.append(arg)  # the others' getopt permutes: options may follow the names
+        k += 1
+    if not names:
+        return None
+    if program == "dirname":
+        return None if options else "\n".join(dirname(n) for n in names)
+    if program == "basename":
+        return _basename(options, names)
+    return _canonical(program, options, names, files)
+
+
+def _basename(options: list[str], names: list[str]) -> str | None:
+    suffix = ""
+    many = False
+    for opt in options:
+        if opt in ("-a", "--multiple"):
+            many = True
+        elif opt.startswith("--suffix="):
+            suffix = opt.partition("=")[2]
+            many = True
+        else:
+            return None
+    if not many:
+        if len(names) > 2:
+            return None  # basename: extra operand
+        suffix = names[1] if len(names) == 2 else ""
+        names = names[:1]
+    return "\n".join(basename(n, suffix) for n in names)
+
+
+def _canonical(program: str, options: list[str], names: list[str], files: bool) -> str | None:
+    if not files:
+        return None
+    existing = False
+    canonicalize = program == "realpath"  # realpath's default is readlink -f's
+    for opt in options:
+        if opt in ("-e", "--canonicalize-existing"):
+            existing = canonicalize = True
+        elif opt in ("-f", "--canonicalize"):
+            canonicalize = True
+        elif opt in ("-n", "--no-newline", "-q", "--quiet", "-s", "--silent", "-v", "--verbose"):
+            if program == "realpath" and opt in ("-s",):
+                return None  # realpath -s: --strip, links not followed
+            continue
+        else:
+            return None
+    if not canonicalize:
+        return None  # readlink without -f prints a link's target: not modelled
+    out = []
+    for name in names:
+        real = canonical(name, existing)
+        if real is None:
+            return None
+        out.append(real)
+    return "\n".join(out)
+
+
+def folder(cd: Sequence[str], pwd: Sequence[str]) -> str | None:
+    """What ``cd DIR && pwd`` prints on this machine, or None (``cd`` failing prints
+    nothing; a relative DIR depends on the folder the script is started from)."""
+    if cd[0] != "cd" or pwd[0] != "pwd" or any(w not in ("-L", "-P") for w in pwd[1:]):
+        return None
+    physical = False
+    args = list(cd[1:])
+    while args and args[0] in ("-L", "-P"):
+        physical = args.pop(0) == "-P"
+    if args[:1] == ["--"]:
+        args.pop(0)
+    if len(args) != 1 or not args[0].startswith("/") or "\0" in args[0]:
+        return None
+    if args[0].startswith("//") and not args[0].startswith("///"):
+        return None  # a leading // is kept by the shells, and not by the links followed
+    logical = args[0] if physical else os.path.normpath(args[0])
+    real = canonical(logical, existing=True)
+    if real is None or not os.path.isdir(real) or not inside(Path(logical)):
+        return None
+    return real if physical or "-P" in pwd[1:] else logical
