@@ -63,18 +63,35 @@ def test_model_id_and_fixed_replicas() -> None:
     assert "--http_port=8080" not in engine.argv
 
 
+def test_the_vllm_runtime() -> None:
+    (engine,) = engines_in(_isvc(fmt="vLLM", args="[--max-model-len=8192]"), "<i>")
+    assert engine.argv == (
+        "--port=8080", "--served-model-name=qwen", "--model=/mnt/models", "--max-model-len=8192",
+    )  # fmt: skip
+    assert engine.image == "vllm/vllm-openai"
+    r = reading_of(engine)
+    assert (r.model, r.model_uri, r.tensor) == ("/mnt/models", "hf://Qwen/Qwen3-8B", 1)
+
+
 @pytest.mark.parametrize(
     ("fmt", "args", "model", "runs"),
     [
         ("huggingface", "[--backend=huggingface]", "", "--backend=huggingface"),
         ("huggingface", "[]", "      runtime: my-runtime", "runtime my-runtime"),
         ("sklearn", "[]", "", "the sklearn model format"),
+        ("HuggingFace", "[]", "", "the HuggingFace model format"),
     ],
 )
 def test_no_vllm_engine(fmt: str, args: str, model: str, runs: str) -> None:
     with pytest.raises(InputError, match="no vLLM container found") as err:
         engines_in(_isvc(args=args, model=model, fmt=fmt), "<i>")
     assert runs in err.value.message
+
+
+def test_a_multinode_predictor_takes_the_multinode_runtime() -> None:
+    text = _isvc(predictor="    workerSpec: {pipelineParallelSize: 2}")
+    with pytest.raises(InputError, match="multi-node runtime"):
+        engines_in(text, "<i>")
 
 
 def test_server_options() -> None:

@@ -1,4 +1,6 @@
-"""KServe ``InferenceService`` (``serving.kserve.io/v1beta1``) on the Hugging Face runtime.
+"""KServe ``InferenceService`` (``serving.kserve.io/v1beta1``) on KServe's LLM runtimes.
+
+A predictor ``model`` of the ``vLLM`` format runs ``kserve-vllmserver`` (``VLLM_RUNTIME``).
 
 A predictor ``model`` whose ``modelFormat`` is ``huggingface`` (and whose ``runtime`` is
 unset or KServe's own ``kserve-huggingfaceserver``, the runtime that format auto-selects:
@@ -32,6 +34,14 @@ if TYPE_CHECKING:
 
 HF_RUNTIME = "kserve-huggingfaceserver"
 """KServe's runtime for the ``huggingface`` model format."""
+
+VLLM_RUNTIME = "kserve-vllmserver"
+"""KServe's runtime for the ``vLLM`` model format: ``python -m
+vllm.entrypoints.openai.api_server --port=8080 --served-model-name=<name>
+--model=/mnt/models`` and the predictor's ``args`` (``config/runtimes/kserve-vllmserver.yaml``)."""
+
+#: The images KServe's install gives the two runtimes (``config/runtimes/kustomization.yaml``).
+IMAGES = {HF_RUNTIME: "kserve/huggingfaceserver", VLLM_RUNTIME: "vllm/vllm-openai"}
 
 MODEL_DIR = "/mnt/models"
 """Where the storage initializer puts ``storageUri``; the server's ``--model_dir`` default."""
@@ -93,6 +103,24 @@ def server_options(words: list[str]) -> tuple[dict[str, str], list[str]]:
     return own, rest
 
 
+def _runtime(model: dict[str, Any], predictor: dict[str, Any]) -> str:
+    """The built-in runtime KServe runs the model with (``HF_RUNTIME`` or ``VLLM_RUNTIME``),
+    else what runs instead. Runtimes are picked by the exact format name among those that
+    auto-select it, or by ``runtime``; a predictor with ``workerSpec`` takes only multi-node
+    runtimes (``ModelSpec.GetSupportingRuntimes``,
+    ``pkg/apis/serving/v1beta1/predictor_model.go``)."""
+    fmt = str(mapping(model.get("modelFormat")).get("name", ""))
+    runtime = model.get("runtime")
+    builtin = {"huggingface": HF_RUNTIME, "vLLM": VLLM_RUNTIME}.get(fmt)
+    if "workerSpec" in predictor:
+        return "a multi-node runtime (a Ray cluster started by the runtime's script)"
+    if builtin is not None and runtime in (None, builtin):
+        return builtin
+    if runtime:
+        return f"runtime {runtime}, whose container is not in the file"
+    return f"the {fmt or 'unnamed'} model format, which no vLLM runtime of KServe serves"
+
+
 def _replicas(predictor: dict[str, Any]) -> int | None:
     low, high = predictor.get("minReplicas", 1), predictor.get("maxReplicas")
     if isinstance(low, int) and low == high:
@@ -103,8 +131,8 @@ def _replicas(predictor: dict[str, Any]) -> int | None:
 def engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
-    """The vLLM engine of an ``InferenceService`` whose predictor runs KServe's Hugging
-    Face server with its vLLM backend; none for other runtimes."""
+    """The vLLM engine of an ``InferenceService`` whose predictor runs KServe's vLLM
+    runtime or its Hugging Face server with the vLLM backend; none for other runtimes."""
     from kvconfig.load.dynamo import _Shim
     from kvconfig.load.kubernetes.containers import _gpu_count, read_container
     from kvconfig.load.kubernetes.resources import Found, Pod, strings
@@ -113,38 +141,27 @@ def engines(
     name = str(mapping(data.get("metadata")).get("name", "unnamed"))
     predictor = mapping(mapping(data.get("spec")).get("predictor"))
     model = mapping(predictor.get("model"))
-    fmt = str(mapping(model.get("modelFormat")).get("name", ""))
-    runtime = model.get("runtime")
     at = ("spec", "predictor", "model")
-    if fmt.lower() != "huggingface" or runtime not in (None, HF_RUNTIME):
-        what = f"runtime {runtime}" if runtime else f"the {fmt or 'unnamed'} model format"
-        found.append(
-            Found(
-                f"InferenceService/{name}",
-                f"{what} (not KServe's Hugging Face server)",
-                res.line(*at),
-            )
-        )
-        return []
     args = strings(model.get("args"), res, (*at, "args"), "args")
-    own, words = server_options([f"--model_name={name}", *args])
-    if own.get("backend", "auto") not in ("auto", "vllm"):
-        found.append(
-            Found(
-                f"InferenceService/{name}",
-                f"the Hugging Face server with --backend={own['backend']}",
-                res.line(*at, "args"),
-            )
-        )
+    runs = _runtime(model, predictor)
+    own: dict[str, str] = {}
+    if runs == VLLM_RUNTIME:
+        words = ["--port=8080", f"--served-model-name={name}", f"--model={MODEL_DIR}", *args]
+    elif runs == HF_RUNTIME:
+        own, words = server_options([f"--model_name={name}", *args])
+        if own.get("backend", "auto") not in ("auto", "vllm"):
+            runs = f"the Hugging Face server with --backend={own['backend']}"
+        words = ["--model", own.get("model_id") or own.get("model_dir") or MODEL_DIR, *words]
+    if runs not in (VLLM_RUNTIME, HF_RUNTIME):
+        found.append(Found(f"InferenceService/{name}", runs, res.line(*at)))
         return []
     container = {k: v for k, v in model.items() if k in ("env", "envFrom", "resources", "image")}
     gpus = _gpu_count(container)
-    words = ["--model", own.get("model_id") or own.get("model_dir") or MODEL_DIR, *words]
-    if gpus:
+    if gpus and runs == HF_RUNTIME:
         words.append(f"--tensor-parallel-size={gpus}")
     container.update(
         name="kserve-container",
-        image=str(model.get("image") or "kserve/huggingfaceserver"),
+        image=str(model.get("image") or IMAGES[runs]),
         command=["python3", "-m", "vllm.entrypoints.openai.api_server"],
         args=words,
     )
