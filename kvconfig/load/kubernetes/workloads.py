@@ -248,6 +248,16 @@ def block_scalar_lines(text: str) -> frozenset[int]:
     )
 
 
+def _is_kserve(res: Resource) -> bool:
+    """An ``InferenceService`` whose predictor names a model (one with its own
+    ``containers`` is a pod spec, read as any other)."""
+    spec = res.data.get("spec")
+    predictor = spec.get("predictor") if isinstance(spec, dict) else None
+    return str(res.data.get("apiVersion", "")).startswith("serving.kserve.io/") and (
+        isinstance(predictor, dict) and isinstance(predictor.get("model"), dict)
+    )
+
+
 def engines(
     docs: Sequence[_yaml.Document],
     base: Path,
@@ -275,6 +285,10 @@ def engines(
             from kvconfig.load import kserve
 
             out.extend(kserve.engines(res, base, found, blocks, configs or {}))
+        elif kind == "InferenceService" and _is_kserve(res):
+            from kvconfig.load import kserve_isvc
+
+            out.extend(kserve_isvc.engines(res, base, found, blocks))
         elif kind == "DynamoGraphDeployment":
             from kvconfig.load import dynamo
 
