@@ -549,45 +549,29 @@ def test_disaggregated_set_slices(slices: int) -> None:
         engines_in(text.replace(f"slices: {slices}", "slices: two"), "<ds>")
 
 
-INLINE_ROLES = """
-apiVersion: disaggregatedset.x-k8s.io/v1alpha1
-kind: DisaggregatedSet
-metadata: {name: pd}
-spec:
-  roles:
-  - name: prefill
-    replicas: %d
-    leaderWorkerTemplate:
-      size: 2
-      workerTemplate:
-        spec:
-          containers:
-          - name: vllm
-            image: vllm/vllm-openai:v0.33.0
-            command: [sh, -c, "vllm serve Qwen/Qwen3-8B --data-parallel-size $((LWS_GROUP_SIZE * 8))
-              --data-parallel-size-local 8 --data-parallel-start-rank $((LWS_WORKER_INDEX * 8))"]
-  - name: decode
-    leaderWorkerTemplate:
-      workerTemplate:
-        spec:
-          containers:
-          - name: vllm
-            image: vllm/vllm-openai:v0.33.0
-            command: [vllm, serve, Qwen/Qwen3-8B, --tensor-parallel-size, "4"]
-"""
+def _inline_roles(text: str) -> str:
+    """The same set in v1alpha1, whose roles embed their LeaderWorkerSet spec inline."""
+    out, inside = [], False
+    for row in text.replace("x-k8s.io/v1\n", "x-k8s.io/v1alpha1\n").splitlines():
+        if row == "    spec:":
+            inside = True
+        elif row.startswith("  - "):
+            inside = False
+            out.append(row)
+        else:
+            out.append(row[2:] if inside else row)
+    return "\n".join(out) + "\n"
 
 
 @pytest.mark.parametrize("replicas", [1, 3])
 def test_disaggregated_set_roles_inline(replicas: int) -> None:
-    """v1alpha1 embeds each role's LeaderWorkerSet spec in the role itself (no ``spec``):
-    read as v1's; a worker template alone serves the leader too, and workers that differ
-    only in their rank are one engine of the group's DP size."""
-    engines = engines_in(INLINE_ROLES % replicas, "<ds>")
-    got = sorted(
-        (e.role, e.parallelism.get("replicas"), reading_of(e).data, reading_of(e).tensor)
-        for e in engines
-    )
-    assert got == [("decode", 1, 1, 4), ("prefill", replicas, 16, 1)]
+    """v1alpha1 embeds each role's LeaderWorkerSet spec in the role itself (no ``spec``,
+    ``api/disaggregatedset/v1alpha1``): read as v1's."""
+    text = _inline_roles(DISAGG_SET % replicas)
+    assert "alpha1" in text and "\n    spec:\n" not in text
+    engines = engines_in(text, "<ds>")
+    got = sorted((e.role, e.parallelism.get("replicas"), reading_of(e).pipeline) for e in engines)
+    assert got == [("decode", 1, 1), ("prefill", replicas, 2)]
 
 
 def test_endpoint_picker_values_are_not_a_serve_config() -> None:
