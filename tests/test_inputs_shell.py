@@ -252,6 +252,34 @@ def test_engines_started_in_the_background_all_run(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("shell", ["bash", "dash"])
+def test_a_shebang_after_blank_lines_is_still_a_script(tmp_path: Path, shell: str) -> None:
+    """The kernel honours ``#!`` only at the file's first byte; after a blank line the
+    shell that starts the file runs it itself (ENOEXEC), so it still runs as a script,
+    and kvconfig reads it as one (not as YAML)."""
+    import shutil
+    import subprocess
+
+    from kvconfig.load.engines import engines_in
+    from kvconfig.load.script_file import script_dialect
+
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    text = "\n  \n#!/bin/bash\nM=Qwen/Qwen3-0.6B\necho ran\nvllm serve $M --block-size 32 &\n"
+    path = tmp_path / "launch.sh"
+    path.write_text(text)
+    path.chmod(0o755)
+    ran = subprocess.run(
+        [shell, "-c", f"PATH=/nonexistent; {path}"], capture_output=True, text=True, check=False
+    )
+    assert ran.stdout.splitlines()[0] == "ran"
+    assert script_dialect(text) == "bash"
+    assert script_dialect("x: 1\n#!/bin/bash\n") is None
+    [engine] = engines_in(path, "launch.sh")
+    assert engine.argv == ("Qwen/Qwen3-0.6B", "--block-size", "32")
+    assert engine.line == 6
+
+
 def test_kserve_evaluates_vllm_additional_args_as_its_preset_does(tmp_path: Path) -> None:
     """The presets run ``eval "exec vllm serve ... ${VLLM_ADDITIONAL_ARGS} $@"``: the value
     is expanded by bash, defaults and arithmetic included, before vLLM sees it."""

@@ -549,6 +549,31 @@ def test_disaggregated_set_slices(slices: int) -> None:
         engines_in(text.replace(f"slices: {slices}", "slices: two"), "<ds>")
 
 
+def _inline_roles(text: str) -> str:
+    """The same set in v1alpha1, whose roles embed their LeaderWorkerSet spec inline."""
+    out, inside = [], False
+    for row in text.replace("x-k8s.io/v1\n", "x-k8s.io/v1alpha1\n").splitlines():
+        if row == "    spec:":
+            inside = True
+        elif row.startswith("  - "):
+            inside = False
+            out.append(row)
+        else:
+            out.append(row[2:] if inside else row)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("replicas", [1, 3])
+def test_disaggregated_set_roles_inline(replicas: int) -> None:
+    """v1alpha1 embeds each role's LeaderWorkerSet spec in the role itself (no ``spec``,
+    ``api/disaggregatedset/v1alpha1``): read as v1's."""
+    text = _inline_roles(DISAGG_SET % replicas)
+    assert "alpha1" in text and "\n    spec:\n" not in text
+    engines = engines_in(text, "<ds>")
+    got = sorted((e.role, e.parallelism.get("replicas"), reading_of(e).pipeline) for e in engines)
+    assert got == [("decode", 1, 1), ("prefill", replicas, 2)]
+
+
 def test_endpoint_picker_values_are_not_a_serve_config() -> None:
     """The Inference Extension's EPP chart values configure a router: bad input that says
     so, at the inferenceExtension key, not a vLLM config without a model."""

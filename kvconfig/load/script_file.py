@@ -36,7 +36,14 @@ from kvconfig.load.docker_run import vllm_start
 from kvconfig.load.engine_fields import check_words, image_version
 from kvconfig.load.operator_engine import Engine, Note
 
-_SHEBANG = re.compile(r"\A#![ \t]*(?:/\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?(bash|sh|dash)\b")
+_SHEBANG = re.compile(
+    r"\A(?:[ \t]*\r?\n)*#![ \t]*(?:/\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?(bash|sh|dash)\b"
+)
+"""A ``#!`` line naming a shell, first in the file or after blank lines only: there the
+kernel does not honour it (``execve`` fails with ENOEXEC), so the shell that starts the
+file runs it itself (POSIX ``sh`` "Command Search and Execution"; bash's
+``execute_cmd.c`` runs it in a subshell), and ``bash FILE`` reads the line as a
+comment: the file is the script the line names, whose shell is the one it names."""
 
 _ROLES = {"kv_producer": "prefill", "kv_consumer": "decode"}
 """The role of a pair that a ``kv_role`` names."""

@@ -29,15 +29,28 @@ def _pod_specs(res: Resource) -> list[tuple[tuple[str | int, ...], str]]:
     if kind == "DisaggregatedSet" and isinstance(spec, dict):
         out: list[tuple[tuple[str | int, ...], str]] = []
         for i, role in enumerate(spec.get("roles") or []):
-            if isinstance(role, dict) and isinstance(role.get("spec"), dict):
-                part = f"{role.get('name', i)}."
-                out += _lws_pod_specs(role["spec"], ("spec", "roles", i, "spec"), part)
+            at, lws = _role_lws(role, i)
+            if lws is not None:
+                out += _lws_pod_specs(lws, at, f"{role.get('name', i)}.")
         return out
     found: list[tuple[str | int, ...]] = []
     _find_pod_specs(spec, ("spec",), found, 0)
     if len(found) == 1:
         return [(found[0], "")]
     return [(p, _name_part(p)) for p in found]
+
+
+def _role_lws(role: Any, i: int) -> tuple[tuple[str | int, ...], Mapping[str, Any] | None]:
+    """Where a ``DisaggregatedSet`` role's LeaderWorkerSet spec is, and the spec: under the
+    role's ``spec`` (``disaggregatedset.x-k8s.io/v1``), or inline in the role itself
+    (``v1alpha1``: ``DisaggregatedRoleSpec`` embeds ``LeaderWorkerSetSpec`` with
+    ``json:",inline"``, kubernetes-sigs/lws ``api/disaggregatedset/v1alpha1``)."""
+    at: tuple[str | int, ...] = ("spec", "roles", i)
+    if not isinstance(role, dict):
+        return at, None
+    if isinstance(role.get("spec"), dict):
+        return (*at, "spec"), role["spec"]
+    return at, role if isinstance(role.get("leaderWorkerTemplate"), dict) else None
 
 
 def _lws_pod_specs(
@@ -68,7 +81,7 @@ def _lws_of(res: Resource, path: tuple[str | int, ...]) -> tuple[Mapping[str, An
         return res.data["spec"], None
     if kind == "DisaggregatedSet" and len(path) > 3 and path[1] == "roles":
         role = res.data["spec"]["roles"][path[2]]
-        return role["spec"], str(role.get("name"))
+        return role["spec"] if path[3] == "spec" else role, str(role.get("name"))
     return {}, None
 
 
