@@ -43,6 +43,7 @@ __all__ = [
     "engines_of",
     "is_operator_file",
     "kind_of",
+    "read_file",
     "read_stream",
     "server_start",
     "starts_something_else",

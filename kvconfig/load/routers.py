@@ -65,10 +65,14 @@ class Router:
     router's default (llm-d, 16)."""
     hash_seed: str | None = None
     """llm-d's ``hashSeed`` (must equal the engines' ``PYTHONHASHSEED``)."""
+    run_time: str | None = None
+    """The word that sets the block size when it is only known at run time (``$BS``,
+    ``$(BLOCK)`` from a Secret): ``block_size`` is then None and nothing is assumed."""
 
     def to_json(self) -> dict[str, Any]:
         """The router as JSON."""
-        return {k: getattr(self, k) for k in ("kind", "name", "block_size", "hash_seed")}
+        keys = ("kind", "name", "block_size", "hash_seed", "run_time")
+        return {k: getattr(self, k) for k in keys}
 
 
 def _int(value: Any) -> int | None:
@@ -80,11 +84,16 @@ def _int(value: Any) -> int | None:
 
 
 def _env(items: Any) -> dict[str, str]:
-    return {
-        str(i["name"]): str(i["value"])
-        for i in listing(items)
-        if isinstance(i, dict) and "name" in i and isinstance(i.get("value"), (str, int))
-    }
+    """A container's ``env``: literal values; one set by ``valueFrom`` (a Secret, a
+    ConfigMap) is only known at run time and stays ``$(NAME)``."""
+    out = {}
+    for i in listing(items):
+        if isinstance(i, dict) and "name" in i:
+            if isinstance(i.get("value"), (str, int)):
+                out[str(i["name"])] = str(i["value"])
+            elif "valueFrom" in i:
+                out[str(i["name"])] = f"$({i['name']})"
+    return out
 
 
 def _option(words: list[str], name: str) -> str | None:
@@ -96,17 +105,28 @@ def _option(words: list[str], name: str) -> str | None:
     return None
 
 
+def _sized(kind: str, name: str, value: str | None, default: int | None) -> Router:
+    """A router whose block size is ``value`` as written: a number; unset, ``default``; a
+    word only known at run time (``$BS``, ``$(BLOCK)``, ``$(cat f)``: anything else, which
+    the router's integer option would refuse as written) leaves it unknown, never the
+    default."""
+    if value is None:
+        return Router(kind, name, default)
+    size = _int(value)
+    return Router(kind, name, size, run_time=None if size is not None else value)
+
+
 def _frontend(name: str, words: list[str], env: Mapping[str, str]) -> Router | None:
     mode = _option(words, "--router-mode") or env.get("DYN_ROUTER_MODE")
     if mode != "kv":
         return None
     size = _option(words, "--kv-cache-block-size") or env.get("DYN_KV_CACHE_BLOCK_SIZE")
-    return Router("dynamo", name, _int(size))
+    return _sized("dynamo", name, size, None)
 
 
 def _epp(name: str, env: Mapping[str, str]) -> Router:
     """Dynamo's endpoint picker: Dynamo's KV router in blocks of DYN_KV_CACHE_BLOCK_SIZE."""
-    return Router("dynamo", f"{name}/epp", _int(env.get("DYN_KV_CACHE_BLOCK_SIZE")))
+    return _sized("dynamo", f"{name}/epp", env.get("DYN_KV_CACHE_BLOCK_SIZE"), None)
 
 
 STANDALONE_BLOCK_SIZE = 128
@@ -125,7 +145,7 @@ def _standalone(name: str, words: list[str], env: Mapping[str, str]) -> Router |
         or _option(words, "--block-size")
         or env.get("DYN_ROUTER_BLOCK_SIZE")
     )
-    return Router("dynamo", f"{name}/dynamo.router", _int(size) or STANDALONE_BLOCK_SIZE)
+    return _sized("dynamo", f"{name}/dynamo.router", size, STANDALONE_BLOCK_SIZE)
 
 
 def _prefill_router(name: str, words: list[str]) -> Router:
@@ -135,7 +155,16 @@ def _prefill_router(name: str, words: list[str]) -> Router:
     workers' (``components/prefill_router/src/dynamo/prefill_router/__main__.py`` and
     ``README.md``, ai-dynamo/dynamo 0c13c49)."""
     size = _option(words, "--block-size")
-    return Router("dynamo", f"{name}/dynamo.prefill_router", _int(size) or STANDALONE_BLOCK_SIZE)
+    return _sized("dynamo", f"{name}/dynamo.prefill_router", size, STANDALONE_BLOCK_SIZE)
+
+
+def _expanded(words: list[str], env: Mapping[str, str]) -> list[str]:
+    """A container's words with ``$(VAR)`` of its literal env expanded, as Kubernetes
+    expands them (``kvconfig.load.kubernetes.env``); a reference left is run-time text."""
+    from kvconfig.load.kubernetes.env import ContainerEnv, expand_k8s
+
+    known = ContainerEnv(known=dict(env))
+    return [expand_k8s(w, known)[0] for w in words]
 
 
 def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
@@ -149,6 +178,7 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
         words = [str(w) for w in [*listing(main.get("command")), *listing(main.get("args"))]]
         words = [p for w in words for p in w.split()]
         env = {**global_env, **_env(service.get("envs")), **_env(main.get("env"))}
+        words = _expanded(words, env)
         found = _standalone(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "frontend":
             found = _frontend(f"{rname}/{sname}", words, env)
@@ -171,6 +201,7 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
                 for w in [*listing(container.get("command")), *listing(container.get("args"))]
             ]
             env = {**global_env, **_env(component.get("envs")), **_env(container.get("env"))}
+            words = _expanded(words, env)
             found = _frontend(name, words, env) if kind == "frontend" else _epp(name, env)
             if found is not None:
                 yield found
@@ -279,8 +310,8 @@ def script_routers(
     text: str, source: str, env: Mapping[str, str] | None = None, path: str | None = None
 ) -> list[Router]:
     """The Dynamo frontends and standalone routers a launch script starts, each read with
-    the environment its command runs in (a variable only known at run time is unset here:
-    neither mode nor block size is guessed)."""
+    the environment its command runs in (a variable only known at run time keeps its
+    ``$NAME``: neither mode nor block size is guessed)."""
     from pathlib import Path
 
     from kvconfig.load.script_file import script_dialect
@@ -295,7 +326,7 @@ def script_routers(
     for cmd in cmds:
         words = list(cmd.words)
         module = _module(words)
-        known = {k: v for k, v in cmd.env.items() if v is not None}
+        known = {k: v if v is not None else f"${k}" for k, v in cmd.env.items()}
         found = None
         if module in ("dynamo.router", "dynamo.prefill_router"):
             found = _standalone(label, words, known)
