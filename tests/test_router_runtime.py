@@ -89,13 +89,11 @@ def test_a_script_router_block_size(line: str, block: int | None, run_time: Any)
 
 def _fleet(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     out = io.StringIO()
-    code = main(
-        [
-            "lint", "--fleet", "--format", "json", "--platform", "H100",
-            "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", *extra, str(path),
-        ],  # fmt: skip
-        stdout=out,
-    )
+    argv = [
+        "lint", "--fleet", "--format", "json", "--platform", "H100",
+        "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", *extra, str(path),
+    ]  # fmt: skip
+    code = main(argv, stdout=out)
     return code, json.loads(out.getvalue())
 
 

@@ -49,9 +49,7 @@ def read_operator_file(
         return None
     text = readers.read_file(path, str(path))
     try:
-        found = readers.engines_in(
-            text, str(path), env=env, base=path.resolve().parent, path=path
-        )
+        found = readers.engines_in(text, str(path), env=env, base=path.resolve().parent, path=path)
     except InputError as err:
         if "not an operator file" in err.message or "expected a Kubernetes" in err.message:
             return None

@@ -259,6 +259,7 @@ def _unknown_values(engine: Engine, opts: Options) -> None:
 
 
 _VARIABLE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")
+_K8S_VARIABLE = re.compile(r"^\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)$")
 
 
 def _settle(engine: Engine, word: str, option: str) -> list[str]:
@@ -274,6 +275,13 @@ def _settle(engine: Engine, word: str, option: str) -> list[str]:
         fixes.append(
             f"or, where the service takes {name} from the environment compose runs in "
             f"(environment: [{name}]), pass --env {name}=VALUE"
+        )
+    cluster = _K8S_VARIABLE.match(word)
+    if cluster and (cluster.group(1) in engine.env_unknown or engine.env_from):
+        name = cluster.group(1)
+        fixes.append(
+            f"or, as {name} is set in the cluster (valueFrom, envFrom), pass its value: "
+            f"--env {name}=VALUE"
         )
     fixes.append(
         "or plan it where it runs, with the value known: kvconfig plan --engine vllm -- "

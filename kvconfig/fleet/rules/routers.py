@@ -101,8 +101,7 @@ def _run_time(router: RouterSpec, behind: Sequence[Engine]) -> Issue:
         f"The {router.kind} router's block size is {router.run_time}, only known at run "
         "time: kvconfig cannot tell whether its prompt hashes match the engines' KV "
         "events (cannot tell, not a pass).",
-        "unknown: with another block size than the engines report, routing falls back to "
-        "load only",
+        "unknown: with another block size than the engines report, routing falls back to load only",
         [fix, "or lint the file with the value given (--env NAME=VALUE, helm template)"],
         values={"router.block_size": router.run_time},
     )

@@ -194,9 +194,13 @@ def read_container(
             undefined = [(i, n) for i, n, why in left if why == "undefined"]
             if undefined:
                 i, var = undefined[0]
+                given = (
+                    " (--env does not reach it: Kubernetes expands only the container's own env)"
+                )
                 raise res.err(
                     f"$({var}) is not defined in the container's env: Kubernetes passes the "
-                    f"text '$({var})' to vLLM unchanged",
+                    f"text '$({var})' to vLLM unchanged"
+                    + (given if var in getattr(res, "given", {}) else ""),
                     places[i],
                     name,
                     f"define {var} under env, or write the value",
