@@ -64,6 +64,14 @@ def test_a_graph_router_block_size_from_a_secret_variable() -> None:
     text = text.replace(', --router-block-size, "32"', "")
     (router,) = routers_of([yaml.safe_load(text)])
     assert (router.block_size, router.run_time) == (None, "$(DYN_ROUTER_BLOCK_SIZE)")
+    # the value the user gives for what the cluster sets (--env), as for the engines
+    (router,) = routers_of([yaml.safe_load(text)], {"DYN_ROUTER_BLOCK_SIZE": "64"})
+    assert (router.block_size, router.run_time) == (64, None)
+    (router,) = routers_of([yaml.safe_load(_graph("$(BS)", SECRET))], {"BS": "16"})
+    assert (router.block_size, router.run_time) == (16, None)
+    # a variable the container's env does not define is not given: Kubernetes leaves it
+    (router,) = routers_of([yaml.safe_load(_graph("$(BS)"))], {"BS": "16"})
+    assert (router.block_size, router.run_time) == (None, "$(BS)")
 
 
 @pytest.mark.parametrize(

@@ -83,17 +83,24 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def _env(items: Any) -> dict[str, str]:
-    """A container's ``env``: literal values; one set by ``valueFrom`` (a Secret, a
-    ConfigMap) is only known at run time and stays ``$(NAME)``."""
-    out = {}
-    for i in listing(items):
-        if isinstance(i, dict) and "name" in i:
-            if isinstance(i.get("value"), (str, int)):
-                out[str(i["name"])] = str(i["value"])
-            elif "valueFrom" in i:
-                out[str(i["name"])] = f"$({i['name']})"
-    return out
+def _container_env(given: Mapping[str, str], *lists: Any) -> tuple[Any, dict[str, str]]:
+    """The env of a router's container from its lists of variables (the graph's, the
+    service's, the container's; later ones win), read by the one reader of a container's
+    env (``kvconfig.load.kubernetes.env.container_env``, ``given`` the user's ``--env``
+    for what the cluster sets), and as a mapping in which a variable only known at run
+    time is ``$(NAME)``."""
+    from kvconfig.load import yamlfile as _yaml
+    from kvconfig.load.kubernetes.env import container_env
+    from kvconfig.load.kubernetes.resources import Resource
+
+    items = [
+        i for items in lists for i in listing(items)
+        if isinstance(i, dict) and isinstance(i.get("name"), str)
+    ]  # fmt: skip
+    container = {"env": items}
+    res = Resource(_yaml.Document("router", container, {}), given=dict(given))
+    env = container_env(container, res, (), "router")
+    return env, {**{n: f"$({n})" for n in env.unknown}, **env.known}
 
 
 def _option(words: list[str], name: str) -> str | None:
@@ -158,27 +165,25 @@ def _prefill_router(name: str, words: list[str]) -> Router:
     return _sized("dynamo", f"{name}/dynamo.prefill_router", size, STANDALONE_BLOCK_SIZE)
 
 
-def _expanded(words: list[str], env: Mapping[str, str]) -> list[str]:
-    """A container's words with ``$(VAR)`` of its literal env expanded, as Kubernetes
-    expands them (``kvconfig.load.kubernetes.env``); a reference left is run-time text."""
-    from kvconfig.load.kubernetes.env import ContainerEnv, expand_k8s
+def _expanded(words: list[str], env: Any) -> list[str]:
+    """A container's words with ``$(VAR)`` expanded as Kubernetes expands them
+    (``kvconfig.load.kubernetes.env``); a reference left is run-time text."""
+    from kvconfig.load.kubernetes.env import expand_k8s
 
-    known = ContainerEnv(known=dict(env))
-    return [expand_k8s(w, known)[0] for w in words]
+    return [expand_k8s(w, env)[0] for w in words]
 
 
-def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
+def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Router]:
     spec = mapping(data.get("spec"))
     rname = f"DynamoGraphDeployment/{mapping(data.get('metadata')).get('name', 'unnamed')}"
-    global_env = _env(spec.get("envs"))
     for sname, service in mapping(spec.get("services")).items():
         if not isinstance(service, dict):
             continue
         main = mapping(mapping(service.get("extraPodSpec")).get("mainContainer"))
         words = [str(w) for w in [*listing(main.get("command")), *listing(main.get("args"))]]
         words = [p for w in words for p in w.split()]
-        env = {**global_env, **_env(service.get("envs")), **_env(main.get("env"))}
-        words = _expanded(words, env)
+        cenv, env = _container_env(given, spec.get("envs"), service.get("envs"), main.get("env"))
+        words = _expanded(words, cenv)
         found = _standalone(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "frontend":
             found = _frontend(f"{rname}/{sname}", words, env)
@@ -200,8 +205,10 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
                 str(w)
                 for w in [*listing(container.get("command")), *listing(container.get("args"))]
             ]
-            env = {**global_env, **_env(component.get("envs")), **_env(container.get("env"))}
-            words = _expanded(words, env)
+            cenv, env = _container_env(
+                given, spec.get("envs"), component.get("envs"), container.get("env")
+            )
+            words = _expanded(words, cenv)
             found = _frontend(name, words, env) if kind == "frontend" else _epp(name, env)
             if found is not None:
                 yield found
@@ -353,15 +360,16 @@ def routers_in_file(
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError:
         return []
-    return routers_of(docs)
+    return routers_of(docs, env)
 
 
-def routers_of(docs: list[Any]) -> list[Router]:
-    """The KV-aware routers of an operator file's parsed documents."""
+def routers_of(docs: list[Any], given: Mapping[str, str] | None = None) -> list[Router]:
+    """The KV-aware routers of an operator file's parsed documents; ``given``: the values
+    the user gives (``--env``) for variables the cluster sets."""
     out: list[Router] = []
     for data in docs:
         if isinstance(data, dict) and data.get("kind") == "DynamoGraphDeployment":
-            out.extend(_dynamo(data))
+            out.extend(_dynamo(data, given or {}))
         else:
             out.extend(_walk(data))
     return out
