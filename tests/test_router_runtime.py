@@ -14,21 +14,16 @@ import yaml
 
 from kvconfig.cli.commands import main
 from kvconfig.load.routers import routers_in_file, routers_of
+from tests.test_realworld import STANDALONE
 
 QWEN3_8B = Path(__file__).parent.parent / "examples" / "models" / "qwen3-8b"
 
-GRAPH = """\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata: {name: g}
-spec:
-  services:
-    Router:
-      extraPodSpec:
-        mainContainer:
-          env: [BS_ENV]
-          command: [python3, -m, dynamo.router]
-          args: [--endpoint, dynamo.worker.generate, --router-block-size, "BS_WORD"]
+#: A worker at 64-token blocks behind the corpus test's standalone router, its
+#: ``--router-block-size`` BS_WORD and its container's env BS_ENV.
+GRAPH = STANDALONE.lstrip() % ', --router-block-size, "BS_WORD"'
+GRAPH = (
+    GRAPH.replace("          command:", "          env: [BS_ENV]\n          command:")
+    + """\
     Worker:
       componentType: worker
       extraPodSpec:
@@ -37,6 +32,7 @@ spec:
           command: [python3, -m, dynamo.vllm]
           args: [--model, Qwen/Qwen3-8B, --block-size, "64"]
 """
+)
 
 SECRET = "{name: BS, valueFrom: {secretKeyRef: {name: s, key: bs}}}"
 
