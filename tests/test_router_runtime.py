@@ -70,6 +70,34 @@ def test_a_graph_router_block_size_from_a_secret_variable() -> None:
     assert (router.block_size, router.run_time) == (None, "$(BS)")
 
 
+def test_a_v1beta1_component_runs_a_standalone_router() -> None:
+    """A v1beta1 graph's component that runs ``python -m dynamo.router`` is read as in a
+    v1alpha1 service, whatever its type."""
+    text = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  components:
+    - name: router
+      type: main
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              env: [{name: BS, valueFrom: {configMapKeyRef: {name: c, key: bs}}}]
+              command: [python3, -m, dynamo.router, --router-block-size, "$(BS)"]
+"""
+    (router,) = routers_of([yaml.safe_load(text)])
+    assert (router.name, router.block_size, router.run_time) == (
+        "DynamoGraphDeployment/g/router/dynamo.router",
+        None,
+        "$(BS)",
+    )
+    (router,) = routers_of([yaml.safe_load(text)], {"BS": "32"})
+    assert (router.block_size, router.run_time) == (32, None)
+
+
 @pytest.mark.parametrize(
     ("line", "block", "run_time"),
     [

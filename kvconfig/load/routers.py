@@ -192,10 +192,9 @@ def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Route
         if found is not None:
             yield found
     for component in listing(spec.get("components")):
-        kind = component.get("type") if isinstance(component, dict) else None
-        if kind not in ("frontend", "epp"):
+        if not isinstance(component, dict):
             continue
-        assert isinstance(component, dict)
+        kind = component.get("type")
         pod = mapping(mapping(component.get("podTemplate")).get("spec"))
         name = f"{rname}/{component.get('name', kind)}"
         for container in listing(pod.get("containers")):
@@ -209,7 +208,11 @@ def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Route
                 given, spec.get("envs"), component.get("envs"), container.get("env")
             )
             words = _expanded(words, cenv)
-            found = _frontend(name, words, env) if kind == "frontend" else _epp(name, env)
+            found = _standalone(name, words, env)
+            if found is None and kind == "frontend":
+                found = _frontend(name, words, env)
+            if found is None and kind == "epp":
+                found = _epp(name, env)
             if found is not None:
                 yield found
                 break
