@@ -112,8 +112,11 @@ def read_container(
     command = strings(container.get("command"), res, (*cpath, "command"), name)
     args = strings(container.get("args"), res, (*cpath, "args"), name)
     env = container_env(container, res, cpath, name, env_base)
-    for extra in env_unknown:
-        if extra not in env.unknown:
+    given = getattr(res, "given", {})
+    for extra in env_unknown:  # set by a controller (LWS_LEADER_ADDRESS): the cluster's too
+        if extra in given:
+            env.known[extra] = given[extra]
+        elif extra not in env.unknown:
             env.unknown.append(extra)
     words = command + args
     places = [(*cpath, "command", i) for i in range(len(command))] + [
