@@ -153,7 +153,8 @@ class Reading(Strict):
     """Why the arguments could not be read, or None."""
     run_time: dict[str, str]
     """Options whose value is only known at run time, with the word holding it
-    (``{"tensor-parallel-size": "$(TP)"}``: finding KV403); their fields keep the default."""
+    (``{"tensor-parallel-size": "$(TP)"}``: finding KV403); their fields keep the default.
+    ``spec.baseRefs``: KServe base configs only the cluster holds (the whole command)."""
 
 
 class OperatorEngine(Strict):

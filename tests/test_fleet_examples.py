@@ -414,7 +414,11 @@ def test_operator_files_become_engines(tmp_path: Path, monkeypatch: pytest.Monke
     kv = '{"kv_connector": "NixlConnector", "kv_role": "kv_producer"}'
 
     def engines_in(
-        path: Path, source: str, env: Mapping[str, str] | None = None
+        text: str,
+        source: str,
+        env: Mapping[str, str] | None = None,
+        base: Path | None = None,
+        path: Path | None = None,
     ) -> list[OperatorEngine]:
         return [
             OperatorEngine(
@@ -446,7 +450,9 @@ def test_operator_files_become_engines(tmp_path: Path, monkeypatch: pytest.Monke
         ]
 
     monkeypatch.setitem(
-        sys.modules, "kvconfig.load.engines", types.SimpleNamespace(engines_in=engines_in)
+        sys.modules,
+        "kvconfig.load.engines",
+        types.SimpleNamespace(engines_in=engines_in, read_file=lambda p, _s: p.read_text()),
     )
     doc = fleet_document([str(manifest)])
     assert [(e["name"], e["role"], e["replicas"], e["platform"]) for e in doc["engines"]] == [

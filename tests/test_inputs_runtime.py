@@ -12,6 +12,8 @@ import json
 from contextlib import redirect_stderr
 from pathlib import Path
 
+import pytest
+
 import kvconfig
 from kvconfig.cli import main
 from kvconfig.schemas.fleet_plan import FleetPlan
@@ -223,3 +225,66 @@ def test_a_run_time_word_in_an_extra_config_no_plan_reads_is_no_unknown(tmp_path
         plan = json.loads(out)
         assert plan["verdict"] == verdict, (connector, plan["findings"])
         assert plan["operator_engine"]["reading"]["connector"] == connector
+
+
+# ----- --env for what the cluster sets ---------------------------------------------------
+_FROM = "{name: TP, valueFrom: {configMapKeyRef: {name: c, key: tp}}}"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        _FROM,
+        "{name: TP, valueFrom: {fieldRef: {fieldPath: metadata.name}}}",
+        "{name: OTHER, value: x}\n          envFrom:\n            - configMapRef: {name: tuning}",
+    ],
+    ids=["configMap", "fieldRef", "envFrom"],
+)
+def test_env_settles_a_variable_the_cluster_sets(env: str) -> None:
+    """``--env`` gives the value the cluster would give a variable the manifest leaves to
+    it (``valueFrom``, a name ``envFrom`` may hold), as it gives compose the shell's
+    variables and a launch script its caller's; the kubelet expands ``$(TP)`` from it."""
+    from kvconfig.load.engines import engines_in
+    from kvconfig.load.reading import reading_of
+
+    text = _MANIFEST.replace(_FROM, env)
+    (engine,) = engines_in(text, "d.yaml")
+    assert reading_of(engine).run_time == {"tensor-parallel-size": "$(TP)"}
+    (engine,) = engines_in(text, "d.yaml", env={"TP": "2"})
+    reading = reading_of(engine)
+    assert (reading.tensor, reading.run_time) == (2, {})
+
+
+def test_lint_and_the_fleet_take_the_given_value(tmp_path: Path) -> None:
+    path = _file(tmp_path, _MANIFEST)
+    code, out, _ = _run("lint", "--format", "json", "--model-path", QWEN, path)
+    assert code == 0
+    assert "--env TP=VALUE" in " ".join(json.loads(out)["findings"][0]["fixes"])
+    code, out, err = _run("lint", "--format", "json", "--model-path", QWEN, "--env", "TP=1", path)
+    assert code == 0, err
+    plan = json.loads(out)
+    assert (plan["verdict"], plan["operator_engine"]["reading"]["tensor"]) == ("ok", 1)
+    code, out, err = _run("lint", "--fleet", "--format", "json", "--model-path", QWEN,
+                          "--env", "TP=1", path)  # fmt: skip
+    assert code == 0, err
+    fleet = json.loads(out)
+    assert (fleet["verdict"], fleet["unplanned"], len(fleet["engines"])) == ("ok", [], 1)
+
+
+def test_env_does_not_reach_what_the_container_does_not_define() -> None:
+    """Kubernetes expands ``$(TP)`` only from the container's env: defined nowhere, vLLM
+    gets the text ``$(TP)`` whatever the user passes; a value the manifest writes is its
+    own."""
+    from kvconfig.errors import InputError
+    from kvconfig.load.engines import engines_in
+    from kvconfig.load.reading import reading_of
+
+    nowhere = _MANIFEST.replace(_FROM, "{name: OTHER, value: x}")
+    for env in (None, {"TP": "2"}):
+        with pytest.raises(InputError) as err:
+            engines_in(nowhere, "d.yaml", env=env)
+        assert "$(TP) is not defined in the container's env" in err.value.message
+        assert ("--env does not reach it" in err.value.message) == (env is not None)
+    literal = _MANIFEST.replace(_FROM, "{name: TP, value: '4'}")
+    (engine,) = engines_in(literal, "d.yaml", env={"TP": "2"})
+    assert reading_of(engine).tensor == 4

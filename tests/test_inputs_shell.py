@@ -234,6 +234,13 @@ def test_a_pod_script_branch_on_a_secret_is_only_known_at_run_time(tmp_path: Pat
     assert code == 0  # cannot tell is no rejection: the verdict is unknown (KV403)
     assert "KV403 runtime-value" in out.getvalue().splitlines()[0]
     assert "$BS is only known at run time, and --block-size changes the plan" in out.getvalue()
+    # the value the cluster gives the Secret's variable, given with --env: the one shell
+    # reader decides the branch with it, as the shell does
+    from kvconfig.load.engines import engines_in
+
+    for profile, block in (("throughput", "128"), ("latency", "64")):
+        (engine,) = engines_in(path, "d.yaml", env={"PROFILE": profile})
+        assert engine.argv == ("Qwen/Qwen3-8B", "--block-size", block)
 
 
 def test_engines_started_in_the_background_all_run(tmp_path: Path) -> None:

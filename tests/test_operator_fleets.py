@@ -137,6 +137,9 @@ def test_leaderworkerset_variables_are_set_at_run_time() -> None:
     (worker,) = engines_in(workers_only, "<lws>")
     assert leader.argv[2] == "2"
     assert leader.env_unknown == ("LWS_LEADER_ADDRESS",)
+    # the address the controller gives, given with --env, as for a valueFrom variable
+    (given,) = engines_in(LWS, "<lws>", env={"LWS_LEADER_ADDRESS": "10.0.0.1"})
+    assert (given.argv[-1], given.env_unknown) == ("10.0.0.1", ())
     assert set(worker.env_unknown) == {"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX"}
     assert all(
         n.kind == "unknown-value" for n in (*leader.notes, *worker.notes) if "LWS" in n.message

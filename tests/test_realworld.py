@@ -90,6 +90,12 @@ def test_reading(entry: dict[str, Any]) -> None:
         assert engines
         assert all(reading_of(e).to_json()["unreadable"] for e in engines)
         return
+    if entry["verdict"] == "unknown":
+        # engines whose reading is only known where they run (a KServe base config in the
+        # cluster may add a prefill pool, a connector, any argument): each says so
+        readings = [reading_of(e).to_json() for e in _engines(entry)]
+        assert readings and all(entry["run_time"] in r["run_time"] for r in readings)
+        return
     got = _reading(entry)
     want = entry["engines"]
     assert len(got) == len(want), f"{len(got)} engines read, {len(want)} expected"

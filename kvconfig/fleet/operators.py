@@ -10,12 +10,14 @@ readers installed, or for a file that is not an operator file, it answers None.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.fleet.model import EngineSpec
+from kvconfig.fleet.rules.routers import RouterSpec
 
 #: Operator-file parallelism keys -> the ``vllm serve`` option each sets.
 PARALLELISM = {
@@ -34,16 +36,20 @@ def _readers() -> Any:
         return None
 
 
-def read_operator_file(path: Path, env: Mapping[str, str] | None = None) -> list[EngineSpec] | None:
-    """The engines of an operator file (a launch script too), or None when it is not one;
-    ``env`` is the environment the user passes (``--env``)."""
+def read_operator_file(
+    path: Path, env: Mapping[str, str] | None = None
+) -> tuple[list[EngineSpec], list[RouterSpec]] | None:
+    """The engines of an operator file (a launch script too) and the KV-aware routers it
+    deploys beside them, from one read of the file; None when it is not one. ``env`` is
+    the environment the user passes (``--env``)."""
     readers = _readers()
     if readers is None or not path.is_file():
         return None
     if path.suffix not in (".yaml", ".yml", ".json") and not _is_script(path):
         return None
+    text = readers.read_file(path, str(path))
     try:
-        found = readers.engines_in(path, str(path), env=env)
+        found = readers.engines_in(text, str(path), env=env, base=path.resolve().parent, path=path)
     except InputError as err:
         if "not an operator file" in err.message or "expected a Kubernetes" in err.message:
             return None
@@ -71,6 +77,34 @@ def read_operator_file(path: Path, env: Mapping[str, str] | None = None) -> list
                 defaults=dict(getattr(e, "defaults", {}) or {}),
                 where=f"{e.source}:{e.line}" if getattr(e, "line", None) else str(e.source),
                 engine=e,
+            )
+        )
+    return out, _routers(text, path, [spec.name for spec in out], env)
+
+
+def _routers(
+    text: str, path: Path, names: Sequence[str], env: Mapping[str, str] | None
+) -> list[RouterSpec]:
+    """The KV-aware routers of the file's text (``kvconfig.load.routers``), each in front
+    of the engines it routes to: a Dynamo router (frontend or ``dynamo.router``) the
+    workers of its own graph (a ``DynamoGraphDeployment`` discovers its workers in its
+    own namespace), the others every engine of the file."""
+    from kvconfig.load.routers import routers_in_file
+
+    out = []
+    for r in routers_in_file(text, str(path), env, os.path.abspath(path)):
+        behind: tuple[str, ...] = ()
+        if r.name.startswith("DynamoGraphDeployment/"):
+            graph = "/".join(r.name.split("/")[:2]) + "/"
+            behind = tuple(n for n in names if n.startswith(graph))
+        out.append(
+            RouterSpec(
+                kind=r.kind,
+                block_size=r.block_size,
+                hashes_prompts=r.kind == "llm-d" and r.hash_seed is not None,
+                hash_seed=r.hash_seed,
+                engines=behind,
+                run_time=r.run_time,
             )
         )
     return out

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -33,7 +32,9 @@ ROLE_PREFIXES = ("prefill", "decode", "both")
 KV_ROLES = {"kv_producer": "prefill", "kv_consumer": "decode", "kv_both": "both"}
 """``kv_role`` -> fleet role, for deployments given without one."""
 
-Reader = Callable[[Path, Mapping[str, str]], "list[EngineSpec] | None"]
+Reader = Callable[[Path, Mapping[str, str]], "tuple[list[EngineSpec], list[RouterSpec]] | None"]
+"""A reader of other deployment files: a file's engines and the routers it deploys beside
+them, or None when the file is not one it reads."""
 
 
 def _split(command: str, source: str) -> list[str]:
@@ -49,7 +50,9 @@ def _split(command: str, source: str) -> list[str]:
         ) from None
 
 
-def _operator_files(path: Path, env: Mapping[str, str]) -> list[EngineSpec] | None:
+def _operator_files(
+    path: Path, env: Mapping[str, str]
+) -> tuple[list[EngineSpec], list[RouterSpec]] | None:
     from kvconfig.fleet.operators import read_operator_file
 
     return read_operator_file(path, env)
@@ -274,13 +277,14 @@ def read_deployments(
         if sep and head in ROLE_PREFIXES and rest:
             role, item = head, rest
         path = Path(item)
-        found = None
+        read = None
         for reader in READERS:
-            found = reader(path, env or {})
-            if found is not None:
+            read = reader(path, env or {})
+            if read is not None:
                 break
-        if found is not None:
-            routers += _operator_routers(path, [spec.name for spec in found], env)
+        if read is not None:
+            found, beside = read
+            routers += beside
             for spec in found:
                 names.add(spec.name)
                 engines.append(
@@ -327,38 +331,6 @@ def read_deployments(
     if not engines:
         raise InputError("no engine given", hint="pass a fleet file or deployment files")
     return FleetInput(", ".join(paths) or "<command>", tuple(engines), tuple(routers))
-
-
-def _operator_routers(
-    path: Path, names: Sequence[str], env: Mapping[str, str] | None = None
-) -> list[RouterSpec]:
-    """The KV-aware routers an operator file deploys beside its engines
-    (``kvconfig.load.routers``), each in front of the engines it routes to: a Dynamo
-    router (frontend or ``dynamo.router``) the workers of its own graph (a
-    ``DynamoGraphDeployment`` discovers its workers in its own namespace), the others every
-    engine of the file."""
-    from kvconfig.load.routers import routers_in_file
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return []
-    out = []
-    for r in routers_in_file(text, str(path), env, os.path.abspath(path)):
-        behind: tuple[str, ...] = ()
-        if r.name.startswith("DynamoGraphDeployment/"):
-            graph = "/".join(r.name.split("/")[:2]) + "/"
-            behind = tuple(n for n in names if n.startswith(graph))
-        out.append(
-            RouterSpec(
-                kind=r.kind,
-                block_size=r.block_size,
-                hashes_prompts=r.kind == "llm-d" and r.hash_seed is not None,
-                hash_seed=r.hash_seed,
-                engines=behind,
-            )
-        )
-    return out
 
 
 def read(

@@ -17,7 +17,7 @@ records those as ``defaults``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +174,10 @@ class _Shim:
     @property
     def source(self) -> str:
         return self.res.source
+
+    @property
+    def given(self) -> Mapping[str, str]:
+        return self.res.given
 
     def line(self, *path: str | int) -> int | None:
         if path[:2] == ("containers", 0):

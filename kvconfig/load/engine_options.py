@@ -240,7 +240,24 @@ def _inert(text: str, word: str) -> bool:
 
 def _unknown_values(engine: Engine, opts: Options) -> None:
     """Raise RunTimeValue for a plan-relevant option whose value is only known at run time
-    (the verdict is unknown, finding KV403); note arguments only known at run time."""
+    (the verdict is unknown, finding KV403); note arguments only known at run time. A
+    base configuration only the cluster holds (``unknown-base``: a KServe
+    ``spec.baseRefs`` config not in the input) leaves the whole command unknown."""
+    for note in engine.notes:
+        if note.kind == "unknown-base":
+            raise RunTimeValue(
+                f"{note.key} (an LLMInferenceServiceConfig in the cluster, not in the input)",
+                "spec.baseRefs",
+                engine=engine.name,
+                source=engine.source,
+                line=note.line if note.line is not None else engine.line,
+                fixes=[
+                    "give the config in the same input: cat config.yaml service.yaml | "
+                    "kvconfig lint -",
+                    f"or take it from the cluster: kubectl get llminferenceserviceconfig "
+                    f"{note.key} -o yaml > config.yaml",
+                ],
+            )
     for note in engine.notes:
         if note.kind == "unknown-value" and " in argument " not in note.message:
             opts.notices.append(
@@ -259,6 +276,7 @@ def _unknown_values(engine: Engine, opts: Options) -> None:
 
 
 _VARIABLE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")
+_K8S_VARIABLE = re.compile(r"^\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)$")
 
 
 def _settle(engine: Engine, word: str, option: str) -> list[str]:
@@ -274,6 +292,13 @@ def _settle(engine: Engine, word: str, option: str) -> list[str]:
         fixes.append(
             f"or, where the service takes {name} from the environment compose runs in "
             f"(environment: [{name}]), pass --env {name}=VALUE"
+        )
+    cluster = _K8S_VARIABLE.match(word)
+    if cluster and (cluster.group(1) in engine.env_unknown or engine.env_from):
+        name = cluster.group(1)
+        fixes.append(
+            f"or, as {name} is set in the cluster (valueFrom, envFrom), pass its value: "
+            f"--env {name}=VALUE"
         )
     fixes.append(
         "or plan it where it runs, with the value known: kvconfig plan --engine vllm -- "

@@ -43,6 +43,7 @@ __all__ = [
     "engines_of",
     "is_operator_file",
     "kind_of",
+    "read_file",
     "read_stream",
     "server_start",
     "starts_something_else",
@@ -126,7 +127,7 @@ def engines_of(
                 )
         from kvconfig.load.kubernetes import workloads
 
-        return workloads.engines(docs, folder, skipped, text, configs)
+        return workloads.engines(docs, folder, skipped, text, configs, given=env)
     kind = kinds[0]
     doc = docs[0]
     if kind is None:
@@ -160,7 +161,7 @@ def engines_of(
         from kvconfig.load.skypilot import engines as reader
     else:
         from kvconfig.load.rayserve import engines as reader
-    if kind == "compose":
+    if kind in ("compose", "production-stack", "vllm-chart", "llm-d"):
         return reader(doc, folder, env or {})
     return reader(doc, folder)
 

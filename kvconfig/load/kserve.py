@@ -110,30 +110,67 @@ def render(value: Any, name: str, namespace: str, model: str) -> Any:
     return _ACTION.sub(one, value)
 
 
+WELL_KNOWN = frozenset(
+    "kserve-config-llm-" + suffix
+    for suffix in (
+        "template", "decode-template", "prefill-template", "worker-data-parallel",
+        "decode-worker-data-parallel", "prefill-worker-data-parallel", "scheduler",
+        "router-route", "scheduler-latency-predictor", "tokenizer", "tracing",
+    )
+)  # fmt: skip
+"""KServe's well-known presets (``WellKnownDefaultConfigs``,
+``pkg/controller/v1alpha2/llmisvc/config_merge.go``): the controller applies the ones a
+service needs itself; their vLLM command is the one this module builds, and the others
+configure the router, the route and tracing."""
+
+
 def _resolved_spec(
     res: Resource, spec: dict[str, Any], configs: Mapping[str, Any]
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[tuple[str, int | None]]]:
     """The service's spec over its ``spec.baseRefs`` configs, in order (KServe's
-    ``combineBaseRefsConfig``: presets, then each base, then the service)."""
+    ``combineBaseRefsConfig``: presets, then each base, then the service), and the bases
+    (name, line) that are neither in the input nor a well-known preset: they live in the
+    cluster (the service's namespace or KServe's, ``getConfig``), so how vLLM starts is
+    only known there."""
     refs = listing(spec.get("baseRefs"))
     merged: Any = {}
+    missing: list[tuple[str, int | None]] = []
     for i, ref in enumerate(refs):
         ref_name = ref.get("name") if isinstance(ref, dict) else None
-        if not isinstance(ref_name, str) or not isinstance(configs.get(ref_name), dict):
+        if not isinstance(ref_name, str) or not ref_name:
             from kvconfig.errors import InputError
 
             raise InputError(
-                f"spec.baseRefs names {ref_name!r}, an LLMInferenceServiceConfig that is not "
-                "in the input: KServe merges the service over it, so how vLLM starts is not "
-                "known without it",
+                f"spec.baseRefs[{i}]: expected a mapping with a name, got {ref!r}",
                 source=res.source,
                 line=res.line("spec", "baseRefs", i),
                 key="spec.baseRefs",
-                hint="give the config in the same input: "
-                "cat config.yaml service.yaml | kvconfig lint -",
+                hint="write baseRefs: [{name: CONFIG}]",
             )
-        merged = merge(merged, configs[ref_name])
-    return merge(merged, spec) if refs else spec
+        if isinstance(configs.get(ref_name), dict):
+            merged = merge(merged, configs[ref_name])
+        elif ref_name not in WELL_KNOWN:
+            missing.append((ref_name, res.line("spec", "baseRefs", i)))
+    return (merge(merged, spec) if refs else spec), missing
+
+
+def _unknown_bases(engine: Engine, missing: list[tuple[str, int | None]]) -> Engine:
+    """The engine with a note per base config only the cluster holds (``unknown-base``):
+    its plan cannot be told (KV403), never guessed from the service alone."""
+    from kvconfig.load.operator_engine import Note
+
+    notes = tuple(
+        Note(
+            "unknown-base",
+            f"spec.baseRefs names {name}, an LLMInferenceServiceConfig that is not in the "
+            "input: KServe merges the service over it in the cluster, so how vLLM starts "
+            "is only known there",
+            line,
+            name,
+        )
+        for name, line in missing
+    )
+    return replace(engine, notes=(*engine.notes, *notes))
 
 
 def engines(
@@ -148,7 +185,7 @@ def engines(
     meta = mapping(data.get("metadata"))
     name = str(meta.get("name", "unnamed"))
     namespace = str(meta.get("namespace", "default"))
-    spec = _resolved_spec(res, mapping(data.get("spec")), configs or {})
+    spec, missing = _resolved_spec(res, mapping(data.get("spec")), configs or {})
     model_name = mapping(spec.get("model")).get("name")
     spec = render(spec, name, namespace, str(model_name or name))
     model = mapping(spec.get("model"))
@@ -211,7 +248,7 @@ def engines(
                 uri, spec_arg,
             )
         )  # fmt: skip
-    return out
+    return [_unknown_bases(e, missing) for e in out] if missing else out
 
 
 def _main_container(  # noqa: PLR0917 (one call site, many facts)

@@ -90,6 +90,8 @@ class Reading:
             parts.append(f"x{self.replicas}")
         if self.vllm_version:
             parts.append(f"vLLM {self.vllm_version}")
+        if "spec.baseRefs" in r:
+            parts.append(f"over {r['spec.baseRefs']} (not in the input)")
         return " ".join(parts)
 
 
@@ -144,6 +146,12 @@ def _speculative(config: Mapping[str, Any] | None) -> str | None:
     return "draft" if config.get("model") else None
 
 
+def _bases(engine: Engine) -> dict[str, str]:
+    """``{"spec.baseRefs": NAMES}`` for base configurations only the cluster holds."""
+    names = [n.key for n in engine.notes if n.kind == "unknown-base"]
+    return {"spec.baseRefs": ", ".join(names)} if names else {}
+
+
 #: The options a reading shows.
 _SHOWN = ("model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
           "block-size", "speculative-config", "kv-transfer-config")  # fmt: skip
@@ -193,5 +201,5 @@ def reading_of(engine: Engine) -> Reading:
         kv_role=kv_role,
         vllm_version=engine.vllm_version,
         unreadable=unreadable,
-        run_time={o: w for o, w, _ in run_time_words(engine, values, _SHOWN)},
+        run_time={**_bases(engine), **{o: w for o, w, _ in run_time_words(engine, values, _SHOWN)}},
     )

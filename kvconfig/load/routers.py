@@ -65,10 +65,14 @@ class Router:
     router's default (llm-d, 16)."""
     hash_seed: str | None = None
     """llm-d's ``hashSeed`` (must equal the engines' ``PYTHONHASHSEED``)."""
+    run_time: str | None = None
+    """The word that sets the block size when it is only known at run time (``$BS``,
+    ``$(BLOCK)`` from a Secret): ``block_size`` is then None and nothing is assumed."""
 
     def to_json(self) -> dict[str, Any]:
         """The router as JSON."""
-        return {k: getattr(self, k) for k in ("kind", "name", "block_size", "hash_seed")}
+        keys = ("kind", "name", "block_size", "hash_seed", "run_time")
+        return {k: getattr(self, k) for k in keys}
 
 
 def _int(value: Any) -> int | None:
@@ -79,12 +83,24 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def _env(items: Any) -> dict[str, str]:
-    return {
-        str(i["name"]): str(i["value"])
-        for i in listing(items)
-        if isinstance(i, dict) and "name" in i and isinstance(i.get("value"), (str, int))
-    }
+def _container_env(given: Mapping[str, str], *lists: Any) -> tuple[Any, dict[str, str]]:
+    """The env of a router's container from its lists of variables (the graph's, the
+    service's, the container's; later ones win), read by the one reader of a container's
+    env (``kvconfig.load.kubernetes.env.container_env``, ``given`` the user's ``--env``
+    for what the cluster sets), and as a mapping in which a variable only known at run
+    time is ``$(NAME)``."""
+    from kvconfig.load import yamlfile as _yaml
+    from kvconfig.load.kubernetes.env import container_env
+    from kvconfig.load.kubernetes.resources import Resource
+
+    items = [
+        i for items in lists for i in listing(items)
+        if isinstance(i, dict) and isinstance(i.get("name"), str)
+    ]  # fmt: skip
+    container = {"env": items}
+    res = Resource(_yaml.Document("router", container, {}), given=dict(given))
+    env = container_env(container, res, (), "router")
+    return env, {**{n: f"$({n})" for n in env.unknown}, **env.known}
 
 
 def _option(words: list[str], name: str) -> str | None:
@@ -96,17 +112,28 @@ def _option(words: list[str], name: str) -> str | None:
     return None
 
 
+def _sized(kind: str, name: str, value: str | None, default: int | None) -> Router:
+    """A router whose block size is ``value`` as written: a number; unset, ``default``; a
+    word only known at run time (``$BS``, ``$(BLOCK)``, ``$(cat f)``: anything else, which
+    the router's integer option would refuse as written) leaves it unknown, never the
+    default."""
+    if value is None:
+        return Router(kind, name, default)
+    size = _int(value)
+    return Router(kind, name, size, run_time=None if size is not None else value)
+
+
 def _frontend(name: str, words: list[str], env: Mapping[str, str]) -> Router | None:
     mode = _option(words, "--router-mode") or env.get("DYN_ROUTER_MODE")
     if mode != "kv":
         return None
     size = _option(words, "--kv-cache-block-size") or env.get("DYN_KV_CACHE_BLOCK_SIZE")
-    return Router("dynamo", name, _int(size))
+    return _sized("dynamo", name, size, None)
 
 
 def _epp(name: str, env: Mapping[str, str]) -> Router:
     """Dynamo's endpoint picker: Dynamo's KV router in blocks of DYN_KV_CACHE_BLOCK_SIZE."""
-    return Router("dynamo", f"{name}/epp", _int(env.get("DYN_KV_CACHE_BLOCK_SIZE")))
+    return _sized("dynamo", f"{name}/epp", env.get("DYN_KV_CACHE_BLOCK_SIZE"), None)
 
 
 STANDALONE_BLOCK_SIZE = 128
@@ -125,7 +152,7 @@ def _standalone(name: str, words: list[str], env: Mapping[str, str]) -> Router |
         or _option(words, "--block-size")
         or env.get("DYN_ROUTER_BLOCK_SIZE")
     )
-    return Router("dynamo", f"{name}/dynamo.router", _int(size) or STANDALONE_BLOCK_SIZE)
+    return _sized("dynamo", f"{name}/dynamo.router", size, STANDALONE_BLOCK_SIZE)
 
 
 def _prefill_router(name: str, words: list[str]) -> Router:
@@ -135,20 +162,28 @@ def _prefill_router(name: str, words: list[str]) -> Router:
     workers' (``components/prefill_router/src/dynamo/prefill_router/__main__.py`` and
     ``README.md``, ai-dynamo/dynamo 0c13c49)."""
     size = _option(words, "--block-size")
-    return Router("dynamo", f"{name}/dynamo.prefill_router", _int(size) or STANDALONE_BLOCK_SIZE)
+    return _sized("dynamo", f"{name}/dynamo.prefill_router", size, STANDALONE_BLOCK_SIZE)
 
 
-def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
+def _expanded(words: list[str], env: Any) -> list[str]:
+    """A container's words with ``$(VAR)`` expanded as Kubernetes expands them
+    (``kvconfig.load.kubernetes.env``); a reference left is run-time text."""
+    from kvconfig.load.kubernetes.env import expand_k8s
+
+    return [expand_k8s(w, env)[0] for w in words]
+
+
+def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Router]:
     spec = mapping(data.get("spec"))
     rname = f"DynamoGraphDeployment/{mapping(data.get('metadata')).get('name', 'unnamed')}"
-    global_env = _env(spec.get("envs"))
     for sname, service in mapping(spec.get("services")).items():
         if not isinstance(service, dict):
             continue
         main = mapping(mapping(service.get("extraPodSpec")).get("mainContainer"))
         words = [str(w) for w in [*listing(main.get("command")), *listing(main.get("args"))]]
         words = [p for w in words for p in w.split()]
-        env = {**global_env, **_env(service.get("envs")), **_env(main.get("env"))}
+        cenv, env = _container_env(given, spec.get("envs"), service.get("envs"), main.get("env"))
+        words = _expanded(words, cenv)
         found = _standalone(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "frontend":
             found = _frontend(f"{rname}/{sname}", words, env)
@@ -157,10 +192,9 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
         if found is not None:
             yield found
     for component in listing(spec.get("components")):
-        kind = component.get("type") if isinstance(component, dict) else None
-        if kind not in ("frontend", "epp"):
+        if not isinstance(component, dict):
             continue
-        assert isinstance(component, dict)
+        kind = component.get("type")
         pod = mapping(mapping(component.get("podTemplate")).get("spec"))
         name = f"{rname}/{component.get('name', kind)}"
         for container in listing(pod.get("containers")):
@@ -170,8 +204,15 @@ def _dynamo(data: Mapping[str, Any]) -> Iterator[Router]:
                 str(w)
                 for w in [*listing(container.get("command")), *listing(container.get("args"))]
             ]
-            env = {**global_env, **_env(component.get("envs")), **_env(container.get("env"))}
-            found = _frontend(name, words, env) if kind == "frontend" else _epp(name, env)
+            cenv, env = _container_env(
+                given, spec.get("envs"), component.get("envs"), container.get("env")
+            )
+            words = _expanded(words, cenv)
+            found = _standalone(name, words, env)
+            if found is None and kind == "frontend":
+                found = _frontend(name, words, env)
+            if found is None and kind == "epp":
+                found = _epp(name, env)
             if found is not None:
                 yield found
                 break
@@ -279,8 +320,8 @@ def script_routers(
     text: str, source: str, env: Mapping[str, str] | None = None, path: str | None = None
 ) -> list[Router]:
     """The Dynamo frontends and standalone routers a launch script starts, each read with
-    the environment its command runs in (a variable only known at run time is unset here:
-    neither mode nor block size is guessed)."""
+    the environment its command runs in (a variable only known at run time keeps its
+    ``$NAME``: neither mode nor block size is guessed)."""
     from pathlib import Path
 
     from kvconfig.load.script_file import script_dialect
@@ -295,7 +336,7 @@ def script_routers(
     for cmd in cmds:
         words = list(cmd.words)
         module = _module(words)
-        known = {k: v for k, v in cmd.env.items() if v is not None}
+        known = {k: v if v is not None else f"${k}" for k, v in cmd.env.items()}
         found = None
         if module in ("dynamo.router", "dynamo.prefill_router"):
             found = _standalone(label, words, known)
@@ -322,15 +363,16 @@ def routers_in_file(
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError:
         return []
-    return routers_of(docs)
+    return routers_of(docs, env)
 
 
-def routers_of(docs: list[Any]) -> list[Router]:
-    """The KV-aware routers of an operator file's parsed documents."""
+def routers_of(docs: list[Any], given: Mapping[str, str] | None = None) -> list[Router]:
+    """The KV-aware routers of an operator file's parsed documents; ``given``: the values
+    the user gives (``--env``) for variables the cluster sets."""
     out: list[Router] = []
     for data in docs:
         if isinstance(data, dict) and data.get("kind") == "DynamoGraphDeployment":
-            out.extend(_dynamo(data))
+            out.extend(_dynamo(data, given or {}))
         else:
             out.extend(_walk(data))
     return out

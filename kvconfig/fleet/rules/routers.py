@@ -20,6 +20,9 @@ class RouterSpec:
     hash_algo: str | None = None
     hash_seed: str | None = None
     engines: tuple[str, ...] = ()
+    run_time: str | None = None
+    """The word that sets the router's block size when it is only known at run time
+    (``$BS``): ``block_size`` is then None and the block-size check cannot tell."""
 
 
 ROUTER_SETTING = {
@@ -33,6 +36,9 @@ def router_issues(router: RouterSpec, engines: Sequence[Engine], replan: Replan)
     if router.kind in ("none", "production-stack"):
         return []  # production-stack's kvaware router asks LMCache, in LMCache's chunks
     behind = [e for e in engines if not router.engines or e.name in router.engines]
+    if router.run_time is not None:
+        hashes = _router_hash(router, behind) if router.hashes_prompts else []
+        return [_run_time(router, behind), *hashes]
     out: list[Issue] = []
     registered = None
     if router.block_size is not None:
@@ -80,6 +86,25 @@ def router_issues(router: RouterSpec, engines: Sequence[Engine], replan: Replan)
     if router.hashes_prompts:
         out.extend(_router_hash(router, behind))
     return out
+
+
+def _run_time(router: RouterSpec, behind: Sequence[Engine]) -> Issue:
+    """KV403: the router's block size is only known at run time, so whether its hashes
+    match the engines' KV events cannot be told (never assumed to be its default)."""
+    sizes = sorted({s for e in behind if (s := components(e).routing.effective) is not None})
+    fix = f"write the router's block size in place of {router.run_time}" + (
+        f" ({' or '.join(map(str, sizes))}, what the engines report)" if sizes else ""
+    )
+    return Issue(
+        "KV403",
+        [e.name for e in behind],
+        f"The {router.kind} router's block size is {router.run_time}, only known at run "
+        "time: kvconfig cannot tell whether its prompt hashes match the engines' KV "
+        "events (cannot tell, not a pass).",
+        "unknown: with another block size than the engines report, routing falls back to load only",
+        [fix, "or lint the file with the value given (--env NAME=VALUE, helm template)"],
+        values={"router.block_size": router.run_time},
+    )
 
 
 def cache_block(e: Engine) -> int:

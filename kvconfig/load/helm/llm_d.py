@@ -82,7 +82,7 @@ def _par(parallelism: Any) -> dict[str, int]:
     return {"tensor": tensor, "data": dp, "data_local": dpl, "workers": workers or 1}
 
 
-def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
+def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = None) -> list[Engine]:
     """The vLLM containers of llm-d modelservice values: ``decode`` and ``prefill``."""
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.resources import Found, Pod
@@ -199,7 +199,7 @@ def llm_d(doc: _yaml.Document, base: Path) -> list[Engine]:
                 parallelism["nodes"] = par["workers"]
             if isinstance(section.get("replicas"), int):
                 parallelism["replicas"] = section["replicas"]
-            shim = _ValuesShim(doc, path, pod_spec)
+            shim = _ValuesShim(doc, path, pod_spec, given)
             pod = Pod(shim, (), role, role=role, parallelism=parallelism)  # type: ignore[arg-type]
             simulated = mode == "imageDefault" and _SIMULATOR.search(str(container.get("image")))
             if simulated:

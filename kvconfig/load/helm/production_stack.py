@@ -13,7 +13,9 @@ from kvconfig.load.helm.values import _go, _truthy, _Values, _ValuesShim
 from kvconfig.load.operator_engine import Engine
 
 
-def production_stack(doc: _yaml.Document, base: Path) -> list[Engine]:
+def production_stack(
+    doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = None
+) -> list[Engine]:
     """One engine per enabled ``servingEngineSpec.modelSpec[]`` entry."""
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.resources import Found, Pod
@@ -93,7 +95,7 @@ def production_stack(doc: _yaml.Document, base: Path) -> list[Engine]:
             parallelism["gpus"] = gpus
         if isinstance(ms.get("replicaCount"), int):
             parallelism["replicas"] = ms["replicaCount"]
-        shim = _ValuesShim(doc, path, pod_spec)
+        shim = _ValuesShim(doc, path, pod_spec, given)
         pod = Pod(shim, (), label, role=role, parallelism=parallelism)  # type: ignore[arg-type]
         out.extend(read_container(pod, 0, base, found, entry_label="production-stack"))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kvconfig.errors import InputError
@@ -40,12 +41,17 @@ class _ValuesShim:
     """A synthetic pod spec whose lines are those of a values file entry."""
 
     def __init__(
-        self, doc: _yaml.Document, path: tuple[str | int, ...], pod_spec: dict[str, Any]
+        self,
+        doc: _yaml.Document,
+        path: tuple[str | int, ...],
+        pod_spec: dict[str, Any],
+        given: Mapping[str, str] | None = None,
     ) -> None:
         self.doc = doc
         self.path = path
         self.data = pod_spec
         self.source = doc.source
+        self.given = dict(given or {})
 
     def line(self, *path: str | int) -> int | None:
         return self.doc.line(*self.path)

@@ -17,6 +17,7 @@ path ``image.command`` names, filled at run time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,9 @@ def _int(value: Any) -> int:
         return 0
 
 
-def vllm_chart(doc: _yaml.Document, base: Path) -> list[Engine]:
+def vllm_chart(
+    doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = None
+) -> list[Engine]:
     """The engine of the chart's one Deployment."""
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.resources import Found, Pod
@@ -99,7 +102,7 @@ def vllm_chart(doc: _yaml.Document, base: Path) -> list[Engine]:
     replicas = data.get("replicaCount")
     if isinstance(replicas, int) and not isinstance(replicas, bool):
         parallelism["replicas"] = replicas
-    shim = _ValuesShim(doc, ("image", "command"), pod_spec)
+    shim = _ValuesShim(doc, ("image", "command"), pod_spec, given)
     pod = Pod(shim, (), "chart/vllm", parallelism=parallelism)  # type: ignore[arg-type]
     found: list[Found] = []
     return read_container(pod, 0, base, found)

@@ -12,8 +12,9 @@ A container is a vLLM engine when its command line starts a vLLM server
 Kubernetes expands ``$(VAR)`` in ``command`` and ``args`` from the container's ``env``
 before anything runs; kvconfig does the same with literal values. A variable set with
 ``valueFrom`` (or possibly by ``envFrom``) has a value only the cluster knows: the word
-stays as written and the engine says so. A ``$(VAR)`` that no variable defines reaches
-vLLM as that text, which is an error.
+stays as written and the engine says so, unless the user gives that value (``--env``,
+``Resource.given``). A ``$(VAR)`` that no variable defines reaches vLLM as that text,
+which is an error.
 
 ``resources`` holds a resource and its pod specs, ``env`` a container's environment,
 ``containers`` the engine one container starts, ``workloads`` walks every pod template.

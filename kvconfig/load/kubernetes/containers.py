@@ -112,8 +112,11 @@ def read_container(
     command = strings(container.get("command"), res, (*cpath, "command"), name)
     args = strings(container.get("args"), res, (*cpath, "args"), name)
     env = container_env(container, res, cpath, name, env_base)
-    for extra in env_unknown:
-        if extra not in env.unknown:
+    given = getattr(res, "given", {})
+    for extra in env_unknown:  # set by a controller (LWS_LEADER_ADDRESS): the cluster's too
+        if extra in given:
+            env.known[extra] = given[extra]
+        elif extra not in env.unknown:
             env.unknown.append(extra)
     words = command + args
     places = [(*cpath, "command", i) for i in range(len(command))] + [
@@ -194,9 +197,13 @@ def read_container(
             undefined = [(i, n) for i, n, why in left if why == "undefined"]
             if undefined:
                 i, var = undefined[0]
+                given = (
+                    " (--env does not reach it: Kubernetes expands only the container's own env)"
+                )
                 raise res.err(
                     f"$({var}) is not defined in the container's env: Kubernetes passes the "
-                    f"text '$({var})' to vLLM unchanged",
+                    f"text '$({var})' to vLLM unchanged"
+                    + (given if var in getattr(res, "given", {}) else ""),
                     places[i],
                     name,
                     f"define {var} under env, or write the value",

@@ -45,7 +45,7 @@ def server_pod(res: Resource, path: tuple[str | int, ...]) -> Resource | None:
         if key[1:2] == ("containers",) and len(key) > 2 and isinstance(key[2], int):
             where = ("spec", "containers", moved.get(key[2], key[2]), *key[3:])
         lines[where] = at + line  # the block scalar starts on the line after the key
-    return Resource(_yaml.Document(res.source, {"spec": spec}, lines))
+    return Resource(_yaml.Document(res.source, {"spec": spec}, lines), given=res.given)
 
 
 def _merge_pod(own: Mapping[str, Any], patch: Any) -> tuple[dict[str, Any], dict[int, int]]:

@@ -35,8 +35,27 @@ def container_env(
     base: Mapping[str, str] | None = None,
 ) -> ContainerEnv:
     """``env`` and ``envFrom`` of a container: literal values (``$(VAR)`` of earlier
-    variables expanded, as Kubernetes does), names set from elsewhere, and whole sources."""
+    variables expanded, as Kubernetes does), names set from elsewhere, and whole sources.
+
+    A variable the cluster sets (``valueFrom``: a Secret, a ConfigMap, the pod; or any
+    name an ``envFrom`` source may hold) takes the value the user gives for it
+    (``res.given``, ``--env NAME=VALUE``), as the kubelet gives the container the
+    cluster's value before it expands ``$(VAR)`` (``makeEnvironmentVariables``,
+    ``pkg/kubelet/kubelet_pods.go``: ``envFrom`` first, then ``env`` in order, each
+    ``value`` expanded from those before it). A name the container's env does not
+    define is never given: Kubernetes leaves its ``$(NAME)`` as text."""
     env = ContainerEnv(known=dict(base or {}))
+    given = getattr(res, "given", {})
+    sources = container.get("envFrom") or []
+    if isinstance(sources, list):
+        for item in sources:
+            if not isinstance(item, dict):
+                continue
+            for ref in ("configMapRef", "secretRef"):
+                if isinstance(item.get(ref), dict):
+                    env.sources.append(f"{ref} {item[ref].get('name', '?')}")
+    if env.sources:
+        env.known.update(given)
     items = container.get("env") or []
     if not isinstance(items, list):
         raise res.err(
@@ -53,6 +72,11 @@ def container_env(
             )
         name = item["name"]
         if "valueFrom" in item:
+            if name in given:  # the cluster's value, as given: not expanded again
+                env.known[name] = given[name]
+                if name in env.unknown:
+                    env.unknown.remove(name)
+                continue
             env.known.pop(name, None)
             if name not in env.unknown:
                 env.unknown.append(name)
@@ -70,14 +94,6 @@ def container_env(
         if name in env.unknown:
             env.unknown.remove(name)
         env.known[name] = expanded
-    sources = container.get("envFrom") or []
-    if isinstance(sources, list):
-        for item in sources:
-            if not isinstance(item, dict):
-                continue
-            for ref in ("configMapRef", "secretRef"):
-                if isinstance(item.get(ref), dict):
-                    env.sources.append(f"{ref} {item[ref].get('name', '?')}")
     return env
 
 

@@ -16,6 +16,9 @@ class Resource:
 
     doc: _yaml.Document
     prefix: tuple[str | int, ...] = ()
+    given: Mapping[str, str] = field(default_factory=dict)
+    """Values the user gives (``--env``) for variables the manifest leaves to the cluster
+    (``valueFrom``, ``envFrom``): ``kvconfig.load.kubernetes.env.container_env``."""
 
     @property
     def data(self) -> Any:

@@ -277,9 +277,12 @@ def engines(
     skipped: Sequence[str] = (),
     text: str = "",
     configs: Mapping[str, Any] | None = None,
+    *,
+    given: Mapping[str, str] | None = None,
 ) -> list[Engine]:
     """Every vLLM engine of a Kubernetes manifest's documents; ``configs`` are the
-    ``LLMInferenceServiceConfig`` specs of the input by name (for ``spec.baseRefs``)."""
+    ``LLMInferenceServiceConfig`` specs of the input by name (for ``spec.baseRefs``);
+    ``given``: the values the user gives (``--env``) for variables the cluster sets."""
     out: list[Engine] = []
     found: list[Found] = []
     blocks = block_scalar_lines(text) if text else frozenset()
@@ -289,9 +292,9 @@ def engines(
             items = doc.data.get("items")
             for i, item in enumerate(items if isinstance(items, list) else []):
                 if isinstance(item, dict) and "kind" in item:
-                    resources.append(Resource(doc, ("items", i)))
+                    resources.append(Resource(doc, ("items", i), dict(given or {})))
         else:
-            resources.append(Resource(doc))
+            resources.append(Resource(doc, given=dict(given or {})))
     for res in resources:
         kind = res.data.get("kind")
         if kind == "LLMInferenceService":
