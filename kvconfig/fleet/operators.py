@@ -77,7 +77,8 @@ def read_operator_file(path: Path, env: Mapping[str, str] | None = None) -> list
 
 
 def _is_script(path: Path) -> bool:
-    """Whether the file is a shell script (its ``#!`` line names the shell)."""
+    """Whether the file is a shell script (``script_dialect``: its ``#!`` line, or its
+    name)."""
     from kvconfig.load.script_file import script_dialect
 
     try:
@@ -85,4 +86,4 @@ def _is_script(path: Path) -> bool:
             head = f.read(128).decode("utf-8", "replace")
     except OSError:
         return False
-    return script_dialect(head) is not None
+    return script_dialect(head, path.name) is not None
