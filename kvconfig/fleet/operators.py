@@ -111,7 +111,8 @@ def _routers(
 
 
 def _is_script(path: Path) -> bool:
-    """Whether the file is a shell script (its ``#!`` line names the shell)."""
+    """Whether the file is a shell script (``script_dialect``: its ``#!`` line, or its
+    name)."""
     from kvconfig.load.script_file import script_dialect
 
     try:
@@ -119,4 +120,4 @@ def _is_script(path: Path) -> bool:
             head = f.read(128).decode("utf-8", "replace")
     except OSError:
         return False
-    return script_dialect(head) is not None
+    return script_dialect(head, path.name) is not None

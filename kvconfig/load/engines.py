@@ -75,7 +75,7 @@ def engines_in(
         folder = base or Path.cwd()
     from kvconfig.load import script_file
 
-    if script_file.script_dialect(text) is not None:
+    if script_file.script_dialect(text, source) is not None:
         path = text_or_path if isinstance(text_or_path, Path) else path
         return script_file.engines(text, source, folder, env, path)
     docs, skipped = load_documents(text, source, merge_keys=_looks_like_compose(text))

@@ -328,7 +328,7 @@ def script_routers(
     from kvconfig.load.shell.script import commands
 
     label = Path(source).name or "script"
-    dialect = script_dialect(text) or "sh"
+    dialect = script_dialect(text, source) or "sh"
     cmds = commands(
         text, dict(env or {}), source=source, line=1, key=label, dialect=dialect, path=path
     )
@@ -357,7 +357,7 @@ def routers_in_file(
 
     from kvconfig.load.script_file import script_dialect
 
-    if script_dialect(text) is not None:
+    if script_dialect(text, source) is not None:
         return script_routers(text, source, env, path)
     try:
         docs = list(yaml.safe_load_all(text))

@@ -49,12 +49,18 @@ _ROLES = {"kv_producer": "prefill", "kv_consumer": "decode"}
 """The role of a pair that a ``kv_role`` names."""
 
 
-def script_dialect(text: str) -> str | None:
-    """``bash`` or ``sh`` when ``text`` is a shell script (its ``#!`` line names the
-    shell), else None."""
+_SUFFIXES = (".sh", ".bash")
+"""The names of shell scripts that carry no ``#!`` line."""
+
+
+def script_dialect(text: str, name: str = "") -> str | None:
+    """``bash`` or ``sh`` when ``text`` is a shell script, else None: its ``#!`` line
+    names the shell; without one, a file ``name``d ``.sh`` or ``.bash`` is a script that
+    bash runs (bash's manual, "Shell Scripts": ``bash FILE``, and a file without ``#!``
+    started from bash, which runs it in a copy of itself)."""
     m = _SHEBANG.match(text)
     if m is None:
-        return None
+        return "bash" if name.endswith(_SUFFIXES) and not text.startswith("#!") else None
     return "bash" if m.group(1) == "bash" else "sh"
 
 
@@ -71,7 +77,7 @@ def engines(
     from kvconfig.load.shell import servers
     from kvconfig.load.shell.script import commands
 
-    dialect = script_dialect(text) or "sh"
+    dialect = script_dialect(text, source) or "sh"
     label = Path(source).name or "script"
     cmds = commands(
         text, dict(env or {}), source=source, line=1, key=label, dialect=dialect,

@@ -77,7 +77,7 @@ def read_text(
     file it was read from (None: standard input)."""
     from kvconfig.load.script_file import script_dialect
 
-    if small and script_dialect(text) is None:
+    if small and script_dialect(text, source) is None:
         try:
             doc = _yaml.parse(text, source)
         except InputError:

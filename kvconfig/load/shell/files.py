@@ -192,6 +192,45 @@ class _Files(_Scope):
         finally:
             self.source, self.line0, self.key = saved
 
+    def change_folder(self, words: list[str], known: bool, line: int | None) -> int | None:
+        """``cd DIR``: the shell sets ``$PWD`` to DIR (``-L``: ``.`` and ``..`` removed as
+        text; POSIX ``cd``; ``paths.folder``), a relative DIR taken from a known ``$PWD``
+        when ``CDPATH`` is unset. kvconfig knows the folder only for a launch script read
+        here and a folder under the allowed roots; otherwise ``cd`` may fail and leave
+        ``$PWD``, and ``$PWD`` is only known at run time."""
+        args = list(words[1:])
+        found = None
+        if known and self.host and args and args[-1] not in ("-", "-L", "-P", "--"):
+            pwd_set, pwd = self.lookup("PWD")
+            cdpath_set, _ = self.lookup("CDPATH")
+            if not args[-1].startswith("/") and pwd_set and pwd and not cdpath_set:
+                args[-1] = pwd.rstrip("/") + "/" + args[-1]
+            found = folder(["cd", *args], ["pwd"])
+        self.assign("PWD", found, f"the folder of cd on line {line}")
+        return None if found is None else 0
+
+    def child_script(self, head: str, name: str, known: bool) -> tuple[Path, str] | str:
+        """``bash FILE ARGS`` (or ``sh``, ``dash``): the file a new shell reads its
+        commands from and its text, or why kvconfig does not read it. The shell opens FILE
+        from its working folder (bash then searches ``$PATH`` for a name not found
+        there): kvconfig reads an absolute name, or one under a known ``$PWD``, found
+        here as ``source`` finds its file."""
+        what = f"the script {name} run by {head}"
+        pwd_set, pwd = self.lookup("PWD")
+        if known and not name.startswith("/") and pwd_set and pwd and self.host:
+            name = pwd.rstrip("/") + "/" + name
+        elif known and not name.startswith("/"):
+            return f"{what} (taken from the folder it runs in, only known at run time)"
+        path, why = self.sourced_path(name, [head, name], known)
+        if path is None:
+            return f"{what} ({why})"
+        try:
+            return path, decode(
+                read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file"), str(path)
+            )
+        except InputError as e:
+            return f"{what} (not read: {e})"
+
     def unread(self, head: str, target: str, why: str) -> int | None:
         """A file kvconfig does not read: it may set any variable, and it may end the
         script (its ``exit``; dash stops at a ``.`` file it cannot open, POSIX 2.8.1)."""

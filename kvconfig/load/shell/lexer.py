@@ -45,7 +45,7 @@ class _Lexer(_Scanner):
                 out.append(_Op(c, self.line))
                 self.i += 1
                 continue
-            m = _REDIRECT.match(self.text, self.i)
+            m = None if self._at_substitution() else _REDIRECT.match(self.text, self.i)
             if m and (m.group(1) == "" or self.i == 0 or self.text[self.i - 1] in " \t\n;&|("):
                 op = m.group(2)
                 self.i = m.end()
@@ -75,7 +75,7 @@ class _Lexer(_Scanner):
                 if op_match == "\n":
                     self.line += 1
                 continue
-            word = self._word()
+            word = self._substitution() if self._at_substitution() else self._word()
             if (
                 self.dialect == "bash"
                 and self.peek() == "("
@@ -106,6 +106,29 @@ class _Lexer(_Scanner):
                 "end it with a line holding only its delimiter",
             )
         return out
+
+    def _at_substitution(self) -> bool:
+        """bash's process substitution ``<(LIST)`` or ``>(LIST)`` starts a word here (dash
+        has none: there ``>`` is a redirection and ``(`` a syntax error)."""
+        return (
+            self.dialect == "bash"
+            and self.text.startswith(("<(", ">("), self.i)
+            and (self.i == 0 or self.text[self.i - 1] in " \t\n;&|(")
+        )
+
+    def _substitution(self) -> _Word:
+        """A word starting with a process substitution: part kind ``procsub``, a file name
+        (``/dev/fd/N``) only known at run time; LIST runs beside the command, like a
+        command substitution's commands it is not read (bash's manual, "Process
+        Substitution")."""
+        line, start = self.line, self.i
+        self.i += 2
+        inner = self._until_close("(", ")", self.text[start : start + 2])
+        part = _Part(inner, False, "procsub", self.text[start : self.i])
+        word = self._word()
+        word.parts.insert(0, part)
+        word.line = line
+        return word
 
     def _arith_for(self) -> _Word:
         """bash's ``for (( init; test; step ))``: the text between the parentheses, kept

@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 
+from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
@@ -19,11 +20,13 @@ from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.files import _Files
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
 from kvconfig.load.shell.words import _Part, _Word
-from kvconfig.load.shell.wrappers import SHELLS, script_of, unwrap
+from kvconfig.load.shell.wrappers import SHELLS, script_file_of, script_of, unwrap
 
 
 class _Shell(_Files):
     # ----- simple commands -------------------------------------------------------------
+    last_child: _Shell
+    """The shell that ran the last ``bash FILE`` (``run_file``)."""
     here_input: tuple[str | None, str] | None = None
     """The here-string (``<<< WORD``) of the command being run: (its text or None when
     only known at run time, what was unknown)."""
@@ -250,7 +253,9 @@ class _Shell(_Files):
                 if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                     self.assign(name, None, f"{head} on line {line}")
             return None
-        if head in ("cd", "wait", "trap", "umask", "ulimit", "alias", "hash", "pushd", "popd"):
+        if head == "cd":
+            return self.change_folder(words, known, line)
+        if head in ("wait", "trap", "umask", "ulimit", "alias", "hash", "pushd", "popd"):
             return None if head != "trap" else 0
         if head == "let":
             return self.opaque("let") if self.dialect == "bash" else 127
@@ -275,40 +280,19 @@ class _Shell(_Files):
                 self.last_unknown = "the script"
                 self.blind.append(f"the script of {inner[0]} -c")
                 return None
-            dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
-            env = self.exported_env()
-            env.update(local)
-            rest_known = not inner_unknown
-            sub = _Shell(
-                env,
-                inner[script_at + 1 :] if rest_known else None,
-                self.unknown_rest,
-                self.source,
-                line,
-                self.key,
-                dialect,
+            sub = self.child(
+                inner[0], inner[script_at + 1 :] if not inner_unknown else None, local, line
             )
-            sub.depth = self.depth + 1
-            sub.host = self.host
-            sub.steps = self.steps
             if sub.depth > MAX_EVAL_DEPTH:
                 self.blind.append(f"{inner[0]} -c nested too deep")
                 return None
-            sub.state.when = self.state.when
-            sub.state.branch = self.state.branch
-            sub.choices = self.choices
             with contextlib.suppress(_Stop):
                 sub.run_node(p.parse(sub.lexer(inner[script_at])))
-            self.choices = sub.choices
-            self.steps = sub.steps
-            self.blind.extend(sub.blind)
-            self.commands.extend(
-                Command(c.words, c.env, c.unknown, c.line, background or c.background,
-                        c.when, c.branch, replaces and c.replaces)
-                for c in sub.commands
-            )  # fmt: skip
-            if replaces:
-                raise _Stop
+            self.adopt(sub, background, replaces)
+            return None
+        file_at = script_file_of(inner)
+        if file_at is not None and self.run_file(inner, file_at, inner_unknown, local, line):
+            self.adopt(self.last_child, background, replaces, line)
             return None
         env = self.exported_env()
         env.update(local)
@@ -327,3 +311,65 @@ class _Shell(_Files):
         if replaces and not background:
             raise _Stop
         return None
+
+    def run_file(
+        self,
+        words: list[str],
+        at: int,
+        unknown: list[tuple[int, str]],
+        local: dict[str, str | None],
+        line: int | None,
+    ) -> bool:
+        """``bash FILE ARGS``: a new shell reads FILE with ``$0`` its path and the
+        arguments after it (``last_child``); False, and why kept, when kvconfig does not
+        read the file."""
+        found = self.child_script(words[0], words[at], all(i > at for i, _ in unknown))
+        if isinstance(found, str):
+            self.blind.append(found)
+            return False
+        path, text = found
+        args = None if unknown else [str(path), *words[at + 1 :]]
+        sub = self.child(words[0], args, local, line)
+        sub.start_file(str(path))
+        sub.source, sub.key = str(path), path.name
+        try:
+            tree = p.parse(sub.lexer(text))
+        except InputError as e:
+            self.blind.append(f"the script {words[at]} run by {words[0]} ({e})")
+            return False
+        with contextlib.suppress(_Stop, _Jump):
+            sub.run_node(tree)
+        self.last_child = sub
+        return True
+
+    def child(
+        self, shell: str, args: list[str] | None, local: dict[str, str | None], line: int | None
+    ) -> _Shell:
+        """A new shell (``sh -c``, ``bash FILE``) started by this one: the exported
+        environment and the command's own assignments, ``args`` as ``$0 $1 ...`` (None:
+        only known at run time)."""
+        env = self.exported_env()
+        env.update(local)
+        dialect = "bash" if os.path.basename(shell) == "bash" else "sh"
+        sub = _Shell(env, args, self.unknown_rest, self.source, line, self.key, dialect)
+        sub.depth = self.depth + 1
+        sub.host = self.host
+        sub.steps = self.steps
+        sub.state.when = self.state.when
+        sub.state.branch = self.state.branch
+        sub.choices = self.choices
+        return sub
+
+    def adopt(self, sub: _Shell, background: bool, replaces: bool, line: int | None = None) -> None:
+        """The programs a child shell ran, as this script's (at ``line``, the command that
+        started it, when its lines are another file's)."""
+        self.choices = sub.choices
+        self.steps = sub.steps
+        self.blind.extend(sub.blind)
+        self.commands.extend(
+            Command(c.words, c.env, c.unknown, c.line if line is None else line,
+                    background or c.background, c.when, c.branch, replaces and c.replaces)
+            for c in sub.commands
+        )  # fmt: skip
+        if replaces:
+            raise _Stop

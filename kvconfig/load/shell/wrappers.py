@@ -130,3 +130,33 @@ def shell_script(words: Sequence[str]) -> tuple[int, str] | None:
         return None
     dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
     return removed + at, dialect
+
+
+_BASH_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+"""Options of bash and dash that take the next word as their value."""
+
+
+def script_file_of(words: Sequence[str]) -> int | None:
+    """Index of FILE in ``bash [OPTIONS] FILE [ARGS]`` or ``sh``/``dash``: with neither
+    ``-c`` nor ``-s``, the first word after the options is the file of commands and the
+    rest are its ``$1 ...`` (bash's manual, "Invoking Bash"; POSIX ``sh``)."""
+    if not words or os.path.basename(words[0]) not in ("sh", "bash", "dash"):
+        return None
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in _BASH_VALUED:
+            i += 2
+            continue
+        if word in ("--help", "--version") or (
+            word[:1] == "-" and word[1:2] != "-" and ("c" in word or "s" in word or "i" in word)
+        ):
+            return None
+        if word in ("--", "-"):
+            i += 1
+            break
+        if word[:1] in "-+" and len(word) > 1:
+            i += 1
+            continue
+        break
+    return i if i < len(words) else None

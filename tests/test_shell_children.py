@@ -1,0 +1,117 @@
+"""Scripts that start other scripts (``bash FILE ARGS``), change folder (``cd``) and use
+bash's process substitution, against real bash and dash (``test_shell_sources``'s
+harness: a git repository, the script run by its full path from another folder, a
+stand-in ``vllm`` that records its arguments); and a ``.sh`` file without ``#!``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvconfig.errors import InputError
+from kvconfig.load.engines import engines_in
+from kvconfig.load.reading import reading_of
+from tests.test_shell_sources import BOTH, check, repo, write
+
+__all__ = ["repo"]
+
+_LAUNCHER = """if [ $# -lt 1 ]; then echo "usage: $0 ROLE [MODEL]"; exit 1; fi
+MODEL=${2:-Qwen/Qwen3-0.6B}
+if [ "$1" = prefill ]; then
+    vllm serve "$MODEL" --port 7100 --role-was "$1" --from "$(basename "$0")"
+else
+    vllm serve "$MODEL" --port 7200 --tensor-parallel-size 2
+fi
+"""
+
+
+PREFILL_TAIL = ("--role-was", "prefill", "--from", "launcher.sh")
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_child_script_runs_with_its_arguments(repo: Path, shell: str) -> None:
+    """``cd "$(dirname "$0")"`` then ``SHELL launcher.sh ROLE MODEL &``: a new shell reads
+    the file from the folder, with ``$0`` its name and ``$1 $2`` the arguments; its
+    ``exit`` ends only the child (run without arguments it starts nothing)."""
+    write(repo / "launch" / "launcher.sh", _LAUNCHER)
+    script = write(
+        repo / "launch" / "run.sh",
+        f'#!/bin/{shell}\ncd "$(dirname "$0")"\n{shell} launcher.sh\n'
+        f"{shell} launcher.sh decode M1 &\n{shell} ./launcher.sh prefill &\n"
+        "vllm serve after --port 1\nwait\n",
+    )
+    reading = check(script, shell)
+    assert not reading.blind
+    got = [c.words for c in reading.commands if c.words[0] == "vllm"]
+    assert got == [
+        ("vllm", "serve", "M1", "--port", "7200", "--tensor-parallel-size", "2"),
+        ("vllm", "serve", "Qwen/Qwen3-0.6B", "--port", "7100", *PREFILL_TAIL),
+        ("vllm", "serve", "after", "--port", "1"),
+    ]
+    assert [c.background for c in reading.commands if c.words[0] == "vllm"] == [True, True, False]
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_cd_relative_to_a_known_folder(repo: Path, shell: str) -> None:
+    """A relative ``cd`` starts from the ``$PWD`` an earlier ``cd`` set; the child
+    script is found there."""
+    write(repo / "common" / "launcher.sh", _LAUNCHER)
+    script = write(
+        repo / "launch" / "run.sh",
+        f'#!/bin/{shell}\ncd "$(dirname "$0")"\ncd ../common\n'
+        f'{shell} launcher.sh decode "$PWD" &\nwait\n',
+    )
+    reading = check(script, shell)
+    assert not reading.blind
+    folder = str(repo / "common")
+    assert [c.words for c in reading.commands if c.words[0] == "vllm"] == [
+        ("vllm", "serve", folder, "--port", "7200", "--tensor-parallel-size", "2")
+    ]
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_child_script_from_an_unknown_folder(repo: Path, shell: str) -> None:
+    """Without a ``cd`` the folder is the caller's: the relative file is not read, and
+    the reading says so (it may start anything)."""
+    write(repo / "launch" / "launcher.sh", _LAUNCHER)
+    script = write(repo / "launch" / "run.sh", f"#!/bin/{shell}\n{shell} launcher.sh decode &\n")
+    reading = check(script, shell)
+    assert reading.blind == (
+        f"the script launcher.sh run by {shell} (taken from the folder it runs in, "
+        "only known at run time)",
+    )
+    assert not [c for c in reading.commands if c.words[0] == "vllm"]
+
+
+def test_process_substitution(repo: Path) -> None:
+    """bash's ``> >(tee LOG)``: the output goes to a process substitution, the server
+    runs; its ``/dev/fd`` name, as an argument, is only known at run time."""
+    script = write(
+        repo / "launch" / "run.sh",
+        '#!/bin/bash\ncd "$(dirname "$0")"\n'
+        "vllm serve A --port 1 > >(tee a.log) 2>&1 &\n"
+        "vllm serve B --port 2 --chat-template <(echo x) &\nwait\n",
+    )
+    reading = check(script, "bash")
+    got = [(c.words, c.unknown) for c in reading.commands if c.words[0] == "vllm"]
+    assert got == [
+        (("vllm", "serve", "A", "--port", "1"), ()),
+        (
+            ("vllm", "serve", "B", "--port", "2", "--chat-template", "<(echo x)"),
+            ((6, "<(echo x)"),),
+        ),
+    ]
+
+
+def test_script_without_shebang(tmp_path: Path) -> None:
+    """A ``.sh`` file without ``#!`` is a script bash runs (bash's manual, "Shell
+    Scripts"), not YAML; the same text in a ``.yaml`` file is not a script."""
+    text = "export A=1\nvllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --data-parallel-size 2\n"
+    (tmp_path / "serve.sh").write_text(text)
+    (engine,) = engines_in(tmp_path / "serve.sh", "serve.sh")
+    r = reading_of(engine)
+    assert (r.model, r.tensor, r.data) == ("Qwen/Qwen3-8B", 2, 2)
+    (tmp_path / "serve.yaml").write_text(text)
+    with pytest.raises(InputError, match=r"serve\.yaml"):
+        engines_in(tmp_path / "serve.yaml", "serve.yaml")
