@@ -185,11 +185,12 @@ class _Shell(_Files):
                 if args[k] == "--":
                     k += 1
                     break
-                if args[k] in ("-o", "+o") and k + 1 < len(args):
-                    k += 2
-                    continue
                 if args[k][:1] in "-+" and len(args[k]) > 1:
-                    k += 1
+                    # -o takes the next word as an option name, also inside a cluster
+                    # (set -euo pipefail): bash when the cluster ends in o, dash per o
+                    flags = args[k][1:]
+                    names = flags.count("o") if self.dialect == "sh" else flags[-1:] == "o"
+                    k += 1 + int(names)
                     continue
                 break
             if k < len(args) or "--" in args[:k]:
