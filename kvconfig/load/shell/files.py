@@ -22,6 +22,7 @@ opaque, and the reason is kept (``blind``).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -209,12 +210,39 @@ class _Files(_Scope):
             return None, "arguments given to the file" if len(words) > 2 else "no file named"
         if "/" not in target:
             return None, "searched on $PATH at run time"
-        if not target.startswith("/"):
+        return self.host_file(target, "files read by source")
+
+    def here(self, target: str) -> Path | None:
+        """``target`` as the shell opens it: absolute, or from the working folder when a
+        ``cd`` made it known; None when that folder is the caller's."""
+        if target.startswith("/"):
+            return Path(target)
+        if self.state.cwd is None:
+            return None
+        return Path(self.state.cwd, target)
+
+    def change_folder(self, args: list[str], known: bool) -> int | None:
+        """``cd DIR``: from here the shell opens relative names from DIR (bash's and dash's
+        ``cd``; ``..`` taken off the name as text, or links followed with ``-P``). Followed
+        for a launch script read here when DIR is known and is a folder under the allowed
+        roots (status 0); anything else leaves the folder unknown."""
+        names = [a for a in args if a not in ("-L", "-P", "--")]
+        path = self.here(names[0]) if known and self.host and len(names) == 1 else None
+        if names[:1] == ["-"] or path is None or not inside(path) or not path.is_dir():
+            self.state.cwd = None
+            return None
+        physical = "-P" in args[: len(args) - 1]
+        self.state.cwd = os.path.realpath(path) if physical else os.path.normpath(path)
+        return 0
+
+    def host_file(self, target: str, what: str) -> tuple[Path | None, str]:
+        """(a file of this machine a script reads or runs, or None and why not)."""
+        path = self.here(target) if "\0" not in target else None
+        if path is None:
             return None, "taken from the folder the script is started from"
         if self.depth >= MAX_EVAL_DEPTH:
-            return None, f"files read by source nested deeper than {MAX_EVAL_DEPTH}"
-        path = Path(target) if "\0" not in target else None
-        if path is None or not inside(path):
+            return None, f"{what} nested deeper than {MAX_EVAL_DEPTH}"
+        if not inside(path):
             return None, "outside the repository: kvconfig reads only under the allowed roots"
         try:
             if not path.is_file():

@@ -45,6 +45,14 @@ class _Lexer(_Scanner):
                 out.append(_Op(c, self.line))
                 self.i += 1
                 continue
+            if self.dialect == "bash" and self.text.startswith(("<(", ">("), self.i):
+                # bash's process substitution: a /dev/fd path, the command runs beside
+                word = self._process_substitution()
+                if redirect_next:
+                    redirect_next = ""
+                    continue
+                out.append(word)
+                continue
             m = _REDIRECT.match(self.text, self.i)
             if m and (m.group(1) == "" or self.i == 0 or self.text[self.i - 1] in " \t\n;&|("):
                 op = m.group(2)
@@ -106,6 +114,14 @@ class _Lexer(_Scanner):
                 "end it with a line holding only its delimiter",
             )
         return out
+
+    def _process_substitution(self) -> _Word:
+        word = _Word(line=self.line)
+        sign = self.text[self.i]
+        self.i += 2
+        body = self._until_close("(", ")", sign + "(")
+        word.parts.append(_Part(body, False, "proc", src=f"{sign}({body})"))
+        return word
 
     def _arith_for(self) -> _Word:
         """bash's ``for (( init; test; step ))``: the text between the parentheses, kept

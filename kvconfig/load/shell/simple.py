@@ -11,15 +11,17 @@ import contextlib
 import os
 import re
 
+from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.files import _Files
-from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
+from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES, Command
 from kvconfig.load.shell.words import _Part, _Word
-from kvconfig.load.shell.wrappers import SHELLS, script_of, unwrap
+from kvconfig.load.shell.wrappers import file_of, script_of, unwrap
+from kvconfig.load.yamlfile import decode, read_bytes
 
 
 class _Shell(_Files):
@@ -251,7 +253,9 @@ class _Shell(_Files):
                 if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                     self.assign(name, None, f"{head} on line {line}")
             return None
-        if head in ("cd", "wait", "trap", "umask", "ulimit", "alias", "hash", "pushd", "popd"):
+        if head == "cd":
+            return self.change_folder(words[1:], known)
+        if head in ("wait", "trap", "umask", "ulimit", "alias", "hash", "pushd", "popd"):
             return None if head != "trap" else 0
         if head == "let":
             return self.opaque("let") if self.dialect == "bash" else 127
@@ -271,46 +275,33 @@ class _Shell(_Files):
         if inner and inner[0] != words[0] and inner[0] in self.state.functions and known:
             return self.call(inner[0], inner[1:], local)
         script_at = script_of(inner)
-        if script_at is not None and os.path.basename(inner[0]) in SHELLS:
-            if any(i <= script_at for i, _ in inner_unknown):
-                self.last_unknown = "the script"
-                self.blind.append(f"the script of {inner[0]} -c")
-                return None
-            dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
-            env = self.exported_env()
-            env.update(local)
-            rest_known = not inner_unknown
-            sub = _Shell(
-                env,
-                inner[script_at + 1 :] if rest_known else None,
-                self.unknown_rest,
-                self.source,
-                line,
-                self.key,
-                dialect,
-            )
-            sub.depth = self.depth + 1
-            sub.host = self.host
-            sub.steps = self.steps
-            if sub.depth > MAX_EVAL_DEPTH:
-                self.blind.append(f"{inner[0]} -c nested too deep")
-                return None
-            sub.state.when = self.state.when
-            sub.state.branch = self.state.branch
-            sub.choices = self.choices
-            with contextlib.suppress(_Stop):
-                sub.run_node(p.parse(sub.lexer(inner[script_at])))
-            self.choices = sub.choices
-            self.steps = sub.steps
-            self.blind.extend(sub.blind)
-            self.commands.extend(
-                Command(c.words, c.env, c.unknown, c.line, background or c.background,
-                        c.when, c.branch, replaces and c.replaces)
-                for c in sub.commands
-            )  # fmt: skip
-            if replaces:
-                raise _Stop
-            return None
+        file_at = None if script_at is not None else file_of(inner)
+        if script_at is not None or file_at is not None:
+            at = script_at if script_at is not None else file_at
+            assert at is not None
+            if any(i <= at for i, _ in inner_unknown):
+                if script_at is not None:
+                    self.last_unknown = "the script"
+                    self.blind.append(f"the script of {inner[0]} -c")
+                    return None
+            else:
+                child = self.child(inner, at, script_at is None, local, line, inner_unknown)
+                if child is not None:
+                    sub, tree, child_line = child
+                    with contextlib.suppress(_Stop):
+                        sub.run_node(tree)
+                    self.choices = sub.choices
+                    self.steps = sub.steps
+                    self.blind.extend(sub.blind)
+                    self.commands.extend(
+                        Command(c.words, c.env, c.unknown, child_line or c.line,
+                                background or c.background, c.when, c.branch,
+                                replaces and c.replaces)
+                        for c in sub.commands
+                    )  # fmt: skip
+                    if replaces:
+                        raise _Stop
+                    return None
         env = self.exported_env()
         env.update(local)
         self.commands.append(
@@ -328,3 +319,54 @@ class _Shell(_Files):
         if replaces and not background:
             raise _Stop
         return None
+
+    def child(
+        self,
+        words: list[str],
+        at: int,
+        is_file: bool,
+        local: dict[str, str | None],
+        line: int | None,
+        unknown: list[tuple[int, str]],
+    ) -> tuple[_Shell, N.Node, int | None] | None:
+        """A new shell for ``sh -c SCRIPT ARGS`` or ``bash FILE ARGS`` (a child process: it
+        sees only the exported variables, its own ``$0 $1 ...``, and what it sets does not
+        come back), the parsed script, and the line its commands are reported at (a
+        file's lines are not this script's: the line that runs it). None when the file is
+        not one kvconfig reads here: the command then stays a program the script runs."""
+        shell = os.path.basename(words[0])
+        env = self.exported_env()
+        env.update(local)
+        args: list[str] | None = words[at + 1 :] if not unknown else None
+        text, source, key, first = words[at], self.source, self.key, line
+        if is_file:
+            path, _why = self.host_file(words[at], f"scripts run by {shell}")
+            if path is None or not self.host:
+                return None
+            try:
+                text = decode(read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file"), str(path))
+            except InputError:
+                return None
+            source, key, first = str(path), path.name, 1
+            args = None if args is None else [str(path), *args]
+        dialect = "bash" if shell == "bash" else "sh"
+        sub = _Shell(env, args, self.unknown_rest, source, first, key, dialect)
+        sub.depth = self.depth + 1
+        sub.host = self.host
+        sub.steps = self.steps
+        if sub.depth > MAX_EVAL_DEPTH:
+            self.blind.append(f"{words[0]} {words[at]!r} nested too deep")
+            return None
+        if is_file:
+            try:
+                tree = p.parse(sub.lexer(text))
+            except InputError:
+                return None
+            sub.start_file(source)
+            sub.state.cwd = self.state.cwd
+        else:
+            tree = p.parse(sub.lexer(text))
+        sub.state.when = self.state.when
+        sub.state.branch = self.state.branch
+        sub.choices = self.choices
+        return sub, tree, line if is_file else None

@@ -63,6 +63,9 @@ class _State:
     maybe_exported: set[str] = field(default_factory=set)
     nocase: bool = False
     """``shopt -s nocasematch`` may be in force: ``[[ == ]]`` then matches case apart."""
+    cwd: str | None = None
+    """The working folder after ``cd`` to a known folder (a launch script read here);
+    None: the folder the caller starts the script from, which only the caller knows."""
 
     def copy(self) -> _State:
         return _State(
@@ -78,6 +81,7 @@ class _State:
             self.status,
             set(self.maybe_exported),
             self.nocase,
+            self.cwd,
         )
 
 
@@ -109,6 +113,7 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     )
     merged.readonly = set().union(*(e.readonly for e in ends))
     merged.nocase = merged.nocase or any(e.nocase for e in ends)
+    merged.cwd = ends[0].cwd if all(e.cwd == ends[0].cwd for e in ends) else None
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
     for e in ends:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 class _Part:
     text: str
     quoted: bool
-    kind: str  # "lit", "param", "cmd", "arith", "at" ("$@" in double quotes), "array"
+    kind: str  # "lit", "param", "cmd", "arith", "at" ("$@" in double quotes), "array", "proc"
     src: str = ""  # the expansion as written
     words: list[_Word] = field(default_factory=list)  # the elements of NAME=(...)
 

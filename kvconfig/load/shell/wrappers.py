@@ -115,6 +115,32 @@ def script_of(words: Sequence[str]) -> int | None:
     return i if command and i < len(words) else None
 
 
+def file_of(words: Sequence[str]) -> int | None:
+    """Index of the script file in ``bash FILE ARGS`` / ``sh FILE ARGS``: the first word
+    after the options (``--`` ends them; ``-o NAME`` takes a word), when no ``-c`` or
+    ``-s`` (commands from a string or standard input) was given (bash's and dash's
+    argument rules, as in ``script_of``)."""
+    if not words or os.path.basename(words[0]) not in SHELLS:
+        return None
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in ("-O", "+O", "--rcfile", "--init-file"):
+            i += 2
+            continue
+        if word == "--":
+            i += 1
+            break
+        if word[:1] in "-+" and len(word) > 1:
+            cluster = not word.startswith("--")
+            if cluster and word[0] == "-" and set(word) & {"c", "s"}:
+                return None
+            i += 2 if cluster and word.endswith("o") else 1
+            continue
+        break
+    return i if i < len(words) else None
+
+
 def shell_script(words: Sequence[str]) -> tuple[int, str] | None:
     """The one ``sh -c`` detector (Kubernetes, compose): (index of the script, dialect).
 
