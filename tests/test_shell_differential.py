@@ -173,7 +173,11 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     ),
     "and-or": ("true && vllm serve a; false && vllm serve b; false || vllm serve c", {}, BOTH),
     "set --": ('set -- --block-size 16; shift; vllm serve m "$@" $#', {}, BOTH),
-    "set -euo NAME": ('set -euo nounset; vllm serve m "$@" $#; set -xo errexit x; vllm serve $#', {}, BOTH),
+    "set -euo NAME": (
+        'set -euo nounset; vllm serve m "$@" $#; set -xo errexit x; vllm serve $#',
+        {},
+        BOTH,
+    ),
     "declare readonly local": (
         "f() { local X=in; vllm serve $X; }; X=out; f; readonly Y=1; vllm serve $X $Y",
         {},

@@ -348,7 +348,8 @@ def test_a_script_run_by_bash_from_its_folder(repo: Path, shell: str) -> None:
     write(
         repo / "launch" / "role.sh",
         '#!/bin/bash\nif [ $# -lt 1 ]; then exit 1; fi\nHERE="$(cd "$(dirname "$0")" && pwd)"\n'
-        'vllm serve m --role "$1" "${2:-none}" "${SEEN-unset}" "${KEPT-unset}" "$(basename "$HERE")"\n'
+        'vllm serve m --role "$1" "${2:-none}" "${SEEN-unset}" "${KEPT-unset}" '
+        '"$(basename "$HERE")"\n'
         "KEPT=changed\n",
     )
     script = write(

@@ -320,7 +320,7 @@ class _Shell(_Files):
             raise _Stop
         return None
 
-    def child(
+    def child(  # noqa: PLR0917 (the command and where it runs)
         self,
         words: list[str],
         at: int,
