@@ -147,6 +147,17 @@ def engines_of(
             hint="lint the model servers' values or manifest; a router in another file than "
             "its engines is not read yet",
         )
+    if kind == "helm-unittest":
+        raise NoEngine(
+            "no vLLM engine: a helm-unittest suite (suite, templates, tests with asserts) "
+            "renders the chart once per test with that test's values and checks the output; "
+            "it deploys nothing",
+            source=source,
+            line=doc.lines.get(("tests",)) or 1,
+            key="tests",
+            hint="lint the chart's values file, or `helm template` output rendered with the "
+            "values you deploy",
+        )
     reader: Callable[..., list[Engine]]
     if kind == "production-stack":
         from kvconfig.load.helm.production_stack import production_stack as reader
