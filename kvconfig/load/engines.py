@@ -101,6 +101,11 @@ def engines_of(
         and isinstance(d.data.get("metadata"), dict)
         and "name" in d.data["metadata"]
     }
+    from kvconfig.load.kubernetes import kustomize
+
+    if len(docs) == 1 and kustomize.is_kustomization(docs[0].data):
+        built = kustomize.build(docs[0].data, folder, source)
+        return engines_of(built, source, folder, env=env)
     kept = [d for d in docs if not _no_pods(d.data)]
     skipped = [*skipped, *(str(d.data["kind"]) for d in docs if _no_pods(d.data))]
     docs = kept
