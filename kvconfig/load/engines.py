@@ -142,27 +142,10 @@ def engines_of(
             hint="expected a Kubernetes manifest, production-stack or llm-d values, "
             "docker-compose, SkyPilot or Ray Serve file (docs/inputs.md)",
         )
-    if kind == "endpoint-picker":
-        raise InputError(
-            "the values of the Inference Extension's endpoint-picker chart "
-            "(inferenceExtension) configure a router, not a vLLM engine",
-            source=source,
-            line=doc.lines.get(("inferenceExtension",)) or 1,
-            key="inferenceExtension",
-            hint="lint the model servers' values or manifest; a router in another file than "
-            "its engines is not read yet",
-        )
-    if kind == "helm-unittest":
-        raise NoEngine(
-            "no vLLM engine: a helm-unittest suite (suite, templates, tests with asserts) "
-            "renders the chart once per test with that test's values and checks the output; "
-            "it deploys nothing",
-            source=source,
-            line=doc.lines.get(("tests",)) or 1,
-            key="tests",
-            hint="lint the chart's values file, or `helm template` output rendered with the "
-            "values you deploy",
-        )
+    if kind in _NOT_ENGINES:
+        error, message, key, hint = _NOT_ENGINES[kind]
+        line = doc.lines.get((key,)) or 1
+        raise error(message, source=source, line=line, key=key, hint=hint)
     reader: Callable[..., list[Engine]]
     if kind == "production-stack":
         from kvconfig.load.helm.production_stack import production_stack as reader
@@ -179,6 +162,28 @@ def engines_of(
     if kind == "compose":
         return reader(doc, folder, env or {})
     return reader(doc, folder)
+
+
+_NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
+    "endpoint-picker": (
+        InputError,
+        "the values of the Inference Extension's endpoint-picker chart "
+        "(inferenceExtension) configure a router, not a vLLM engine",
+        "inferenceExtension",
+        "lint the model servers' values or manifest; a router in another file than "
+        "its engines is not read yet",
+    ),
+    "helm-unittest": (
+        NoEngine,
+        "no vLLM engine: a helm-unittest suite (suite, templates, tests with asserts) "
+        "renders the chart once per test with that test's values and checks the output; "
+        "it deploys nothing",
+        "tests",
+        "lint the chart's values file, or `helm template` output rendered with the "
+        "values you deploy",
+    ),
+}
+"""Files kvconfig knows that start no engine: (error, message, key, hint)."""
 
 
 def _no_pods(data: Any) -> bool:
