@@ -173,7 +173,7 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     ),
     "and-or": ("true && vllm serve a; false && vllm serve b; false || vllm serve c", {}, BOTH),
     "set --": ('set -- --block-size 16; shift; vllm serve m "$@" $#', {}, BOTH),
-    "bash -eo NAME -c": ("bash -eo pipefail -c 'vllm serve m \"$0\" \"$1\"' n x", {}, BOTH),
+    "bash -eo NAME -c": ('bash -eo pipefail -c \'vllm serve m "$0" "$1"\' n x', {}, BOTH),
     "set -euo NAME": (
         'set -euo nounset; vllm serve m "$@" $#; set -xo errexit x; vllm serve $#',
         {},
