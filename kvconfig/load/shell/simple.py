@@ -17,14 +17,14 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
-from kvconfig.load.shell.files import _Files
+from kvconfig.load.shell.dbracket import _Tests
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES, Command
 from kvconfig.load.shell.words import _Part, _Word
 from kvconfig.load.shell.wrappers import file_of, script_of, unwrap
 from kvconfig.load.yamlfile import decode, read_bytes
 
 
-class _Shell(_Files):
+class _Shell(_Tests):
     # ----- simple commands -------------------------------------------------------------
     here_input: tuple[str | None, str] | None = None
     """The here-string (``<<< WORD``) of the command being run: (its text or None when
@@ -37,6 +37,8 @@ class _Shell(_Files):
         if node.opaque:
             self.last_unknown = "a [[ ]] test"
             return None
+        if any(part.kind == "andor" for w in words for part in w.parts):
+            return self.compound_test(words[1:-1])
         if self.dialect == "bash" and words and words[0].raw() == "[[":
             matched = self.pattern_test(words[1:-1])
             if matched != "other":
@@ -82,6 +84,10 @@ class _Shell(_Files):
             return None if subst else 0
         if not expanded:
             return 0
+        program = self.program_of(rest[0])
+        if program and [i for i, _ in unknown_at].count(0) == 1:
+            expanded[0] = program  # "$VLLM_BIN": a run-time path that names vllm
+            unknown_at = [(i, what) for i, what in unknown_at if i != 0]
         if any(i == 0 for i, _ in unknown_at):
             self.last_unknown = unknown_at[0][1]
             self.blind.append(f"the command {words[0].raw()!r} ({self.last_unknown})")
@@ -94,33 +100,6 @@ class _Shell(_Files):
             return self.command(expanded, unknown_at, local, line, background)
         finally:
             self.here_input = None
-
-    def pattern_test(self, args: list[_Word]) -> int | str | None:
-        """``[[ WORD == PATTERN ]]`` (``=``, ``!=``, a leading ``!``): bash matches the
-        expanded left word against the right one as a pattern, its quoted parts literal,
-        with no field splitting or globbing of either (bash manual, "Conditional
-        Constructs"; ``cond_command`` in bash's execute_cmd.c). "other" for any other test;
-        None when a word is only known at run time."""
-        negate = len(args) == 4 and args[0].raw() == "!"
-        if negate:
-            args = args[1:]
-        if len(args) != 3 or args[1].raw() not in ("==", "=", "!="):
-            return "other"
-        left, right = args[0], args[2]
-        if any(x in right.raw() for x in ("?(", "*(", "+(", "@(", "!(")):
-            return "other"  # an extended pattern: bash's extglob forms stay run-time
-        if self.state.nocase:  # shopt nocasematch may be on: case-insensitive matching
-            self.last_unknown = "a [[ ]] match under shopt nocasematch"
-            return None
-        subject, what = self.expand_string(left)
-        regex = self.pattern(right)
-        if subject is None or regex is None:
-            self.last_unknown = what if subject is None else right.raw()
-            return None
-        hit = regex.fullmatch(subject) is not None
-        if args[1].raw() == "!=":
-            hit = not hit
-        return int(hit == negate)
 
     def command(
         self,
