@@ -173,6 +173,24 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     ),
     "and-or": ("true && vllm serve a; false && vllm serve b; false || vllm serve c", {}, BOTH),
     "set --": ('set -- --block-size 16; shift; vllm serve m "$@" $#', {}, BOTH),
+    "[[ && || ]]": (
+        'A=; if [[ -z "$A" && -n "$H" || $X == y ]]; then B=1; else B=2; fi; '
+        'if [[ -n $Q && -z $A || -z "$H" ]]; then C=3; fi; vllm serve m $B $C',
+        {"H": "h", "X": "n", "Q": None},
+        ("bash",),
+    ),
+    "a run-time path that names vllm": (
+        'V=/nowhere/vllm; [ -x "$V" ] || V=$(command -v vllm || true); "$V" serve m; '
+        'W=$(command -v vllm); "$W" serve n; $W serve o',
+        {},
+        BOTH,
+    ),
+    "bash -eo NAME -c": ('bash -eo pipefail -c \'vllm serve m "$0" "$1"\' n x', {}, BOTH),
+    "set -euo NAME": (
+        'set -euo nounset; vllm serve m "$@" $#; set -xo errexit x; vllm serve $#',
+        {},
+        BOTH,
+    ),
     "declare readonly local": (
         "f() { local X=in; vllm serve $X; }; X=out; f; readonly Y=1; vllm serve $X $Y",
         {},

@@ -338,3 +338,46 @@ def test_nested_substitutions_are_bounded() -> None:
             word = f"$(dirname {word})"
         [cmd] = read_script(f"vllm serve {word}").commands
         assert (cmd.words[2] == "a") == known and bool(cmd.unknown) != known
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_a_script_run_by_bash_from_its_folder(repo: Path, shell: str) -> None:
+    """``cd`` to the script's folder, then ``bash FILE ARGS``: a child that sees the
+    exported variables only and its own arguments (vLLM's LMCache P/D example runs its
+    launcher so, one role per call, in the background)."""
+    write(
+        repo / "launch" / "role.sh",
+        '#!/bin/bash\nif [ $# -lt 1 ]; then exit 1; fi\nHERE="$(cd "$(dirname "$0")" && pwd)"\n'
+        'vllm serve m --role "$1" "${2:-none}" "${SEEN-unset}" "${KEPT-unset}" '
+        '"$(basename "$HERE")"\n'
+        "KEPT=changed\n",
+    )
+    script = write(
+        repo / "launch" / "run.sh",
+        '#!/bin/sh\ncd "$(dirname "$0")"\nSEEN=1; export KEPT=2\n'
+        "bash role.sh prefill &\nbash -e role.sh decode x\nsh ./role.sh\n"
+        'vllm serve after "$KEPT"\ncd /\nbash role.sh elsewhere\nwait\n',
+    )
+    reading = check(script, shell)
+    words = [c.words for c in reading.commands if c.words[0] == "vllm"]
+    assert words == [
+        ("vllm", "serve", "m", "--role", "prefill", "none", "unset", "2", "launch"),
+        ("vllm", "serve", "m", "--role", "decode", "x", "unset", "2", "launch"),
+        ("vllm", "serve", "after", "2"),
+    ]
+    assert reading.commands[0].background
+
+
+def test_process_substitution_is_a_path_the_command_writes_to(repo: Path) -> None:
+    """bash's ``>(...)`` and ``<(...)``: a /dev/fd path (a run-time word), the command
+    inside runs beside; as a redirection target it is no argument."""
+    script = write(
+        repo / "launch" / "run.sh",
+        "#!/bin/bash\nvllm serve m > >(tee a.log) 2>&1 &\n"
+        "while read -r x; do :; done < <(echo 1)\nvllm serve n <(echo 2) >(cat)\nwait\n",
+    )
+    reading = check(script, "bash")
+    served = [c for c in reading.commands if c.words[0] == "vllm"]
+    assert served[0].words == ("vllm", "serve", "m") and served[0].background
+    assert served[1].words[:3] == ("vllm", "serve", "n")
+    assert [i for i, _ in served[1].unknown] == [3, 4]
