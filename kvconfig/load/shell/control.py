@@ -228,13 +228,9 @@ class _Control(_Fields):
         status: int | None = 0
         for item in items[:MAX_LOOP]:
             self.assign(node.name, item)
-            try:
-                status = self.run_node(node.body)
-            except _Jump as jump:
-                if jump.count > 1:
-                    raise _Jump(jump.kind, jump.count - 1) from None
-                if jump.kind == "break":
-                    break
+            status, broke = self.round(node.body)
+            if broke:
+                return 0
         return status
 
     def run_arith_for(self, node: N.ArithFor) -> int | None:
@@ -264,13 +260,9 @@ class _Control(_Fields):
                     break
                 if go == 0:
                     return status
-                try:
-                    status = self.run_node(node.body)
-                except _Jump as jump:
-                    if jump.count > 1:
-                        raise _Jump(jump.kind, jump.count - 1) from None
-                    if jump.kind == "break":
-                        return 0
+                status, broke = self.round(node.body)
+                if broke:
+                    return 0
                 if not self.arith_effects(step):
                     break
             else:
@@ -310,6 +302,19 @@ class _Control(_Fields):
             self.assign(name, str(value))
         return True
 
+    def round(self, body: N.Node) -> tuple[int | None, bool]:
+        """One round of a loop's body: (its status, whether ``break`` left the loop). A
+        ``break N``/``continue N`` with N > 1 leaves this loop and goes on to the one
+        around it; ``return`` leaves the function (bash's manual, "Bourne Shell Builtins")."""
+        try:
+            return self.run_node(body), False
+        except _Jump as jump:
+            if jump.kind == "return":
+                raise
+            if jump.count > 1:
+                raise _Jump(jump.kind, jump.count - 1) from None
+            return 0, jump.kind == "break"
+
     def loop_body(self, body: N.Node) -> int | None:
         try:
             return self.run_node(body)
@@ -327,13 +332,9 @@ class _Control(_Fields):
                 if not go:
                     return status
                 before = len(self.commands)
-                try:
-                    status = self.run_node(node.body)
-                except _Jump as jump:
-                    if jump.count > 1:
-                        raise _Jump(jump.kind, jump.count - 1) from None
-                    if jump.kind == "break":
-                        return 0
+                status, broke = self.round(node.body)
+                if broke:
+                    return 0
                 mark = (dict(self.state.vars), len(self.commands) - before)
                 if mark in seen:  # the loop repeats itself: it never ends on its own
                     del self.commands[before:]

@@ -12,6 +12,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.control import _Control
+from kvconfig.load.shell.fields import split_value
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH
 from kvconfig.load.shell.words import _Word
 
@@ -57,7 +58,7 @@ class _Scope(_Control):
             self.state.arrays[name] = [None]
             self.assign(name, None, what or f"read -a {name}")
             return None
-        values: list[str | None] = list(_split(line, ifs))
+        values: list[str | None] = list(split_value(line, ifs))
         self.state.arrays[name] = values
         self.state.vars[name] = values[0] if values else ""
         return 0
@@ -163,31 +164,3 @@ class _Scope(_Control):
             self.depth -= 1
             self.line0 = outer
 
-
-def _split(value: str, ifs: str) -> list[str]:
-    """``value`` split into fields by ``ifs`` as the shell splits words: runs of IFS
-    white space separate fields and are trimmed at the ends, each other IFS character
-    ends a field (an empty one between two of them), a last one ends the last field."""
-    if not ifs:
-        return [value] if value else []
-    ws = "".join(c for c in ifs if c in " \t\n")
-    nws = "".join(c for c in ifs if c not in " \t\n")
-    parts = [f"[{re.escape(ws)}]+"] if ws else []
-    if nws:
-        around = f"[{re.escape(ws)}]*" if ws else ""
-        parts.insert(0, f"{around}[{re.escape(nws)}]{around}")
-    delim = re.compile("|".join(parts))
-    pieces, delims = delim.split(value), delim.findall(value)
-    fields: list[str] = []
-    cur: str | None = None
-    for k, piece in enumerate(pieces):
-        if k > 0 and cur is not None:
-            fields.append(cur)
-            cur = None
-        if piece:
-            cur = (cur or "") + piece
-        elif k < len(delims) and any(c in nws for c in delims[k]):
-            cur = cur or ""
-    if cur is not None:
-        fields.append(cur)
-    return fields
