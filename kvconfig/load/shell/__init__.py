@@ -37,10 +37,10 @@ from kvconfig.load.shell.script import Command
 
 
 def servers(
-    cmds: Sequence[Command], is_server: Callable[[Sequence[str]], bool]
+    cmds: Sequence[Command], is_server: Callable[[Command], bool]
 ) -> tuple[list[Command], str]:
     """(the server commands that run, why kvconfig cannot tell which run: "" when it can)."""
-    found = [c for c in cmds if is_server(c.words)]
+    found = [c for c in cmds if is_server(c)]
     if len(found) <= 1:
         return found, ""
     exclusive = any(_exclusive(a, b) for k, a in enumerate(found) for b in found[k + 1 :])

@@ -163,4 +163,3 @@ class _Scope(_Control):
         finally:
             self.depth -= 1
             self.line0 = outer
-
