@@ -345,6 +345,35 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": "CUDA"},
         ("bash",),
     ),
+    "cd: $PWD, $OLDPWD and pwd where it went, not where it failed": (
+        'vllm serve "$PWD"; cd /usr && vllm serve "$PWD" "$(pwd)" "$OLDPWD"\n'
+        '(cd / || exit; vllm serve sub "$PWD"); vllm serve "$PWD"\n'
+        'cd /nonexistent || vllm serve failed "$PWD"; cd /usr || exit 1\n'
+        'cd - && vllm serve "$PWD"\n'
+        'cd /usr || exit; cd ./lib/.. || exit; cd bin || exit; vllm serve "$PWD" "$OLDPWD"\n'
+        'cd -P /usr/./bin/ || exit; vllm serve "$PWD"; cd //usr || exit; vllm serve "$PWD" $(pwd)\n'
+        'cd -L ///usr/../etc || exit; vllm serve "$PWD" "$(cd .. && pwd)" "$(cd - && pwd)" "$PWD"',
+        {},
+        BOTH,
+    ),
+    "cd with CDPATH, to $HOME, and with a run-time folder": (
+        'cd /usr || exit; cd bin || exit; vllm serve "$PWD"; cd; vllm serve "$PWD"\n'
+        'cd "$D" && vllm serve "$PWD"; cd /usr && cd "$D" || exit; vllm serve "$PWD" "$OLDPWD"',
+        {"CDPATH": "/", "D": None},
+        BOTH,
+    ),
+    "cd in a function, a nested shell and a pipeline": (
+        'go() { cd "$1" || return; }; go /usr && vllm serve "$PWD"; cd /etc | vllm serve "$PWD"\n'
+        'cd / && sh -c \'vllm serve "$PWD" "$(pwd)"\'; pushd /usr; vllm serve "$PWD"',
+        {},
+        BOTH,
+    ),
+    "return inside a loop leaves the function": (
+        "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
+        "f; vllm serve yes",
+        {},
+        BOTH,
+    ),
 }
 
 

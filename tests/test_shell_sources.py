@@ -149,6 +149,41 @@ def test_dollar_zero_and_the_path_programs(repo: Path, shell: str) -> None:
 
 
 @pytest.mark.parametrize("shell", BOTH)
+def test_cd_to_the_scripts_folder(repo: Path, shell: str) -> None:
+    """``cd "$(dirname "$0")"`` goes to a folder of the repository: from there ``$PWD``,
+    ``pwd``, ``$OLDPWD``, a relative ``source`` and ``readlink -f`` are known; a folder
+    outside the repository is a run-time choice (it may not be there)."""
+    (repo / "models").mkdir()
+    (repo / "launch" / "in").symlink_to(repo / "common")
+    write(repo / "common" / "env.sh", "BS=32\n")
+    script = write(
+        repo / "launch" / "run.sh",
+        f"#!/bin/{shell}\n"
+        'cd "$(dirname "$0")" || exit 1\n'
+        f"{_dot(shell)} ./in/env.sh\n"
+        'vllm serve "$(pwd)/../models" --block-size "$BS" "$(readlink -f in)" "$(cd .. && pwd)"\n'
+        'cd ../models; vllm serve "$PWD" "$OLDPWD" "$(cd ../launch/in && pwd -P)"\n'
+        'cd -P ../launch/in; vllm serve "$PWD" "$(pwd)"\n'
+        '(cd / && vllm serve "$PWD"); cd /nonexistent; vllm serve "$PWD"\n',
+    )
+    reading = check(script, shell)
+    assert not reading.blind
+    first, second, third, fourth, last = reading.commands
+    assert first.words[2:] == (
+        f"{repo}/launch/../models",
+        "--block-size",
+        "32",
+        f"{repo}/common",
+        str(repo),
+    )
+    assert second.words[2:] == (f"{repo}/models", f"{repo}/launch", f"{repo}/common")
+    assert third.words[2:] == (f"{repo}/common",) * 2
+    assert not (first.unknown or second.unknown or third.unknown)
+    assert fourth.words[2] == "/" and fourth.when  # cd / may fail: it is not read here
+    assert last.unknown == ((2, "$PWD"),)
+
+
+@pytest.mark.parametrize("shell", BOTH)
 def test_what_stays_unknown(repo: Path, shell: str) -> None:
     script = write(
         repo / "launch" / "run.sh",
@@ -213,7 +248,7 @@ def test_missing_or_unresolved_sourced_files_stay_opaque(repo: Path, shell: str)
     write(repo / "launch" / "here.sh", "MODEL=relative\n")
     cases = {
         "missing": ('"$(dirname "$(readlink -f "$0")")/missing.sh"', "no such file here"),
-        "relative": ("./here.sh", "taken from the folder the script is started from"),
+        "relative": ("./here.sh", "taken from the current folder, only known at run time"),
         "path search": ("here.sh", "searched on $PATH"),
         "run-time name": ('"$(pwd)/here.sh"', "its name is only known at run time"),
     }

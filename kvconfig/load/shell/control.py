@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable, Sequence
 
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
@@ -20,6 +21,11 @@ from kvconfig.load.shell.state import MAX_LOOP, MAX_STEPS, _merge, _State
 
 
 class _Control(_Fields):
+    deferring = False
+    """Whether a ``cd`` may leave its change to the and-or list it starts (``dirs``)."""
+    pending: Callable[[], None] | None = None
+    """That change: made on the side of the list where the ``cd`` succeeded."""
+
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         """Run one simple command (``kvconfig.load.shell.simple``)."""
         raise NotImplementedError
@@ -55,12 +61,19 @@ class _Control(_Fields):
         if isinstance(node, N.Simple):
             status = self.simple(node)
         elif isinstance(node, N.AndOr):
-            status = self.run_node(node.first)
+            self.deferring = isinstance(node.first, N.Simple)
+            try:
+                status = self.run_node(node.first)
+            finally:
+                self.deferring = False
+            went, self.pending = self.pending, None
             for op, nxt in node.rest:
                 self.state.status = status
                 if status is None:
                     reason = self.reason(node_line(node.first), "the status of the command")
-                    status = self.fork([[nxt], []], reason, self.run_node)
+                    order = [went, None] if op == "&&" else [None, went]
+                    status = self.fork([[nxt], []], reason, self.run_node, order)
+                    went = None
                 elif (status == 0) == (op == "&&"):
                     status = self.run_node(nxt)
         elif isinstance(node, N.Pipeline):
@@ -115,7 +128,7 @@ class _Control(_Fields):
 
     def fork(
         self,
-        alternatives: list[list[N.Node]],
+        alternatives: Sequence[Sequence[object]],
         reason: str,
         run: object,
         before: list[object] | None = None,

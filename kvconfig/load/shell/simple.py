@@ -131,6 +131,7 @@ class _Shell(_Files):
         """Run one expanded command: a builtin, a function, a nested shell or a program."""
         head = words[0]
         known = not unknown_at
+        defer, self.deferring = self.deferring, False  # only this command's own cd
 
         def shift_unknown(n: int) -> list[tuple[int, str]]:
             return [(i - n, w) for i, w in unknown_at if i >= n]
@@ -250,7 +251,18 @@ class _Shell(_Files):
                 if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                     self.assign(name, None, f"{head} on line {line}")
             return None
-        if head in ("cd", "wait", "trap", "umask", "ulimit", "alias", "hash", "pushd", "popd"):
+        if head == "cd":
+            self.deferring = defer
+            try:
+                return self.change_dir(words[1:], known)
+            finally:
+                self.deferring = False
+        if head == "pwd":
+            return 0
+        if head in ("pushd", "popd"):
+            self.lost_dir(f"{head} on line {line}")
+            return None
+        if head in ("wait", "trap", "umask", "ulimit", "alias", "hash"):
             return None if head != "trap" else 0
         if head == "let":
             return self.opaque("let") if self.dialect == "bash" else 127
@@ -290,6 +302,7 @@ class _Shell(_Files):
             )
             sub.depth = self.depth + 1
             sub.host = self.host
+            sub.start_in(self.state.cwd)
             sub.steps = self.steps
             if sub.depth > MAX_EVAL_DEPTH:
                 self.blind.append(f"{inner[0]} -c nested too deep")

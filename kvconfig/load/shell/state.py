@@ -63,6 +63,8 @@ class _State:
     maybe_exported: set[str] = field(default_factory=set)
     nocase: bool = False
     """``shopt -s nocasematch`` may be in force: ``[[ == ]]`` then matches case apart."""
+    cwd: str | None = None
+    """The current folder (``kvconfig.load.shell.dirs``); None: only known at run time."""
 
     def copy(self) -> _State:
         return _State(
@@ -78,6 +80,7 @@ class _State:
             self.status,
             set(self.maybe_exported),
             self.nocase,
+            self.cwd,
         )
 
 
@@ -109,6 +112,8 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     )
     merged.readonly = set().union(*(e.readonly for e in ends))
     merged.nocase = merged.nocase or any(e.nocase for e in ends)
+    folders = {e.cwd for e in ends}
+    merged.cwd = folders.pop() if len(folders) == 1 else None
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
     for e in ends:
