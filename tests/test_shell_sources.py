@@ -137,7 +137,8 @@ def test_dollar_zero_and_the_path_programs(repo: Path, shell: str) -> None:
         '  "$(readlink -f "$(dirname "$0")/in/new")" $(dirname a/b//) $(basename /) \\\n'
         '  $(dirname x) "$(basename -a x/y z/)" "$(dirname -- //a)" \\\n'
         '  "$(basename -s .sh a.sh b)" \\\n'
-        '  "$(dirname "$0" 2>/dev/null)" `basename "$0"`\n',
+        '  "$(dirname "$0" 2>/dev/null)" `basename "$0"` \\\n'
+        '  "$(readlink "$0")" "$(readlink "$(dirname "$0")/in")" "$(readlink "$0/")"\n',
     )
     link = repo / "launch" / "link.sh"
     link.symlink_to(target)
@@ -146,6 +147,8 @@ def test_dollar_zero_and_the_path_programs(repo: Path, shell: str) -> None:
         [cmd] = reading.commands
         assert not cmd.unknown and not reading.blind, (cmd.unknown, reading.blind)
         assert cmd.words[7] == cmd.words[8] == str(target)  # readlink -f follows the link
+        # readlink without -f: a link's target as written, nothing for another file
+        assert cmd.words[-3:] == ("" if script == target else str(target), str(repo / "common"), "")
 
 
 @pytest.mark.parametrize("shell", BOTH)
@@ -189,7 +192,7 @@ def test_what_stays_unknown(repo: Path, shell: str) -> None:
         repo / "launch" / "run.sh",
         f"#!/bin/{shell}\n"
         'dirname() { echo mine; }\nvllm serve "$(dirname "$0")"\n'
-        'vllm serve "$(readlink -f relative)" "$(readlink -f /etc/passwd)" "$(readlink "$0")"\n'
+        'vllm serve "$(readlink -f relative)" "$(readlink -f /etc/passwd)" "$(readlink /etc/mtab)"\n'
         'vllm serve "$(basename "$0" > /dev/null)" "$(realpath --relative-to=/ "$0")"\n',
     )
     reading = check(script, shell)

@@ -5,13 +5,16 @@
 ``src/dirname.c``, ``src/basename.c``, on gnulib's ``dir_name``/``last_component``;
 POSIX ``dirname``/``basename``): trailing slashes are dropped, a name without a slash
 has the folder ``.``, ``//`` is ``/``, and ``basename NAME SUFFIX`` removes a suffix that
-is not the whole name. ``readlink -f``/``-e`` and ``realpath`` (coreutils
+is not the whole name. ``readlink NAME`` prints a link's target as written in it, and
+nothing for a name that is not a link (its status 1). ``readlink -f``/``-e`` and
+``realpath`` (coreutils
 ``src/readlink.c``, ``src/realpath.c``, gnulib ``canonicalize``) follow links on the
 machine that runs the script: kvconfig computes them only for a launch script read here
 (``files=True``), for an absolute name or one taken from a current folder kvconfig
 knows (``kvconfig.load.shell.dirs``), and only when the path and its result lie under
 the allowed roots (``kvconfig.load.roots``); every other case, and every failure (a
-missing folder, a link loop), is only known at run time (None). ``cd DIR && pwd`` is
+missing folder, a link loop), is only known at run time (None); ``readlink`` without
+``-f`` likewise, but only its name's folder need lie under the roots. ``cd DIR && pwd`` is
 ``kvconfig.load.shell.dirs``'s."""
 
 from __future__ import annotations
@@ -166,11 +169,28 @@ def _canonical(program: str, options: list[str], names: list[str], files: bool) 
         else:
             return None
     if not canonicalize:
-        return None  # readlink without -f prints a link's target: not modelled
+        return None if program != "readlink" else _targets(names)
     out = []
     for name in names:
         real = canonical(name, existing)
         if real is None:
             return None
         out.append(real)
+    return "\n".join(out)
+
+
+def _targets(names: list[str]) -> str | None:
+    """``readlink NAME...`` without ``-f``: the target of each name that is a link, as
+    written in it (readlink(2)); a name that is not one prints nothing (the status is
+    then 1). None unless every name is absolute and in a folder under the allowed
+    roots."""
+    out = []
+    for name in names:
+        parent = os.path.dirname(name.rstrip("/")) or "/"
+        if not name.startswith("/") or "\0" in name or not inside(Path(parent)):
+            return None
+        try:
+            out.append(os.readlink(name))
+        except OSError:
+            continue  # not a link, or no such file: nothing printed
     return "\n".join(out)
