@@ -368,6 +368,25 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "[[ =~ ]] and BASH_REMATCH": (
+        "V=v0.6.1-rc2; if [[ $V =~ ^v([0-9]+)\\.([0-9]+)(\\.[0-9]+)?-?(rc[0-9])?$ ]]; then\n"
+        '  vllm serve "${BASH_REMATCH[0]}" "${BASH_REMATCH[1]}" "${BASH_REMATCH[3]}"\n'
+        '  vllm serve "${BASH_REMATCH[@]}"; fi\n'
+        '[[ Qwen/Qwen3-8B =~ /([A-Za-z]+)([0-9]*)-([0-9]+)[bB]$ ]] && vllm serve "${BASH_REMATCH[@]}"\n'
+        're="^a.b$"; [[ axb =~ $re ]] && vllm serve 1; [[ axb =~ "$re" ]] || vllm serve 2\n'
+        '[[ ! ab =~ a ]] || vllm serve 3 "${#BASH_REMATCH[@]}"\n'
+        '[[ ab =~ x ]] || vllm serve 4 "${#BASH_REMATCH[@]}"\n'
+        '[[ abx =~ a|x ]] && vllm serve 5 "${BASH_REMATCH[0]}"; [[ ab =~ a( b) ]] || vllm serve 6\n'
+        "[[ \"a{\" =~ a{ ]]; vllm serve 7 $?; [[ $'a\\nb' =~ ^a.b$ ]] && vllm serve 8\n"
+        '[[ aab =~ a?(ab)? ]] && vllm serve 9 "${BASH_REMATCH[@]}"\n'
+        "[[ $'a\\n' =~ ^a$ ]] || vllm serve 10\n"
+        '[[ "${D}x" =~ ^[[:digit:]]+x ]] && vllm serve 11 "${BASH_REMATCH[@]}"\n'
+        '[[ "]-" =~ []a-]+ ]] && vllm serve 12\n'
+        '[[ $D =~ ^(a|b)$ ]] && vllm serve 13 "${BASH_REMATCH[1]}"\n'
+        'vllm serve 14 "${BASH_REMATCH[@]}"',
+        {"D": None},
+        ("bash",),
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",

@@ -13,6 +13,10 @@ from kvconfig.load.shell.words import _Op, _Part, _Word
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
 _WORD_ENDS = frozenset(" \t\r\n&|;()<>")
+_REGEX_ENDS = frozenset(" \t\r\n&;<>")
+"""What ends the word after ``=~`` in ``[[ ]]``: bash reads ``(``, ``)`` and ``|`` into
+it (``parse_cond_command``, ``PST_REGEXP`` in parse.y; blanks inside parentheses, also
+part of it there, end it here: that test is then only known at run time)."""
 _REDIRECT = re.compile(r"(\d*)(<<<|<<-|<<|>>|>\||<>|<&|>&|&>>|&>|<|>)")
 _ARRAY_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 
@@ -68,6 +72,10 @@ class _Lexer(_Scanner):
             ):
                 out.append(self._arith_for())
                 continue
+            if self.dbracket and out and isinstance(out[-1], _Word) and out[-1].raw() == "=~":
+                if c not in _REGEX_ENDS:
+                    out.append(self._word(_REGEX_ENDS))
+                    continue
             op_match = next((o for o in _OPERATORS if self.text.startswith(o, self.i)), None)
             if op_match is not None:
                 out.append(_Op(op_match, self.line))

@@ -17,6 +17,7 @@ from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.files import _Files
+from kvconfig.load.shell.regex import regex_match
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
 from kvconfig.load.shell.words import _Part, _Word
 from kvconfig.load.shell.wrappers import SHELLS, script_of, unwrap
@@ -102,6 +103,9 @@ class _Shell(_Files):
         negate = len(args) == 4 and args[0].raw() == "!"
         if negate:
             args = args[1:]
+        if len(args) == 3 and args[1].raw() == "=~":
+            status = self.regex_test(args[0], args[2])
+            return status if status is None or status == 2 else int((status == 0) == negate)
         if len(args) != 3 or args[1].raw() not in ("==", "=", "!="):
             return "other"
         left, right = args[0], args[2]
@@ -119,6 +123,28 @@ class _Shell(_Files):
         if args[1].raw() == "!=":
             hit = not hit
         return int(hit == negate)
+
+    def regex_test(self, left: _Word, right: _Word) -> int | None:
+        """``[[ LEFT =~ RIGHT ]]`` (``kvconfig.load.shell.regex``): its status, and
+        ``BASH_REMATCH`` set; None, and ``BASH_REMATCH`` unknown, when only known at run
+        time."""
+        subject, what = self.expand_string(left)
+        pieces: list[tuple[str, bool]] = []
+        for part in right.parts:
+            value = part.text if part.kind == "lit" else self.part_value(part, tilde=False)[0]
+            if value is None:
+                break
+            pieces.append((value, part.quoted))
+        else:
+            decided = None if subject is None else regex_match(subject, pieces)
+            if decided is not None and not self.state.nocase:
+                self.state.arrays["BASH_REMATCH"] = decided[1]
+                self.state.vars["BASH_REMATCH"] = decided[1][0] if decided[1] else ""
+                return decided[0]
+        self.state.arrays["BASH_REMATCH"] = [None]
+        self.assign("BASH_REMATCH", None, "BASH_REMATCH")
+        self.last_unknown = what if subject is None else f"the match of {right.raw()}"
+        return None
 
     def command(
         self,
