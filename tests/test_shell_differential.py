@@ -372,7 +372,8 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         "V=v0.6.1-rc2; if [[ $V =~ ^v([0-9]+)\\.([0-9]+)(\\.[0-9]+)?-?(rc[0-9])?$ ]]; then\n"
         '  vllm serve "${BASH_REMATCH[0]}" "${BASH_REMATCH[1]}" "${BASH_REMATCH[3]}"\n'
         '  vllm serve "${BASH_REMATCH[@]}"; fi\n'
-        '[[ Qwen/Qwen3-8B =~ /([A-Za-z]+)([0-9]*)-([0-9]+)[bB]$ ]] && vllm serve "${BASH_REMATCH[@]}"\n'
+        "[[ Qwen/Qwen3-8B =~ /([A-Za-z]+)([0-9]*)-([0-9]+)[bB]$ ]]\n"
+        'vllm serve "${BASH_REMATCH[@]}"\n'
         're="^a.b$"; [[ axb =~ $re ]] && vllm serve 1; [[ axb =~ "$re" ]] || vllm serve 2\n'
         '[[ ! ab =~ a ]] || vllm serve 3 "${#BASH_REMATCH[@]}"\n'
         '[[ ab =~ x ]] || vllm serve 4 "${#BASH_REMATCH[@]}"\n'

@@ -192,7 +192,7 @@ def test_what_stays_unknown(repo: Path, shell: str) -> None:
         repo / "launch" / "run.sh",
         f"#!/bin/{shell}\n"
         'dirname() { echo mine; }\nvllm serve "$(dirname "$0")"\n'
-        'vllm serve "$(readlink -f relative)" "$(readlink -f /etc/passwd)" "$(readlink /etc/mtab)"\n'
+        'vllm serve "$(readlink -f relative)" "$(readlink -f /etc/passwd)" "$(readlink /etc/x)"\n'
         'vllm serve "$(basename "$0" > /dev/null)" "$(realpath --relative-to=/ "$0")"\n',
     )
     reading = check(script, shell)

@@ -131,7 +131,7 @@ class _Control(_Fields):
         alternatives: Sequence[Sequence[object]],
         reason: str,
         run: object,
-        before: list[object] | None = None,
+        before: Sequence[object] | None = None,
     ) -> int | None:
         """Run each alternative on its own copy of the state, then keep what they agree on."""
         self.choices += 1

@@ -72,10 +72,10 @@ class _Lexer(_Scanner):
             ):
                 out.append(self._arith_for())
                 continue
-            if self.dbracket and out and isinstance(out[-1], _Word) and out[-1].raw() == "=~":
-                if c not in _REGEX_ENDS:
-                    out.append(self._word(_REGEX_ENDS))
-                    continue
+            after = out[-1] if self.dbracket and out else None
+            if isinstance(after, _Word) and after.raw() == "=~" and c not in _REGEX_ENDS:
+                out.append(self._word(_REGEX_ENDS))
+                continue
             op_match = next((o for o in _OPERATORS if self.text.startswith(o, self.i)), None)
             if op_match is not None:
                 out.append(_Op(op_match, self.line))
