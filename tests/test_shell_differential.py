@@ -388,6 +388,29 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"D": None},
         ("bash",),
     ),
+    "read from here-documents": (
+        'X=v; IFS=, read a b <<EOF\nx,y,\nEOF\nvllm serve "$a" "$b"\n'
+        'read c <<\'EOF\'\n$X \\q "$X"\nEOF\nvllm serve "$c"\n'
+        'read d <<EOF\na\\b c\\\nd\nEOF\nvllm serve "$d"\n'
+        'read e f <<-EOF\n\t\t  tab  $X "$X"  $KV_A\n\tEOF\nvllm serve "$e" "$f"\n'
+        'read g <<EOF\nEOF\nvllm serve "[$g]" $?\n'
+        'read h i j <<EOF\none\nEOF\nvllm serve "$h$i$j"\n'
+        'IFS=, read k l <<EOF\nx,,\nEOF\nvllm serve "[$k][$l]"\n'
+        "IFS=', ' read m n <<EOF\n x , y , z \nEOF\nvllm serve \"[$m][$n]\"\n"
+        'cat <<EOF >/dev/null\n$((1+1)) ${Q:=x} $(date) "\nEOF\n'
+        'vllm serve end "$Q"',
+        {"KV_A": None},
+        BOTH,
+    ),
+    "read -d, and read from here-strings": (
+        "read -r -d '' ARGS <<EOF || true\n  --block-size 16\n  --model \"$X\"\nEOF\n"
+        'vllm serve $ARGS; read -d , p q <<< \'a b,c\'; vllm serve "$p" "$q" $?\n'
+        'read -r r s <<< \'  p  q  r  \'; vllm serve "[$r]" "[$s]"\n'
+        'read <<< \' t \'; vllm serve "$REPLY"; f() { :; }; f <<< "${S:=z}"\n'
+        'cat <<< "${T:=t}"; vllm serve "$S" "$T"',
+        {},
+        ("bash",),
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",

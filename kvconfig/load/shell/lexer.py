@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from kvconfig.errors import InputError
 from kvconfig.load.shell.quoting import _Scanner
 from kvconfig.load.shell.words import _Op, _Part, _Word
 
@@ -98,8 +99,11 @@ class _Lexer(_Scanner):
             elif text == "]]":
                 self.dbracket = False
             if redirect_next:
-                if redirect_next in ("<<", "<<-"):
-                    self.heredocs.append((word.raw().strip("'\""), redirect_next == "<<-"))
+                if redirect_next in ("<<", "<<-"):  # the body is read after this line
+                    body = _Word(line=word.line, here=True, doc=True)
+                    body.parts.append(_Part("", any(p.quoted for p in word.parts), "lit"))
+                    self.heredocs.append((word.raw(), redirect_next == "<<-", body))
+                    out.append(body)
                 here = redirect_next == "<<<"
                 redirect_next = ""
                 if here:  # kept: read takes its words from it
@@ -166,18 +170,40 @@ class _Lexer(_Scanner):
 
     def _skip_heredocs(self) -> None:
         while self.heredocs:
-            delimiter, strip_tabs = self.heredocs.pop(0)
+            delimiter, strip_tabs, word = self.heredocs.pop(0)
+            rows: list[str] = []
             while True:
                 if self.i >= len(self.text):
-                    self.heredocs.insert(0, (delimiter, strip_tabs))
+                    self.heredocs.insert(0, (delimiter, strip_tabs, word))
                     return
                 end = self.text.find("\n", self.i)
                 end = len(self.text) if end < 0 else end
                 row = self.text[self.i : end]
                 self.i = end + 1
                 self.line += 1
-                if (row.lstrip("\t") if strip_tabs else row) == delimiter:
+                row = row.lstrip("\t") if strip_tabs else row
+                if row == delimiter:
                     break
+                rows.append(row + "\n")
+            self._here_body(word, "".join(rows))
+
+    def _here_body(self, word: _Word, body: str) -> None:
+        """A here-document's body into ``word``: as written when its delimiter is quoted,
+        else with ``$``, `` ` `` and ``\\`` as in double quotes, ``"`` an ordinary
+        character (POSIX 2.7.4); a body kvconfig cannot split is only known at run time."""
+        if word.parts[0].quoted:
+            word.parts[0].text = body
+            return
+        word.parts.clear()
+        inner = _Lexer(body.replace('"', "\0"), self.source, self.line0, self.key, self.dialect)
+        try:
+            inner._double_quoted(word, to_end=True)
+        except InputError:
+            word.parts[:] = [_Part("", True, "cmd")]  # $() of nothing: not known here
+            return
+        for part in word.parts:
+            part.text = part.text.replace("\0", '"')
+            part.src = part.src.replace("\0", '"')
 
     def _word(self, ends: frozenset[str] = _WORD_ENDS) -> _Word:
         word = _Word(line=self.line)

@@ -26,7 +26,9 @@ class _Scanner:
         self.source = source
         self.line0 = line0
         self.key = key
-        self.heredocs: list[tuple[str, bool]] = []
+        self.heredocs: list[tuple[str, bool, _Word]] = []
+        """The here-documents whose bodies come after this line: (delimiter, ``<<-``,
+        the word their body becomes)."""
         self.dbracket = False
 
     def err(self, message: str, line: int, hint: str) -> InputError:

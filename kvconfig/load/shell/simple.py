@@ -26,8 +26,8 @@ from kvconfig.load.shell.wrappers import SHELLS, script_of, unwrap
 class _Shell(_Files):
     # ----- simple commands -------------------------------------------------------------
     here_input: tuple[str | None, str] | None = None
-    """The here-string (``<<< WORD``) of the command being run: (its text or None when
-    only known at run time, what was unknown)."""
+    """The input of the ``read`` being run, a here-string (``<<< WORD``) or here-document:
+    (its text or None when only known at run time, what was unknown)."""
 
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         words = [w for w in node.words if not w.here]
@@ -88,7 +88,7 @@ class _Shell(_Files):
         local: dict[str, str | None] = {}
         for name, value, _what, _append in assigns:
             local[name] = value
-        self.here_input = self.expand_string(here[-1]) if here else None
+        self.here_input = self.here_text(here[-1], expanded[0]) if here else None
         try:
             return self.command(expanded, unknown_at, local, line, background)
         finally:
@@ -267,7 +267,7 @@ class _Shell(_Files):
                 return None
             return self.source_file(head, words, known)
         if head == "read" and known and self.here_input is not None:
-            status = self.read_array(words[1:], local, self.here_input)
+            status = self.read_input(words[1:], local, self.here_input)
             if status != "other":
                 return status if isinstance(status, int) else None
         if head in ("read", "getopts", "mapfile", "readarray") or (
