@@ -253,15 +253,7 @@ class _Lexer(_Scanner):
                 flush()
                 self._double_quoted(word)
                 continue
-            if c == "$":
-                part = self._dollar(quoted=False)
-                if part is not None:
-                    flush()
-                    word.parts.append(part)
-                    continue
-            if c == "`":
-                flush()
-                word.parts.append(_Part(self._backtick(), False, "cmd"))
+            if c in "$`" and self._expansion(word, flush, quoted=False):
                 continue
             lit.append(c)
             self.i += 1
