@@ -463,7 +463,9 @@ _ref = st.builds(
     st.sampled_from(["d", "'x y'", '"$KV_A"']),
 )
 _word = st.one_of(
-    _value, _ref, st.sampled_from(["m", "--block-size", "'{\"k\": 1}'", '"$@"', "$#"])
+    _value,
+    _ref,
+    st.sampled_from(["m", "--block-size", "'{\"k\": 1}'", '"$@"', "$#", '"$PWD"', "$OLDPWD"]),
 )
 _cond = st.one_of(
     st.builds(lambda r, v: f"[ {r} = {v} ]", _ref, _value),
@@ -493,6 +495,7 @@ def _commands(depth: int) -> st.SearchStrategy[str]:
         st.builds(lambda ws: "set -- " + " ".join(ws), st.lists(_value, max_size=3)),
         st.just("shift"),
         st.builds(lambda n: f"unset {n}", _name),
+        st.sampled_from(["cd /usr", "cd /nonexistent", "cd / || exit 0", "cd bin && cd .."]),
     )
     if depth == 0:
         return simple
