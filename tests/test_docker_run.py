@@ -48,6 +48,7 @@ def test_entrypoint_replaces_the_images() -> None:
     assert shell is not None and shell.words == ("/bin/zsh", "-c", "x")  # zsh: not read
     # bash -c x runs no vLLM server: the container is not one kvconfig reads
     assert container_start(["docker", "run", "--entrypoint", "/bin/bash", "img", "-c", "x"]) is None
+    assert container_start(["docker", "run", "--entrypoint", "sh", "img", "-c", "if ("]) is None
 
 
 @pytest.mark.parametrize(

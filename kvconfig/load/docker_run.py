@@ -138,9 +138,12 @@ def _entry(container: Container, unknown: set[int]) -> Container | None:
         return container
     if any(k >= at for k in unknown):
         return None  # the script, or its $0 $1 ..., only known at run time
-    reading = read_script(
-        words[at], container.env, words[at + 1 :], dialect="bash" if shell == "bash" else "sh"
-    )
+    try:
+        reading = read_script(
+            words[at], container.env, words[at + 1 :], dialect="bash" if shell == "bash" else "sh"
+        )
+    except InputError:
+        return None  # a script the shell cannot parse starts nothing
     chosen, problem = servers(reading.commands, is_vllm_start)
     if problem or len(chosen) != 1 or server_start(chosen[0].words) is None:
         return None
