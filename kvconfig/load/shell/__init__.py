@@ -10,15 +10,17 @@ split it into words and operators, ``parser`` builds the commands, and ``script`
 the evaluator, one layer a module: ``state`` (what a script has set),
 ``variables``, ``params`` and ``globs`` (expansions), ``fields`` (field splitting),
 ``conditions`` (``test``), ``arith`` (``$(( ))``), ``control`` (if, case, loops),
-``scope`` (declarations, functions, ``eval``), ``files`` and ``paths`` (what a launch
-script reads here: ``$0``, ``dirname``/``readlink -f`` in ``$(...)``, ``source``) and
-``simple`` (one command, builtins and nested shells). It covers quotes (single,
+``scope`` (declarations, functions, ``eval``, ``read``), ``dirs`` (the working folder:
+``cd``, ``pwd``, ``$PWD``), ``files`` and ``paths`` (what a launch script reads here:
+``$0``, ``dirname``/``readlink`` in ``$(...)``, ``source``), ``regex`` (bash's ``=~``)
+and ``simple`` (one command, builtins and nested shells). It covers quotes (single,
 double, bash's ``$'...'``), escapes and continuations, here-documents, redirections,
 ``if``/``elif``/``else``, ``case``, ``for``/``while``/``until``, ``&&``/``||``, ``!``,
 ``[ ]``/``test``, functions, ``set --``/``shift``, ``export``/``readonly``/``declare``/
 ``local``, subshell and pipeline scope, bash arrays, ``~``, the parameter expansions,
 ``$(( ))``, ``eval``, nested ``sh -c`` and the wrappers that run a program (``wrappers``),
-and bash's brace expansion (``braces``), ``[[ == ]]`` on strings and ``for (( ; ; ))``.
+and bash's brace expansion (``braces``), ``[[ == ]]`` on strings, ``[[ =~ ]]`` and
+``for (( ; ; ))``.
 What the shell decides from values kvconfig knows, kvconfig decides the same way; what
 depends on a value it cannot know (a Secret, ``$(...)``, a file test) is only known at
 run time and stays unknown. ``tests/test_shell_differential.py`` holds it to real bash
