@@ -166,7 +166,7 @@ def test_cd_to_the_scripts_folder(repo: Path, shell: str) -> None:
         f"{_dot(shell)} ./in/env.sh\n"
         'vllm serve "$(pwd)/../models" --block-size "$BS" "$(readlink -f in)" "$(cd .. && pwd)"\n'
         'cd ../models; vllm serve "$PWD" "$OLDPWD" "$(cd ../launch/in && pwd -P)"\n'
-        'cd -P ../launch/in; vllm serve "$PWD" "$(pwd)"\n'
+        'cd -P ../launch/in; vllm serve "$PWD" "$(pwd)" "$(cd ..; pwd)"\n'
         '(cd / && vllm serve "$PWD"); cd /nonexistent; vllm serve "$PWD"\n',
     )
     reading = check(script, shell)
@@ -180,7 +180,7 @@ def test_cd_to_the_scripts_folder(repo: Path, shell: str) -> None:
         str(repo),
     )
     assert second.words[2:] == (f"{repo}/models", f"{repo}/launch", f"{repo}/common")
-    assert third.words[2:] == (f"{repo}/common",) * 2
+    assert third.words[2:] == (f"{repo}/common",) * 2 + (str(repo),)
     assert not (first.unknown or second.unknown or third.unknown)
     assert fourth.words[2] == "/" and fourth.when  # cd / may fail: it is not read here
     assert last.unknown == ((2, "$PWD"),)

@@ -114,8 +114,13 @@ class _Files(_Dirs):
             return None
         while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
             node = node.items[0][0]
+        pair = None
         if isinstance(node, N.AndOr) and [op for op, _ in node.rest] == ["&&"]:
-            cd, pwd = self.program_words(node.first), self.program_words(node.rest[0][1])
+            pair = (node.first, node.rest[0][1])  # $(cd DIR && pwd)
+        elif isinstance(node, N.Sequence) and [bg for _, bg in node.items] == [False, False]:
+            pair = (node.items[0][0], node.items[1][0])  # $(cd DIR; pwd): where cd goes
+        if pair is not None:
+            cd, pwd = self.program_words(pair[0]), self.program_words(pair[1])
             if cd is None or pwd is None or cd[0] != "cd" or pwd[0] != "pwd":
                 return None
             saved = self.state  # $(cd DIR && pwd): a subshell
