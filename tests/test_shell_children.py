@@ -1,7 +1,8 @@
-"""Scripts that start other scripts (``bash FILE ARGS``), change folder (``cd``) and use
-bash's process substitution, against real bash and dash (``test_shell_sources``'s
-harness: a git repository, the script run by its full path from another folder, a
-stand-in ``vllm`` that records its arguments); and a ``.sh`` file without ``#!``."""
+"""Scripts that start other scripts (``bash FILE ARGS``) and change folder (``cd``),
+against real bash and dash (``test_shell_sources``'s harness: a git repository, the
+script run by its full path from another folder, a stand-in ``vllm`` that records its
+arguments; bash's process substitution is tested there); and a ``.sh`` file without
+``#!``."""
 
 from __future__ import annotations
 
@@ -82,26 +83,6 @@ def test_child_script_from_an_unknown_folder(repo: Path, shell: str) -> None:
         "only known at run time)",
     )
     assert not [c for c in reading.commands if c.words[0] == "vllm"]
-
-
-def test_process_substitution(repo: Path) -> None:
-    """bash's ``> >(tee LOG)``: the output goes to a process substitution, the server
-    runs; its ``/dev/fd`` name, as an argument, is only known at run time."""
-    script = write(
-        repo / "launch" / "run.sh",
-        '#!/bin/bash\ncd "$(dirname "$0")"\n'
-        "vllm serve A --port 1 > >(tee a.log) 2>&1 &\n"
-        "vllm serve B --port 2 --chat-template <(echo x) &\nwait\n",
-    )
-    reading = check(script, "bash")
-    got = [(c.words, c.unknown) for c in reading.commands if c.words[0] == "vllm"]
-    assert got == [
-        (("vllm", "serve", "A", "--port", "1"), ()),
-        (
-            ("vllm", "serve", "B", "--port", "2", "--chat-template", "<(echo x)"),
-            ((6, "<(echo x)"),),
-        ),
-    ]
 
 
 def test_script_without_shebang(tmp_path: Path) -> None:

@@ -1,11 +1,13 @@
-"""Bash's ``[[ ]]``: a pattern match (``==``, ``!=``), ``&&`` and ``||`` between tests,
-and the program a run-time command word names; the part of the evaluator ``_Shell``
-(``kvconfig.load.shell.simple``) builds on."""
+"""Bash's ``[[ ]]``: a pattern match (``==``, ``!=``), a regular expression (``=~``,
+``BASH_REMATCH``), ``&&`` and ``||`` between tests, and the program a run-time command
+word names; the part of the evaluator ``_Shell`` (``kvconfig.load.shell.simple``) builds
+on."""
 
 from __future__ import annotations
 
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.files import _Files
+from kvconfig.load.shell.regex import regex_match
 from kvconfig.load.shell.words import _Word
 
 
@@ -19,6 +21,9 @@ class _Tests(_Files):
         negate = len(args) == 4 and args[0].raw() == "!"
         if negate:
             args = args[1:]
+        if len(args) == 3 and args[1].raw() == "=~":
+            status = self.regex_test(args[0], args[2])
+            return status if status is None or status == 2 else int((status == 0) == negate)
         if len(args) != 3 or args[1].raw() not in ("==", "=", "!="):
             return "other"
         left, right = args[0], args[2]
@@ -36,6 +41,28 @@ class _Tests(_Files):
         if args[1].raw() == "!=":
             hit = not hit
         return int(hit == negate)
+
+    def regex_test(self, left: _Word, right: _Word) -> int | None:
+        """``[[ LEFT =~ RIGHT ]]`` (``kvconfig.load.shell.regex``): its status, and
+        ``BASH_REMATCH`` set; None, and ``BASH_REMATCH`` unknown, when only known at run
+        time."""
+        subject, what = self.expand_string(left)
+        pieces: list[tuple[str, bool]] = []
+        for part in right.parts:
+            value = part.text if part.kind == "lit" else self.part_value(part, tilde=False)[0]
+            if value is None:
+                break
+            pieces.append((value, part.quoted))
+        else:
+            decided = None if subject is None else regex_match(subject, pieces)
+            if decided is not None and not self.state.nocase:
+                self.state.arrays["BASH_REMATCH"] = decided[1]
+                self.state.vars["BASH_REMATCH"] = decided[1][0] if decided[1] else ""
+                return decided[0]
+        self.state.arrays["BASH_REMATCH"] = [None]
+        self.assign("BASH_REMATCH", None, "BASH_REMATCH")
+        self.last_unknown = what if subject is None else f"the match of {right.raw()}"
+        return None
 
     def program_of(self, word: _Word) -> str | None:
         """The program a command word ``"$NAME"`` runs when NAME is only known at run time

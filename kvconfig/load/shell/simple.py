@@ -28,8 +28,8 @@ class _Shell(_Tests):
     last_child: _Shell
     """The shell that ran the last ``bash FILE`` (``run_file``)."""
     here_input: tuple[str | None, str] | None = None
-    """The here-string (``<<< WORD``) of the command being run: (its text or None when
-    only known at run time, what was unknown)."""
+    """The input of the ``read`` being run, a here-string (``<<< WORD``) or here-document:
+    (its text or None when only known at run time, what was unknown)."""
 
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         words = [w for w in node.words if not w.here]
@@ -96,7 +96,7 @@ class _Shell(_Tests):
         local: dict[str, str | None] = {}
         for name, value, _what, _append in assigns:
             local[name] = value
-        self.here_input = self.expand_string(here[-1]) if here else None
+        self.here_input = self.here_text(here[-1], expanded[0]) if here else None
         try:
             return self.command(expanded, unknown_at, local, line, background)
         finally:
@@ -113,6 +113,7 @@ class _Shell(_Tests):
         """Run one expanded command: a builtin, a function, a nested shell or a program."""
         head = words[0]
         known = not unknown_at
+        defer, self.deferring = self.deferring, False  # only this command's own cd
 
         def shift_unknown(n: int) -> list[tuple[int, str]]:
             return [(i - n, w) for i, w in unknown_at if i >= n]
@@ -223,7 +224,7 @@ class _Shell(_Tests):
                 return None
             return self.source_file(head, words, known)
         if head == "read" and known and self.here_input is not None:
-            status = self.read_array(words[1:], local, self.here_input)
+            status = self.read_input(words[1:], local, self.here_input)
             if status != "other":
                 return status if isinstance(status, int) else None
         if head in ("read", "getopts", "mapfile", "readarray") or (
@@ -234,8 +235,17 @@ class _Shell(_Tests):
                     self.assign(name, None, f"{head} on line {line}")
             return None
         if head == "cd":
-            return self.change_folder(words, known, line)
-        if head in ("wait", "trap", "umask", "ulimit", "alias", "hash", "pushd", "popd"):
+            self.deferring = defer
+            try:
+                return self.change_dir(words[1:], known)
+            finally:
+                self.deferring = False
+        if head == "pwd":
+            return 0
+        if head in ("pushd", "popd"):
+            self.lost_dir(f"{head} on line {line}")
+            return None
+        if head in ("wait", "trap", "umask", "ulimit", "alias", "hash"):
             return None if head != "trap" else 0
         if head == "let":
             return self.opaque("let") if self.dialect == "bash" else 127
@@ -334,6 +344,7 @@ class _Shell(_Tests):
         sub = _Shell(env, args, self.unknown_rest, self.source, line, self.key, dialect)
         sub.depth = self.depth + 1
         sub.host = self.host
+        sub.start_in(self.state.cwd)
         sub.steps = self.steps
         sub.state.when = self.state.when
         sub.state.branch = self.state.branch

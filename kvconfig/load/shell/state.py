@@ -68,8 +68,7 @@ class _State:
     or set to ``/venv/bin/vllm`` on one side of a run-time choice and so on the other
     (name: the program's name)."""
     cwd: str | None = None
-    """The working folder after ``cd`` to a known folder (a launch script read here);
-    None: the folder the caller starts the script from, which only the caller knows."""
+    """The current folder (``kvconfig.load.shell.dirs``); None: only known at run time."""
 
     def copy(self) -> _State:
         return _State(
@@ -118,7 +117,8 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     )
     merged.readonly = set().union(*(e.readonly for e in ends))
     merged.nocase = merged.nocase or any(e.nocase for e in ends)
-    merged.cwd = ends[0].cwd if all(e.cwd == ends[0].cwd for e in ends) else None
+    folders = {e.cwd for e in ends}
+    merged.cwd = folders.pop() if len(folders) == 1 else None
     merged.programs = {}
     for name in names:
         named = {_program(e, name) for e in ends}

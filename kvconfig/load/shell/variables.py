@@ -47,6 +47,11 @@ class _Variables:
         # environment", variables.c), dash's INIT block (setvareq(defifsvar), var.c).
         self.state.vars["IFS"] = _DEFAULT_IFS
         self.state.why.pop("IFS", None)
+        # and $PWD to the folder it starts in (kvconfig.load.shell.dirs): the caller's
+        self.state.vars["PWD"] = None
+        self.state.why["PWD"] = "$PWD (the folder the script is started from)"
+        if dialect == "bash" and env.get("OLDPWD") is not None:
+            self.state.vars["OLDPWD"] = None  # bash keeps it only when it names a folder
         self.unknown_rest = unknown_rest
         self.source = source
         self.line0 = line0

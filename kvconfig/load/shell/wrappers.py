@@ -150,4 +150,3 @@ def shell_script(words: Sequence[str]) -> tuple[int, str] | None:
         return None
     dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
     return removed + at, dialect
-
