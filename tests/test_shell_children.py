@@ -96,3 +96,26 @@ def test_script_without_shebang(tmp_path: Path) -> None:
     (tmp_path / "serve.yaml").write_text(text)
     with pytest.raises(InputError, match=r"serve\.yaml"):
         engines_in(tmp_path / "serve.yaml", "serve.yaml")
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_child_starts_in_the_current_folder(repo: Path, shell: str) -> None:
+    """A child shell starts in the folder its parent is in: its ``$PWD``, ``pwd`` and
+    relative names (``. ./FILE``) are taken from there, as ``sh -c``'s are."""
+    write(repo / "common" / "env.sh", "BS=32\n")
+    write(
+        repo / "common" / "child.sh",
+        '. ./env.sh\nvllm serve "$PWD" "$(pwd)" --block-size "$BS"\n',
+    )
+    script = write(
+        repo / "launch" / "run.sh",
+        f'#!/bin/{shell}\ncd "$(dirname "$0")/../common"\n{shell} child.sh\n'
+        f"{shell} -c 'vllm serve \"$PWD\"'\n",
+    )
+    reading = check(script, shell)
+    assert not reading.blind
+    folder = str(repo / "common")
+    assert [c.words for c in reading.commands if c.words[0] == "vllm"] == [
+        ("vllm", "serve", folder, folder, "--block-size", "32"),
+        ("vllm", "serve", folder),
+    ]
