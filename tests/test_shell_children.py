@@ -55,19 +55,25 @@ def test_child_script_runs_with_its_arguments(repo: Path, shell: str) -> None:
 
 @pytest.mark.parametrize("shell", BOTH)
 def test_cd_relative_to_a_known_folder(repo: Path, shell: str) -> None:
-    """A relative ``cd`` starts from the ``$PWD`` an earlier ``cd`` set; the child
-    script is found there."""
+    """A relative ``cd`` starts from the folder an earlier ``cd`` went to; the child
+    script is found there, and a child shell (``bash FILE``, ``sh -c``) starts in it: its
+    ``$PWD``, ``pwd`` and relative names (``. ./FILE``) are taken from there."""
     write(repo / "common" / "launcher.sh", _LAUNCHER)
+    write(repo / "common" / "env.sh", "BS=32\n")
+    write(repo / "common" / "child.sh", '. ./env.sh\nvllm serve "$PWD" "$(pwd)" "$BS"\n')
     script = write(
         repo / "launch" / "run.sh",
         f'#!/bin/{shell}\ncd "$(dirname "$0")"\ncd ../common\n'
-        f'{shell} launcher.sh decode "$PWD" &\nwait\n',
+        f'{shell} launcher.sh decode "$PWD" &\n{shell} child.sh\n'
+        f"{shell} -c 'vllm serve \"$PWD\"'\nwait\n",
     )
     reading = check(script, shell)
     assert not reading.blind
     folder = str(repo / "common")
     assert [c.words for c in reading.commands if c.words[0] == "vllm"] == [
-        ("vllm", "serve", folder, "--port", "7200", "--tensor-parallel-size", "2")
+        ("vllm", "serve", folder, "--port", "7200", "--tensor-parallel-size", "2"),
+        ("vllm", "serve", folder, folder, "32"),
+        ("vllm", "serve", folder),
     ]
 
 
@@ -96,26 +102,3 @@ def test_script_without_shebang(tmp_path: Path) -> None:
     (tmp_path / "serve.yaml").write_text(text)
     with pytest.raises(InputError, match=r"serve\.yaml"):
         engines_in(tmp_path / "serve.yaml", "serve.yaml")
-
-
-@pytest.mark.parametrize("shell", BOTH)
-def test_child_starts_in_the_current_folder(repo: Path, shell: str) -> None:
-    """A child shell starts in the folder its parent is in: its ``$PWD``, ``pwd`` and
-    relative names (``. ./FILE``) are taken from there, as ``sh -c``'s are."""
-    write(repo / "common" / "env.sh", "BS=32\n")
-    write(
-        repo / "common" / "child.sh",
-        '. ./env.sh\nvllm serve "$PWD" "$(pwd)" --block-size "$BS"\n',
-    )
-    script = write(
-        repo / "launch" / "run.sh",
-        f'#!/bin/{shell}\ncd "$(dirname "$0")/../common"\n{shell} child.sh\n'
-        f"{shell} -c 'vllm serve \"$PWD\"'\n",
-    )
-    reading = check(script, shell)
-    assert not reading.blind
-    folder = str(repo / "common")
-    assert [c.words for c in reading.commands if c.words[0] == "vllm"] == [
-        ("vllm", "serve", folder, folder, "--block-size", "32"),
-        ("vllm", "serve", folder),
-    ]
