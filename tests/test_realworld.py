@@ -446,6 +446,9 @@ spec:
         ("lmcache/vllm-openai:2025-05-05-v1", 0),  # a build that names no release
         ("vllm/vllm-openai:v0.33.0", 2),  # 0.33.0 itself refuses --swap-space
         ("vllm/vllm-openai:latest", 2),  # the newest runs, and refuses it
+        ("vllm/vllm-openai:nightly", 2),  # the newest too
+        ("vllm/vllm-openai-rocm:nightly_main_20250120", 0),  # that day's build
+        ("vllm/vllm-openai:nightly-3b5f3e2a1c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f", 0),  # a commit's
     ],
 )
 def test_options_of_another_release(tmp_path: Path, image: str, code: int) -> None:

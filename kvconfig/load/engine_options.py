@@ -131,6 +131,9 @@ def _parsed(engine: Engine, version: str, base: Path) -> Options:
 
 _NUMBERED = re.compile(r"^v?\d+\.\d+")
 _CHANNELS = ("nightly", "latest", "main", "dev", "head")
+_PINNED = re.compile(r"(?<![0-9a-f])(?:20\d\d-?[01]\d-?[0-3]\d|[0-9a-f]{7,40})(?![0-9a-f])")
+"""A date (``20250120``, ``2025-01-20``) or a commit hash in a channel's tag: the build of
+that day or commit (``nightly_main_20250120``, ``nightly-<sha>``), not the newest."""
 
 
 def written_for(engine: Engine) -> str | None:
@@ -146,7 +149,9 @@ def written_for(engine: Engine) -> str | None:
     images are such builds too: each Dynamo release bundles the vLLM it pins
     (ai-dynamo/dynamo ``docs/reference/release-artifacts.md``), not the newest, so the
     words ``dynamo.vllm`` hands to vLLM in one are read the same way. A known release, a
-    channel (``latest``, ``nightly``: the newest runs) or no image: None."""
+    channel (``latest``, ``nightly``: the newest runs) or no image: None; a channel's tag
+    that names a day or a commit (``nightly_main_20250120``) is that old build, not the
+    newest, and is read as a build that names no release."""
     from kvconfig.load.engine_fields import split_image
     from kvconfig.mirror import versions
 
@@ -159,7 +164,9 @@ def written_for(engine: Engine) -> str | None:
     if not engine.image:
         return None
     tag = split_image(engine.image)[1]
-    if not tag or any(w in tag.lower() for w in _CHANNELS):
+    if not tag:
+        return None
+    if any(w in tag.lower() for w in _CHANNELS) and not _PINNED.search(tag.lower()):
         return None
     return f"the vLLM of {engine.image}"
 
