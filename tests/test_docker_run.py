@@ -12,6 +12,9 @@ from kvconfig.errors import InputError
 from kvconfig.load.docker_run import container_start
 from kvconfig.load.engines import engines_in
 from kvconfig.load.reading import reading_of
+from tests.test_shell_differential import bindir, real
+
+__all__ = ["bindir"]  # the fixture: a vllm program that prints its arguments
 
 _STARTS = [
     # grouped one-letter options without a value, then ones with a value
@@ -41,10 +44,11 @@ def test_entrypoint_replaces_the_images() -> None:
     )
     assert started is not None and started.entrypoint
     assert started.words == ("vllm", "serve", "m", "--port", "1")
-    shell = container_start(
-        ["docker", "run", "--entrypoint", "/bin/bash", "vllm/vllm-openai", "-c", "x"]
-    )
-    assert shell is not None and shell.words == ("/bin/bash", "-c", "x")
+    shell = container_start(["docker", "run", "--entrypoint", "/bin/zsh", "img", "-c", "x"])
+    assert shell is not None and shell.words == ("/bin/zsh", "-c", "x")  # zsh: not read
+    # bash -c x runs no vLLM server: the container is not one kvconfig reads
+    assert container_start(["docker", "run", "--entrypoint", "/bin/bash", "img", "-c", "x"]) is None
+    assert container_start(["docker", "run", "--entrypoint", "sh", "img", "-c", "if ("]) is None
 
 
 @pytest.mark.parametrize(
@@ -137,3 +141,79 @@ def test_a_skypilot_run_script_that_runs_a_vllm_image(tmp_path: Path) -> None:
     assert engine.vllm_version == "0.31.0"
     assert dict(engine.env) == {"VLLM_LOGGING_LEVEL": "DEBUG"}
     assert reading_of(engine).tensor == 2
+
+
+# (the docker run words, the -e environment the script sees, the script's dialect)
+_ENTRY_SCRIPTS = [
+    (
+        ["--entrypoint", "bash", "-e", "BS=32", "img", "-c",
+         'B=${BS:-16}; exec vllm serve "$0" --block-size $B', "Qwen/Qwen3-8B"],
+        {"BS": "32"},
+        "bash",
+    ),
+    (
+        ["-e", "KV_A=1", "--entrypoint=/bin/sh", "img", "-xc",
+         'if [ -n "$KV_A" ]; then set -- "$@" --tp 2; fi; vllm serve m "$@"', "sh", "--x"],
+        {"KV_A": "1"},
+        "dash",
+    ),
+    (
+        ["--entrypoint", "/usr/bin/dash", "img", "-c", "cd /; vllm serve m --n $#", "a", "b"],
+        {},
+        "dash",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("words,env,shell", _ENTRY_SCRIPTS)
+def test_an_entry_point_shell_runs_its_script(
+    words: list[str], env: dict[str, str], shell: str, bindir: Path
+) -> None:
+    """``--entrypoint bash IMAGE -c SCRIPT ARGS``: the vLLM command kvconfig reads is the
+    one the real shell runs with the container's -e environment and those arguments."""
+    started = container_start(["docker", "run", *words])
+    assert started is not None and started.command is not None
+    at = words.index("img")
+    runs = real(shell, words[at + 2], env, bindir) if len(words) == at + 3 else []
+    if len(words) > at + 3:  # $0 and the arguments after the script
+        import subprocess
+
+        out = subprocess.run(
+            [shell, "-c", words[at + 2], *words[at + 3 :]],
+            env={"PATH": f"{bindir}:/usr/bin:/bin", **env},
+            capture_output=True,
+            check=False,
+        ).stdout.decode()
+        runs = [
+            (("vllm", *r.partition("\002")[0].split("\037")[:-1]), ())
+            for r in out.split("\001")[1:]
+        ]
+    assert [argv for argv, _ in runs] == [started.words]
+    assert started.env == dict(started.command.env)
+
+
+ENTRY_SCRIPT = """#!/bin/bash
+export BS=64
+docker run --gpus all -e KV=1 -e HF_TOKEN --entrypoint /bin/bash vllm/vllm-openai:v0.31.0 \\
+    -c 'vllm serve Qwen/Qwen3-8B --block-size ${BS:-16} --max-model-len "$LEN"' -e LEN
+"""
+
+
+def test_a_script_whose_container_runs_a_shell_script(tmp_path: Path) -> None:
+    """The container's script sees only the -e variables (not the caller's export), and
+    an -e NAME without a value is only known at run time."""
+    path = tmp_path / "start.sh"
+    path.write_text(ENTRY_SCRIPT.replace(" -e LEN\n", "\n").replace("-e KV=1", "-e KV=1 -e LEN"))
+    (engine,) = engines_in(path, str(path))
+    assert engine.argv[:3] == ("Qwen/Qwen3-8B", "--block-size", "16")
+    assert engine.image == "vllm/vllm-openai:v0.31.0" and engine.vllm_version == "0.31.0"
+    assert dict(engine.env) == {"KV": "1"}
+    assert set(engine.env_unknown) == {"HF_TOKEN", "LEN"}
+    assert any("only known at run time" in n.message for n in engine.notes)
+
+
+def test_a_container_script_only_known_at_run_time(tmp_path: Path) -> None:
+    path = tmp_path / "start.sh"
+    path.write_text('#!/bin/sh\ndocker run --entrypoint sh vllm/vllm-openai -c "$CMD"\n')
+    with pytest.raises(InputError, match="no vLLM server found"):
+        engines_in(path, str(path))

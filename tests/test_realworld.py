@@ -588,3 +588,15 @@ def test_endpoint_picker_values_are_not_a_serve_config() -> None:
         engines_in(ROOT / "files" / path, path)
     assert err.value.key == "inferenceExtension"
     assert err.value.line == 1
+
+
+def test_a_helm_unittest_suite_deploys_nothing() -> None:
+    """production-stack's helm/tests suites (suite, templates, tests with asserts) render
+    the chart per test: no engine, said so at the tests key (not a serve config without a
+    model), and a folder walk passes over them (NoEngine)."""
+    from kvconfig.errors import NoEngine
+
+    path = "vllm-project/production-stack/helm/tests/lmcache_test.yaml"
+    with pytest.raises(NoEngine, match="helm-unittest suite") as err:
+        engines_in(ROOT / "files" / path, path)
+    assert err.value.key == "tests"

@@ -1,7 +1,8 @@
-"""Scripts that start other scripts (``bash FILE ARGS``), change folder (``cd``) and use
-bash's process substitution, against real bash and dash (``test_shell_sources``'s
-harness: a git repository, the script run by its full path from another folder, a
-stand-in ``vllm`` that records its arguments); and a ``.sh`` file without ``#!``."""
+"""Scripts that start other scripts (``bash FILE ARGS``) and change folder (``cd``),
+against real bash and dash (``test_shell_sources``'s harness: a git repository, the
+script run by its full path from another folder, a stand-in ``vllm`` that records its
+arguments; bash's process substitution is tested there); and a ``.sh`` file without
+``#!``."""
 
 from __future__ import annotations
 
@@ -54,19 +55,25 @@ def test_child_script_runs_with_its_arguments(repo: Path, shell: str) -> None:
 
 @pytest.mark.parametrize("shell", BOTH)
 def test_cd_relative_to_a_known_folder(repo: Path, shell: str) -> None:
-    """A relative ``cd`` starts from the ``$PWD`` an earlier ``cd`` set; the child
-    script is found there."""
+    """A relative ``cd`` starts from the folder an earlier ``cd`` went to; the child
+    script is found there, and a child shell (``bash FILE``, ``sh -c``) starts in it: its
+    ``$PWD``, ``pwd`` and relative names (``. ./FILE``) are taken from there."""
     write(repo / "common" / "launcher.sh", _LAUNCHER)
+    write(repo / "common" / "env.sh", "BS=32\n")
+    write(repo / "common" / "child.sh", '. ./env.sh\nvllm serve "$PWD" "$(pwd)" "$BS"\n')
     script = write(
         repo / "launch" / "run.sh",
         f'#!/bin/{shell}\ncd "$(dirname "$0")"\ncd ../common\n'
-        f'{shell} launcher.sh decode "$PWD" &\nwait\n',
+        f'{shell} launcher.sh decode "$PWD" &\n{shell} child.sh\n'
+        f"{shell} -c 'vllm serve \"$PWD\"'\nwait\n",
     )
     reading = check(script, shell)
     assert not reading.blind
     folder = str(repo / "common")
     assert [c.words for c in reading.commands if c.words[0] == "vllm"] == [
-        ("vllm", "serve", folder, "--port", "7200", "--tensor-parallel-size", "2")
+        ("vllm", "serve", folder, "--port", "7200", "--tensor-parallel-size", "2"),
+        ("vllm", "serve", folder, folder, "32"),
+        ("vllm", "serve", folder),
     ]
 
 
@@ -82,26 +89,6 @@ def test_child_script_from_an_unknown_folder(repo: Path, shell: str) -> None:
         "only known at run time)",
     )
     assert not [c for c in reading.commands if c.words[0] == "vllm"]
-
-
-def test_process_substitution(repo: Path) -> None:
-    """bash's ``> >(tee LOG)``: the output goes to a process substitution, the server
-    runs; its ``/dev/fd`` name, as an argument, is only known at run time."""
-    script = write(
-        repo / "launch" / "run.sh",
-        '#!/bin/bash\ncd "$(dirname "$0")"\n'
-        "vllm serve A --port 1 > >(tee a.log) 2>&1 &\n"
-        "vllm serve B --port 2 --chat-template <(echo x) &\nwait\n",
-    )
-    reading = check(script, "bash")
-    got = [(c.words, c.unknown) for c in reading.commands if c.words[0] == "vllm"]
-    assert got == [
-        (("vllm", "serve", "A", "--port", "1"), ()),
-        (
-            ("vllm", "serve", "B", "--port", "2", "--chat-template", "<(echo x)"),
-            ((6, "<(echo x)"),),
-        ),
-    ]
 
 
 def test_script_without_shebang(tmp_path: Path) -> None:

@@ -173,6 +173,24 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     ),
     "and-or": ("true && vllm serve a; false && vllm serve b; false || vllm serve c", {}, BOTH),
     "set --": ('set -- --block-size 16; shift; vllm serve m "$@" $#', {}, BOTH),
+    "[[ && || ]]": (
+        'A=; if [[ -z "$A" && -n "$H" || $X == y ]]; then B=1; else B=2; fi; '
+        'if [[ -n $Q && -z $A || -z "$H" ]]; then C=3; fi; vllm serve m $B $C',
+        {"H": "h", "X": "n", "Q": None},
+        ("bash",),
+    ),
+    "a run-time path that names vllm": (
+        'V=/nowhere/vllm; [ -x "$V" ] || V=$(command -v vllm || true); "$V" serve m; '
+        'W=$(command -v vllm); "$W" serve n; $W serve o',
+        {},
+        BOTH,
+    ),
+    "bash -eo NAME -c": ('bash -eo pipefail -c \'vllm serve m "$0" "$1"\' n x', {}, BOTH),
+    "set -euo NAME": (
+        'set -euo nounset; vllm serve m "$@" $#; set -xo errexit x; vllm serve $#',
+        {},
+        BOTH,
+    ),
     "declare readonly local": (
         "f() { local X=in; vllm serve $X; }; X=out; f; readonly Y=1; vllm serve $X $Y",
         {},
@@ -345,6 +363,78 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": "CUDA"},
         ("bash",),
     ),
+    "cd: $PWD, $OLDPWD and pwd where it went, not where it failed": (
+        'vllm serve "$PWD"; cd /usr && vllm serve "$PWD" "$(pwd)" "$OLDPWD"\n'
+        '(cd / || exit; vllm serve sub "$PWD"); vllm serve "$PWD"\n'
+        'cd /nonexistent || vllm serve failed "$PWD"; cd /usr || exit 1\n'
+        'cd - && vllm serve "$PWD"\n'
+        'cd /usr || exit; cd ./lib/.. || exit; cd bin || exit; vllm serve "$PWD" "$OLDPWD"\n'
+        'cd -P /usr/./bin/ || exit; vllm serve "$PWD"; cd //usr || exit; vllm serve "$PWD" $(pwd)\n'
+        'cd -L ///usr/../etc || exit; vllm serve "$PWD" "$(cd .. && pwd)" "$(cd - && pwd)" "$PWD"',
+        {},
+        BOTH,
+    ),
+    "cd with CDPATH, to $HOME, and with a run-time folder": (
+        'cd /usr || exit; cd bin || exit; vllm serve "$PWD"; cd; vllm serve "$PWD"\n'
+        'cd "$D" && vllm serve "$PWD"; cd /usr && cd "$D" || exit; vllm serve "$PWD" "$OLDPWD"',
+        {"CDPATH": "/", "D": None},
+        BOTH,
+    ),
+    "cd in a function, a nested shell and a pipeline": (
+        'go() { cd "$1" || return; }; go /usr && vllm serve "$PWD"; cd /etc | vllm serve "$PWD"\n'
+        'cd / && sh -c \'vllm serve "$PWD" "$(pwd)"\'; pushd /usr; vllm serve "$PWD"',
+        {},
+        BOTH,
+    ),
+    "[[ =~ ]] and BASH_REMATCH": (
+        "V=v0.6.1-rc2; if [[ $V =~ ^v([0-9]+)\\.([0-9]+)(\\.[0-9]+)?-?(rc[0-9])?$ ]]; then\n"
+        '  vllm serve "${BASH_REMATCH[0]}" "${BASH_REMATCH[1]}" "${BASH_REMATCH[3]}"\n'
+        '  vllm serve "${BASH_REMATCH[@]}"; fi\n'
+        "[[ Qwen/Qwen3-8B =~ /([A-Za-z]+)([0-9]*)-([0-9]+)[bB]$ ]]\n"
+        'vllm serve "${BASH_REMATCH[@]}"\n'
+        're="^a.b$"; [[ axb =~ $re ]] && vllm serve 1; [[ axb =~ "$re" ]] || vllm serve 2\n'
+        '[[ ! ab =~ a ]] || vllm serve 3 "${#BASH_REMATCH[@]}"\n'
+        '[[ ab =~ x ]] || vllm serve 4 "${#BASH_REMATCH[@]}"\n'
+        '[[ abx =~ a|x ]] && vllm serve 5 "${BASH_REMATCH[0]}"; [[ ab =~ a( b) ]] || vllm serve 6\n'
+        "[[ \"a{\" =~ a{ ]]; vllm serve 7 $?; [[ $'a\\nb' =~ ^a.b$ ]] && vllm serve 8\n"
+        '[[ aab =~ a?(ab)? ]] && vllm serve 9 "${BASH_REMATCH[@]}"\n'
+        "[[ $'a\\n' =~ ^a$ ]] || vllm serve 10\n"
+        '[[ "${D}x" =~ ^[[:digit:]]+x ]] && vllm serve 11 "${BASH_REMATCH[@]}"\n'
+        '[[ "]-" =~ []a-]+ ]] && vllm serve 12\n'
+        '[[ $D =~ ^(a|b)$ ]] && vllm serve 13 "${BASH_REMATCH[1]}"\n'
+        'vllm serve 14 "${BASH_REMATCH[@]}"',
+        {"D": None},
+        ("bash",),
+    ),
+    "read from here-documents": (
+        'X=v; IFS=, read a b <<EOF\nx,y,\nEOF\nvllm serve "$a" "$b"\n'
+        'read c <<\'EOF\'\n$X \\q "$X"\nEOF\nvllm serve "$c"\n'
+        'read d <<EOF\na\\b c\\\nd\nEOF\nvllm serve "$d"\n'
+        'read e f <<-EOF\n\t\t  tab  $X "$X"  $KV_A\n\tEOF\nvllm serve "$e" "$f"\n'
+        'read g <<EOF\nEOF\nvllm serve "[$g]" $?\n'
+        'read h i j <<EOF\none\nEOF\nvllm serve "$h$i$j"\n'
+        'IFS=, read k l <<EOF\nx,,\nEOF\nvllm serve "[$k][$l]"\n'
+        "IFS=', ' read m n <<EOF\n x , y , z \nEOF\nvllm serve \"[$m][$n]\"\n"
+        'cat <<EOF >/dev/null\n$((1+1)) ${Q:=x} $(date) "\nEOF\n'
+        'vllm serve end "$Q"',
+        {"KV_A": None},
+        BOTH,
+    ),
+    "read -d, and read from here-strings": (
+        "read -r -d '' ARGS <<EOF || true\n  --block-size 16\n  --model \"$X\"\nEOF\n"
+        'vllm serve $ARGS; read -d , p q <<< \'a b,c\'; vllm serve "$p" "$q" $?\n'
+        'read -r r s <<< \'  p  q  r  \'; vllm serve "[$r]" "[$s]"\n'
+        'read <<< \' t \'; vllm serve "$REPLY"; f() { :; }; f <<< "${S:=z}"\n'
+        'cat <<< "${T:=t}"; vllm serve "$S" "$T"',
+        {},
+        ("bash",),
+    ),
+    "return inside a loop leaves the function": (
+        "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
+        "f; vllm serve yes",
+        {},
+        BOTH,
+    ),
 }
 
 
@@ -391,7 +481,9 @@ _ref = st.builds(
     st.sampled_from(["d", "'x y'", '"$KV_A"']),
 )
 _word = st.one_of(
-    _value, _ref, st.sampled_from(["m", "--block-size", "'{\"k\": 1}'", '"$@"', "$#"])
+    _value,
+    _ref,
+    st.sampled_from(["m", "--block-size", "'{\"k\": 1}'", '"$@"', "$#", '"$PWD"', "$OLDPWD"]),
 )
 _cond = st.one_of(
     st.builds(lambda r, v: f"[ {r} = {v} ]", _ref, _value),
@@ -421,6 +513,7 @@ def _commands(depth: int) -> st.SearchStrategy[str]:
         st.builds(lambda ws: "set -- " + " ".join(ws), st.lists(_value, max_size=3)),
         st.just("shift"),
         st.builds(lambda n: f"unset {n}", _name),
+        st.sampled_from(["cd /usr", "cd /nonexistent", "cd / || exit 0", "cd bin && cd .."]),
     )
     if depth == 0:
         return simple

@@ -137,7 +137,8 @@ def test_dollar_zero_and_the_path_programs(repo: Path, shell: str) -> None:
         '  "$(readlink -f "$(dirname "$0")/in/new")" $(dirname a/b//) $(basename /) \\\n'
         '  $(dirname x) "$(basename -a x/y z/)" "$(dirname -- //a)" \\\n'
         '  "$(basename -s .sh a.sh b)" \\\n'
-        '  "$(dirname "$0" 2>/dev/null)" `basename "$0"`\n',
+        '  "$(dirname "$0" 2>/dev/null)" `basename "$0"` \\\n'
+        '  "$(readlink "$0")" "$(readlink "$(dirname "$0")/in")" "$(readlink "$0/")"\n',
     )
     link = repo / "launch" / "link.sh"
     link.symlink_to(target)
@@ -146,6 +147,43 @@ def test_dollar_zero_and_the_path_programs(repo: Path, shell: str) -> None:
         [cmd] = reading.commands
         assert not cmd.unknown and not reading.blind, (cmd.unknown, reading.blind)
         assert cmd.words[7] == cmd.words[8] == str(target)  # readlink -f follows the link
+        # readlink without -f: a link's target as written, nothing for another file
+        assert cmd.words[-3:] == ("" if script == target else str(target), str(repo / "common"), "")
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_cd_to_the_scripts_folder(repo: Path, shell: str) -> None:
+    """``cd "$(dirname "$0")"`` goes to a folder of the repository: from there ``$PWD``,
+    ``pwd``, ``$OLDPWD``, a relative ``source`` and ``readlink -f`` are known; a folder
+    outside the repository is a run-time choice (it may not be there)."""
+    (repo / "models").mkdir()
+    (repo / "launch" / "in").symlink_to(repo / "common")
+    write(repo / "common" / "env.sh", "BS=32\n")
+    script = write(
+        repo / "launch" / "run.sh",
+        f"#!/bin/{shell}\n"
+        'cd "$(dirname "$0")" || exit 1\n'
+        f"{_dot(shell)} ./in/env.sh\n"
+        'vllm serve "$(pwd)/../models" --block-size "$BS" "$(readlink -f in)" "$(cd .. && pwd)"\n'
+        'cd ../models; vllm serve "$PWD" "$OLDPWD" "$(cd ../launch/in && pwd -P)"\n'
+        'cd -P ../launch/in; vllm serve "$PWD" "$(pwd)" "$(cd ..; pwd)"\n'
+        '(cd / && vllm serve "$PWD"); cd /nonexistent; vllm serve "$PWD"\n',
+    )
+    reading = check(script, shell)
+    assert not reading.blind
+    first, second, third, fourth, last = reading.commands
+    assert first.words[2:] == (
+        f"{repo}/launch/../models",
+        "--block-size",
+        "32",
+        f"{repo}/common",
+        str(repo),
+    )
+    assert second.words[2:] == (f"{repo}/models", f"{repo}/launch", f"{repo}/common")
+    assert third.words[2:] == (f"{repo}/common",) * 2 + (str(repo),)
+    assert not (first.unknown or second.unknown or third.unknown)
+    assert fourth.words[2] == "/" and fourth.when  # cd / may fail: it is not read here
+    assert last.unknown == ((2, "$PWD"),)
 
 
 @pytest.mark.parametrize("shell", BOTH)
@@ -154,7 +192,7 @@ def test_what_stays_unknown(repo: Path, shell: str) -> None:
         repo / "launch" / "run.sh",
         f"#!/bin/{shell}\n"
         'dirname() { echo mine; }\nvllm serve "$(dirname "$0")"\n'
-        'vllm serve "$(readlink -f relative)" "$(readlink -f /etc/passwd)" "$(readlink "$0")"\n'
+        'vllm serve "$(readlink -f relative)" "$(readlink -f /etc/passwd)" "$(readlink /etc/x)"\n'
         'vllm serve "$(basename "$0" > /dev/null)" "$(realpath --relative-to=/ "$0")"\n',
     )
     reading = check(script, shell)
@@ -213,7 +251,7 @@ def test_missing_or_unresolved_sourced_files_stay_opaque(repo: Path, shell: str)
     write(repo / "launch" / "here.sh", "MODEL=relative\n")
     cases = {
         "missing": ('"$(dirname "$(readlink -f "$0")")/missing.sh"', "no such file here"),
-        "relative": ("./here.sh", "taken from the folder the script is started from"),
+        "relative": ("./here.sh", "taken from the current folder, only known at run time"),
         "path search": ("here.sh", "searched on $PATH"),
         "run-time name": ('"$(pwd)/here.sh"', "its name is only known at run time"),
     }
@@ -338,3 +376,49 @@ def test_nested_substitutions_are_bounded() -> None:
             word = f"$(dirname {word})"
         [cmd] = read_script(f"vllm serve {word}").commands
         assert (cmd.words[2] == "a") == known and bool(cmd.unknown) != known
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_a_script_run_by_bash_from_its_folder(repo: Path, shell: str) -> None:
+    """``cd`` to the script's folder, then ``bash FILE ARGS``: a child that sees the
+    exported variables only and its own arguments (vLLM's LMCache P/D example runs its
+    launcher so, one role per call, in the background)."""
+    write(
+        repo / "launch" / "role.sh",
+        '#!/bin/bash\nif [ $# -lt 1 ]; then exit 1; fi\nHERE="$(cd "$(dirname "$0")" && pwd)"\n'
+        'vllm serve m --role "$1" "${2:-none}" "${SEEN-unset}" "${KEPT-unset}" '
+        '"$(basename "$HERE")"\n'
+        "KEPT=changed\n",
+    )
+    script = write(
+        repo / "launch" / "run.sh",
+        '#!/bin/sh\ncd "$(dirname "$0")"\nSEEN=1; export KEPT=2\n'
+        "bash role.sh prefill &\nbash -e role.sh decode x\nsh ./role.sh\n"
+        'vllm serve after "$KEPT"\ncd /\nbash role.sh elsewhere\nwait\n',
+    )
+    reading = check(script, shell)
+    words = [c.words for c in reading.commands if c.words[0] == "vllm"]
+    assert words == [
+        ("vllm", "serve", "m", "--role", "prefill", "none", "unset", "2", "launch"),
+        ("vllm", "serve", "m", "--role", "decode", "x", "unset", "2", "launch"),
+        ("vllm", "serve", "after", "2"),
+    ]
+    assert reading.commands[0].background
+
+
+def test_process_substitution_is_a_path_the_command_writes_to(repo: Path) -> None:
+    """bash's ``>(...)`` and ``<(...)``: a /dev/fd path (a run-time word), the command
+    inside runs beside; as a redirection target it is no argument (``> >(tee LOG) 2>&1
+    &``: the server runs, in the background)."""
+    script = write(
+        repo / "launch" / "run.sh",
+        "#!/bin/bash\nvllm serve m > >(tee a.log) 2>&1 &\n"
+        "while read -r x; do :; done < <(echo 1)\nvllm serve n <(echo 2) >(cat)\nwait\n",
+    )
+    reading = check(script, "bash")
+    served = [c for c in reading.commands if c.words[0] == "vllm"]
+    assert served[0].words == ("vllm", "serve", "m") and served[0].background
+    assert (served[1].words, served[1].unknown) == (
+        ("vllm", "serve", "n", "<(echo 2)", ">(cat)"),
+        ((3, "<(echo 2)"), (4, ">(cat)")),
+    )

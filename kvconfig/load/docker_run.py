@@ -15,17 +15,27 @@ entry point ``["vllm", "serve"]`` (vLLM ``docker/Dockerfile``, LMCache
 ``docker/Dockerfile``), so the words after such an image are ``vllm serve``'s arguments.
 Only ``-e``/``--env`` reach the container's environment: the script's own variables do
 not.
+
+An entry point that is a shell given a script (``--entrypoint bash IMAGE -c 'SCRIPT'``,
+``--entrypoint /bin/sh IMAGE -c ...``) runs that script in the container: kvconfig reads
+it as that shell would (``kvconfig.load.shell``: bash, or dash for ``sh``, the
+``/bin/sh`` of the Ubuntu-based vLLM images), with only the ``-e`` variables in its
+environment, the words after it as ``$0 $1 ...``, and no file of this machine; the vLLM
+server it starts is the container's. A script word, or an argument after it, only known
+at run time leaves the container unread.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 
+from kvconfig.errors import InputError
 from kvconfig.load.engine_fields import is_vllm_image
 from kvconfig.load.operator_engine import server_start
+from kvconfig.load.shell.state import Command
 
 #: ``docker run``'s options that take no value (docker/cli ``cli/command/container``:
 #: ``run.go`` and ``opts.go``; ``--disable-content-trust`` from
@@ -67,11 +77,16 @@ class Container:
     """Whether ``--entrypoint`` replaced the image's entry point."""
     env: dict[str, str | None]
     """``-e NAME=VALUE`` (``-e NAME`` passes the caller's value: unknown here)."""
+    command: Command | None = None
+    """The server command the entry point's shell script runs (``bash -c SCRIPT``):
+    ``words`` are its words, and its environment and unknown words are the container's;
+    None when the entry point runs ``words`` directly."""
 
 
-def container_start(words: Sequence[str]) -> Container | None:
+def container_start(words: Sequence[str], unknown: Collection[int] = ()) -> Container | None:
     """The container ``words`` start when they are ``docker run`` (or ``docker container
-    run``) of an image whose entry point kvconfig knows, else None."""
+    run``) of an image whose entry point kvconfig knows, else None. ``unknown``: the
+    indices of words only known at run time."""
     w = list(words)
     if not w or os.path.basename(w[0]) != "docker":
         return None
@@ -101,10 +116,39 @@ def container_start(words: Sequence[str]) -> Container | None:
     if entrypoint is not None:
         if not entrypoint:
             return None  # an empty entry point falls back to the image's command
-        return Container((entrypoint, *after), image, True, env)
+        first = len(w) - len(after) - 1  # the entry point's first word, at -1 of ``after``
+        late = {k - first for k in unknown if k > first}
+        return _entry(Container((entrypoint, *after), image, True, env), late)
     if is_vllm_image(image):
         return Container(("vllm", "serve", *after), image, False, env)
     return None
+
+
+def _entry(container: Container, unknown: set[int]) -> Container | None:
+    """The container whose entry point runs ``container.words``: a shell's script read
+    (``command``) when the entry point is ``bash``/``sh``/``dash`` given ``-c``."""
+    from kvconfig.load.shell import servers
+    from kvconfig.load.shell.script import read_script
+    from kvconfig.load.shell.wrappers import script_of
+
+    words = container.words
+    shell = os.path.basename(words[0])
+    at = script_of(words) if shell in ("bash", "sh", "dash") else None
+    if at is None:
+        return container
+    if any(k >= at for k in unknown):
+        return None  # the script, or its $0 $1 ..., only known at run time
+    try:
+        reading = read_script(
+            words[at], container.env, words[at + 1 :], dialect="bash" if shell == "bash" else "sh"
+        )
+    except InputError:
+        return None  # a script the shell cannot parse starts nothing
+    chosen, problem = servers(reading.commands, is_vllm_start)
+    if problem or len(chosen) != 1 or server_start(chosen[0].words) is None:
+        return None
+    cmd = chosen[0]
+    return Container(cmd.words, container.image, True, dict(cmd.env), cmd)
 
 
 def _option(rest: list[str], i: int) -> tuple[str | None, str | None, int]:
@@ -132,14 +176,38 @@ def _option(rest: list[str], i: int) -> tuple[str | None, str | None, int]:
 
 
 def vllm_start(
-    words: Sequence[str],
+    words: Sequence[str], unknown: Collection[int] = ()
 ) -> tuple[tuple[str, str, list[str]] | None, Container | None]:
     """How ``words`` start vLLM (``server_start``'s entry, parser and argv): directly, or
-    in the container a ``docker run`` starts (then also that container)."""
+    in the container a ``docker run`` starts (then also that container). ``unknown``:
+    the indices of words only known at run time."""
     start = server_start(words)
     if start is not None:
         return start, None
-    container = container_start(words)
+    container = container_start(words, unknown)
     if container is None:
         return None, None
     return server_start(container.words), container
+
+
+def is_vllm_start(cmd: Command) -> bool:
+    """Whether the command starts vLLM (``vllm_start``), its unknown words as they are."""
+    return vllm_start(cmd.words, [i for i, _ in cmd.unknown])[0] is not None
+
+
+def vllm_command(
+    cmd: Command, source: str
+) -> tuple[tuple[str, str, list[str]], Container | None, Command]:
+    """``vllm_start`` of a server command (``is_vllm_start``), and the command that runs
+    vLLM: ``cmd``, or the one its container's shell script runs (at ``cmd``'s line)."""
+    start, container = vllm_start(cmd.words, [i for i, _ in cmd.unknown])
+    if start is None:  # alternatives merged: the container's script only known at run time
+        raise InputError(
+            "the script the container's entry point runs is only known at run time",
+            source=source,
+            line=cmd.line,
+            hint="give docker run one script (--entrypoint bash IMAGE -c 'vllm serve ...')",
+        )
+    if container is not None and container.command is not None:
+        return start, container, replace(container.command, line=cmd.line)
+    return start, container, cmd

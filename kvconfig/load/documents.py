@@ -151,6 +151,13 @@ def kind_of(data: Any) -> str | None:
         return "llm-d"
     if isinstance(data.get("inferenceExtension"), dict):
         return "endpoint-picker"  # the Inference Extension's EPP chart values: no model server
+    tests = data.get("tests")
+    if (
+        isinstance(tests, list)
+        and tests
+        and all(isinstance(t, dict) and "asserts" in t for t in tests)
+    ):
+        return "helm-unittest"  # a helm-unittest suite (pkg/unittest/test_suite.go): no manifest
     services = data.get("services")
     if isinstance(services, dict) and any(
         isinstance(v, dict) and {"image", "build", "command", "entrypoint"} & v.keys()

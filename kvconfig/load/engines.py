@@ -102,6 +102,11 @@ def engines_of(
         and isinstance(d.data.get("metadata"), dict)
         and "name" in d.data["metadata"]
     }
+    from kvconfig.load.kubernetes import kustomize
+
+    if len(docs) == 1 and kustomize.is_kustomization(docs[0].data):
+        built = kustomize.build(docs[0].data, folder, source)
+        return engines_of(built, source, folder, env=env)
     kept = [d for d in docs if not _no_pods(d.data)]
     skipped = [*skipped, *(str(d.data["kind"]) for d in docs if _no_pods(d.data))]
     docs = kept
@@ -138,16 +143,10 @@ def engines_of(
             hint="expected a Kubernetes manifest, production-stack or llm-d values, "
             "docker-compose, SkyPilot or Ray Serve file (docs/inputs.md)",
         )
-    if kind == "endpoint-picker":
-        raise InputError(
-            "the values of the Inference Extension's endpoint-picker chart "
-            "(inferenceExtension) configure a router, not a vLLM engine",
-            source=source,
-            line=doc.lines.get(("inferenceExtension",)) or 1,
-            key="inferenceExtension",
-            hint="lint the model servers' values or manifest; a router in another file than "
-            "its engines is not read yet",
-        )
+    if kind in _NOT_ENGINES:
+        error, message, key, hint = _NOT_ENGINES[kind]
+        line = doc.lines.get((key,)) or 1
+        raise error(message, source=source, line=line, key=key, hint=hint)
     reader: Callable[..., list[Engine]]
     if kind == "production-stack":
         from kvconfig.load.helm.production_stack import production_stack as reader
@@ -164,6 +163,28 @@ def engines_of(
     if kind in ("compose", "production-stack", "vllm-chart", "llm-d"):
         return reader(doc, folder, env or {})
     return reader(doc, folder)
+
+
+_NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
+    "endpoint-picker": (
+        InputError,
+        "the values of the Inference Extension's endpoint-picker chart "
+        "(inferenceExtension) configure a router, not a vLLM engine",
+        "inferenceExtension",
+        "lint the model servers' values or manifest; a router in another file than "
+        "its engines is not read yet",
+    ),
+    "helm-unittest": (
+        NoEngine,
+        "no vLLM engine: a helm-unittest suite (suite, templates, tests with asserts) "
+        "renders the chart once per test with that test's values and checks the output; "
+        "it deploys nothing",
+        "tests",
+        "lint the chart's values file, or `helm template` output rendered with the "
+        "values you deploy",
+    ),
+}
+"""Files kvconfig knows that start no engine: (error, message, key, hint)."""
 
 
 def _no_pods(data: Any) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvconfig.errors import InputError, NoEngine
-from kvconfig.load.docker_run import vllm_start
+from kvconfig.load.docker_run import is_vllm_start, vllm_command
 from kvconfig.load.engine_fields import check_words, image_version
 from kvconfig.load.operator_engine import Engine, Note
 
@@ -83,7 +83,7 @@ def engines(
         text, dict(env or {}), source=source, line=1, key=label, dialect=dialect,
         path=None if path is None else os.path.abspath(path),
     )  # fmt: skip
-    chosen, problem = servers(cmds, lambda w: vllm_start(w)[0] is not None)
+    chosen, problem = servers(cmds, is_vllm_start)
     if problem:
         raise InputError(
             f"{problem}; kvconfig cannot tell which one runs",
@@ -101,9 +101,8 @@ def engines(
             "'python -m vllm.entrypoints.openai.api_server' or a vLLM image (docker run)",
         )
     out = []
-    for k, cmd in enumerate(chosen):
-        start, container = vllm_start(cmd.words)
-        assert start is not None
+    for k, found in enumerate(chosen):
+        start, container, cmd = vllm_command(found, source)
         entry, parser, argv = start
         name = label if len(chosen) == 1 else f"{label}#{k + 1}"
         check_words(argv, source, cmd.line, name)

@@ -26,7 +26,7 @@ from typing import Any
 
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.docker_run import vllm_start
+from kvconfig.load.docker_run import is_vllm_start, vllm_command
 from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, known_versions
 from kvconfig.load.operator_engine import Engine, Note
 
@@ -139,11 +139,10 @@ def _engine(
     from kvconfig.load.shell import servers
 
     cmds = commands(run, env, source=doc.source, line=script_line, key=label, dialect="bash")
-    chosen, problem = servers(cmds, lambda w: vllm_start(w)[0] is not None)
+    chosen, problem = servers(cmds, is_vllm_start)
     starts = []
-    for cmd in chosen:
-        start, container = vllm_start(cmd.words)
-        assert start is not None
+    for found in chosen:
+        start, container, cmd = vllm_command(found, doc.source)
         starts.append((start, cmd, container))
     if problem:
         raise InputError(

@@ -110,7 +110,7 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
                 source=doc.source, line=doc.line(*path, "command") or line, key=label,
                 dialect=dialect,
             )  # fmt: skip
-            chosen, problem = servers(cmds, lambda w: server_start(w) is not None)
+            chosen, problem = servers(cmds, lambda c: server_start(c.words) is not None)
             if problem:
                 raise InputError(
                     f"{problem}; kvconfig cannot tell which one runs",

@@ -158,7 +158,7 @@ def read_container(
             key=name,
             dialect=dialect,
         )
-        chosen, problem = servers(cmds, lambda w: server_start(w) is not None)
+        chosen, problem = servers(cmds, lambda c: server_start(c.words) is not None)
         if problem:
             raise res.err(
                 f"{problem}; kvconfig cannot tell which one runs",

@@ -10,15 +10,18 @@ split it into words and operators, ``parser`` builds the commands, and ``script`
 the evaluator, one layer a module: ``state`` (what a script has set),
 ``variables``, ``params`` and ``globs`` (expansions), ``fields`` (field splitting),
 ``conditions`` (``test``), ``arith`` (``$(( ))``), ``control`` (if, case, loops),
-``scope`` (declarations, functions, ``eval``), ``files`` and ``paths`` (what a launch
-script reads here: ``$0``, ``dirname``/``readlink -f`` in ``$(...)``, ``source``) and
-``simple`` (one command, builtins and nested shells). It covers quotes (single,
-double, bash's ``$'...'``), escapes and continuations, here-documents, redirections,
-``if``/``elif``/``else``, ``case``, ``for``/``while``/``until``, ``&&``/``||``, ``!``,
-``[ ]``/``test``, functions, ``set --``/``shift``, ``export``/``readonly``/``declare``/
-``local``, subshell and pipeline scope, bash arrays, ``~``, the parameter expansions,
-``$(( ))``, ``eval``, nested ``sh -c`` and the wrappers that run a program (``wrappers``),
-and bash's brace expansion (``braces``), ``[[ == ]]`` on strings and ``for (( ; ; ))``.
+``scope`` (declarations, functions, ``eval``, ``read``), ``dirs`` (the working folder:
+``cd``, ``pwd``, ``$PWD``), ``files`` and ``paths`` (what a launch script reads here:
+``$0``, ``dirname``/``readlink`` in ``$(...)``, ``source``, ``bash FILE``), ``regex``
+(bash's ``=~``), ``dbracket`` (``[[ ]]``) and ``simple`` (one command, builtins and
+nested shells). It covers quotes (single, double, bash's ``$'...'``), escapes and
+continuations, here-documents, redirections, ``if``/``elif``/``else``, ``case``,
+``for``/``while``/``until``, ``&&``/``||``, ``!``, ``[ ]``/``test``, functions, ``set
+--``/``shift``, ``export``/``readonly``/``declare``/``local``, subshell and pipeline
+scope, bash arrays, ``~``, the parameter expansions, ``$(( ))``, ``eval``, nested ``sh
+-c`` and ``bash FILE`` and the wrappers that run a program (``wrappers``), and bash's
+brace expansion (``braces``), ``[[ == ]]`` on strings, ``[[ =~ ]]``, ``[[ A && B || C
+]]``, ``for (( ; ; ))`` and process substitution.
 What the shell decides from values kvconfig knows, kvconfig decides the same way; what
 depends on a value it cannot know (a Secret, ``$(...)``, a file test) is only known at
 run time and stays unknown. ``tests/test_shell_differential.py`` holds it to real bash
@@ -37,10 +40,10 @@ from kvconfig.load.shell.script import Command
 
 
 def servers(
-    cmds: Sequence[Command], is_server: Callable[[Sequence[str]], bool]
+    cmds: Sequence[Command], is_server: Callable[[Command], bool]
 ) -> tuple[list[Command], str]:
     """(the server commands that run, why kvconfig cannot tell which run: "" when it can)."""
-    found = [c for c in cmds if is_server(c.words)]
+    found = [c for c in cmds if is_server(c)]
     if len(found) <= 1:
         return found, ""
     exclusive = any(_exclusive(a, b) for k, a in enumerate(found) for b in found[k + 1 :])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable, Sequence
 
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
@@ -20,6 +21,11 @@ from kvconfig.load.shell.state import MAX_LOOP, MAX_STEPS, _merge, _State
 
 
 class _Control(_Fields):
+    deferring = False
+    """Whether a ``cd`` may leave its change to the and-or list it starts (``dirs``)."""
+    pending: Callable[[], None] | None = None
+    """That change: made on the side of the list where the ``cd`` succeeded."""
+
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         """Run one simple command (``kvconfig.load.shell.simple``)."""
         raise NotImplementedError
@@ -55,12 +61,19 @@ class _Control(_Fields):
         if isinstance(node, N.Simple):
             status = self.simple(node)
         elif isinstance(node, N.AndOr):
-            status = self.run_node(node.first)
+            self.deferring = isinstance(node.first, N.Simple)
+            try:
+                status = self.run_node(node.first)
+            finally:
+                self.deferring = False
+            went, self.pending = self.pending, None
             for op, nxt in node.rest:
                 self.state.status = status
                 if status is None:
                     reason = self.reason(node_line(node.first), "the status of the command")
-                    status = self.fork([[nxt], []], reason, self.run_node)
+                    order = [went, None] if op == "&&" else [None, went]
+                    status = self.fork([[nxt], []], reason, self.run_node, order)
+                    went = None
                 elif (status == 0) == (op == "&&"):
                     status = self.run_node(nxt)
         elif isinstance(node, N.Pipeline):
@@ -115,10 +128,10 @@ class _Control(_Fields):
 
     def fork(
         self,
-        alternatives: list[list[N.Node]],
+        alternatives: Sequence[Sequence[object]],
         reason: str,
         run: object,
-        before: list[object] | None = None,
+        before: Sequence[object] | None = None,
     ) -> int | None:
         """Run each alternative on its own copy of the state, then keep what they agree on."""
         self.choices += 1
@@ -228,13 +241,9 @@ class _Control(_Fields):
         status: int | None = 0
         for item in items[:MAX_LOOP]:
             self.assign(node.name, item)
-            try:
-                status = self.run_node(node.body)
-            except _Jump as jump:
-                if jump.count > 1:
-                    raise _Jump(jump.kind, jump.count - 1) from None
-                if jump.kind == "break":
-                    break
+            status, broke = self.round(node.body)
+            if broke:
+                return 0
         return status
 
     def run_arith_for(self, node: N.ArithFor) -> int | None:
@@ -264,13 +273,9 @@ class _Control(_Fields):
                     break
                 if go == 0:
                     return status
-                try:
-                    status = self.run_node(node.body)
-                except _Jump as jump:
-                    if jump.count > 1:
-                        raise _Jump(jump.kind, jump.count - 1) from None
-                    if jump.kind == "break":
-                        return 0
+                status, broke = self.round(node.body)
+                if broke:
+                    return 0
                 if not self.arith_effects(step):
                     break
             else:
@@ -310,6 +315,19 @@ class _Control(_Fields):
             self.assign(name, str(value))
         return True
 
+    def round(self, body: N.Node) -> tuple[int | None, bool]:
+        """One round of a loop's body: (its status, whether ``break`` left the loop). A
+        ``break N``/``continue N`` with N > 1 leaves this loop and goes on to the one
+        around it; ``return`` leaves the function (bash's manual, "Bourne Shell Builtins")."""
+        try:
+            return self.run_node(body), False
+        except _Jump as jump:
+            if jump.kind == "return":
+                raise
+            if jump.count > 1:
+                raise _Jump(jump.kind, jump.count - 1) from None
+            return 0, jump.kind == "break"
+
     def loop_body(self, body: N.Node) -> int | None:
         try:
             return self.run_node(body)
@@ -327,13 +345,9 @@ class _Control(_Fields):
                 if not go:
                     return status
                 before = len(self.commands)
-                try:
-                    status = self.run_node(node.body)
-                except _Jump as jump:
-                    if jump.count > 1:
-                        raise _Jump(jump.kind, jump.count - 1) from None
-                    if jump.kind == "break":
-                        return 0
+                status, broke = self.round(node.body)
+                if broke:
+                    return 0
                 mark = (dict(self.state.vars), len(self.commands) - before)
                 if mark in seen:  # the loop repeats itself: it never ends on its own
                     del self.commands[before:]

@@ -43,28 +43,7 @@ class _Fields(_Params):
 
         def split(value: str) -> None:
             nonlocal cur
-            if not ifs:
-                if value:
-                    cur = (cur or "") + value
-                return
-            ws = "".join(c for c in ifs if c in " \t\n")
-            nws = "".join(c for c in ifs if c not in " \t\n")
-            parts = [f"[{re.escape(ws)}]+"] if ws else []
-            if nws:
-                around = f"[{re.escape(ws)}]*" if ws else ""
-                parts.insert(0, f"{around}[{re.escape(nws)}]{around}")
-            delim = re.compile("|".join(parts))
-            pieces = delim.split(value)
-            delims = delim.findall(value)
-            for k, piece in enumerate(pieces):
-                if k > 0 and cur is not None:
-                    fields.append(cur)
-                    cur = None
-                hard = k < len(delims) and any(c in nws for c in delims[k])
-                if piece:
-                    cur = (cur or "") + piece
-                elif hard:
-                    cur = cur or ""
+            cur = split_into(value, ifs, fields, cur)
 
         parts = list(word.parts)
         k = -1
@@ -148,3 +127,38 @@ class _Fields(_Params):
         if unknown:
             return [word.raw()], unknown
         return fields, []
+
+
+def split_into(value: str, ifs: str, fields: list[str], cur: str | None = None) -> str | None:
+    """Split ``value`` by ``ifs`` as the shell splits an expansion: runs of IFS white
+    space separate fields and are trimmed at the ends, each other IFS character ends a
+    field (an empty one between two of them). ``cur`` is the field open before it (text
+    of the same word); the fields it ends go to ``fields``, and the field left open is
+    returned (None: none)."""
+    if not ifs:
+        return (cur or "") + value if value else cur
+    ws = "".join(c for c in ifs if c in " \t\n")
+    nws = "".join(c for c in ifs if c not in " \t\n")
+    parts = [f"[{re.escape(ws)}]+"] if ws else []
+    if nws:
+        around = f"[{re.escape(ws)}]*" if ws else ""
+        parts.insert(0, f"{around}[{re.escape(nws)}]{around}")
+    delim = re.compile("|".join(parts))
+    pieces, delims = delim.split(value), delim.findall(value)
+    for k, piece in enumerate(pieces):
+        if k > 0 and cur is not None:
+            fields.append(cur)
+            cur = None
+        if piece:
+            cur = (cur or "") + piece
+        elif k < len(delims) and any(c in nws for c in delims[k]):
+            cur = cur or ""
+    return cur
+
+
+def split_value(value: str, ifs: str) -> list[str]:
+    """``value``'s fields split by ``ifs`` (a last non-white IFS character ends the last
+    field, adding none)."""
+    fields: list[str] = []
+    cur = split_into(value, ifs, fields)
+    return [*fields, cur] if cur is not None else fields

@@ -12,9 +12,10 @@ is the word after the script (``sh -c SCRIPT NAME``) and nothing is read.
 ``source FILE`` / ``. FILE`` runs FILE's commands in the current shell (bash's manual,
 "Bourne Shell Builtins"; POSIX ``dot``): the functions and variables it sets stay, its
 ``exit`` ends the script, its ``return`` ends the file. kvconfig does the same when FILE
-is known here: an absolute name (a name with a slash is taken from the folder the script
-is started from, which only the caller knows; a name without one is searched on
-``$PATH`` first, bash's ``sourcepath``, POSIX), a regular file under the allowed roots
+is known here: an absolute name, or one with a slash taken from the current folder when
+kvconfig knows it (``kvconfig.load.shell.dirs``: after ``cd "$(dirname "$0")"``; the
+folder the script is started from only the caller knows; a name without a slash is
+searched on ``$PATH`` first, bash's ``sourcepath``, POSIX), a regular file under the allowed roots
 (``kvconfig.load.roots``), at most ``MAX_SCRIPT_BYTES`` long, nested at most
 ``MAX_EVAL_DEPTH`` deep, that parses. Any other file may set any variable: it stays
 opaque, and the reason is kept (``blind``).
@@ -31,8 +32,8 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
-from kvconfig.load.shell.paths import PROGRAMS, folder, output
-from kvconfig.load.shell.scope import _Scope
+from kvconfig.load.shell.dirs import _Dirs
+from kvconfig.load.shell.paths import PROGRAMS, output
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
 from kvconfig.load.shell.words import _Part, _source_form
 from kvconfig.load.yamlfile import decode, read_bytes
@@ -42,9 +43,7 @@ _HARMLESS = re.compile(r"[ \t]2>(?:/dev/null|&1)(?=[ \t]|$)")
 """Redirections that leave a path program's output as it is (its errors only)."""
 
 
-class _Files(_Scope):
-    host = False
-    """The script is a launch script read on this machine, beside its repository."""
+class _Files(_Dirs):
     sourcing = 0
     """How many ``source`` files are being read now (``return`` ends the innermost)."""
     defined_in: dict[int, str] | None = None
@@ -115,15 +114,28 @@ class _Files(_Scope):
             return None
         while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
             node = node.items[0][0]
+        pair = None
         if isinstance(node, N.AndOr) and [op for op, _ in node.rest] == ["&&"]:
-            cd, pwd = self.program_words(node.first), self.program_words(node.rest[0][1])
-            if cd is None or pwd is None or not self.host:
+            pair = (node.first, node.rest[0][1])  # $(cd DIR && pwd)
+        elif isinstance(node, N.Sequence) and [bg for _, bg in node.items] == [False, False]:
+            pair = (node.items[0][0], node.items[1][0])  # $(cd DIR; pwd): where cd goes
+        if pair is not None:
+            cd, pwd = self.program_words(pair[0]), self.program_words(pair[1])
+            if cd is None or pwd is None or cd[0] != "cd" or pwd[0] != "pwd":
                 return None
-            return folder(cd, pwd)  # $(cd DIR && pwd)
+            saved = self.state  # $(cd DIR && pwd): a subshell
+            self.state = saved.copy()
+            try:
+                went = self.change_dir(cd[1:], True, sure=True)
+                return self.print_dir(pwd[1:]) if went == 0 else None
+            finally:
+                self.state = saved
         words = self.program_words(node)
+        if words is not None and words[0] == "pwd":
+            return self.print_dir(words[1:])
         if words is None or words[0] not in PROGRAMS:
             return None
-        printed = output(words, self.host)
+        printed = output(words, self.host, self.state.cwd)
         return None if printed is None else printed.rstrip("\n")
 
     def program_words(self, node: N.Node) -> list[str] | None:
@@ -192,35 +204,17 @@ class _Files(_Scope):
         finally:
             self.source, self.line0, self.key = saved
 
-    def change_folder(self, words: list[str], known: bool, line: int | None) -> int | None:
-        """``cd DIR``: the shell sets ``$PWD`` to DIR (``-L``: ``.`` and ``..`` removed as
-        text; POSIX ``cd``; ``paths.folder``), a relative DIR taken from a known ``$PWD``
-        when ``CDPATH`` is unset. kvconfig knows the folder only for a launch script read
-        here and a folder under the allowed roots; otherwise ``cd`` may fail and leave
-        ``$PWD``, and ``$PWD`` is only known at run time."""
-        args = list(words[1:])
-        found = None
-        if known and self.host and args and args[-1] not in ("-", "-L", "-P", "--"):
-            pwd_set, pwd = self.lookup("PWD")
-            cdpath_set, _ = self.lookup("CDPATH")
-            if not args[-1].startswith("/") and pwd_set and pwd and not cdpath_set:
-                args[-1] = pwd.rstrip("/") + "/" + args[-1]
-            found = folder(["cd", *args], ["pwd"])
-        self.assign("PWD", found, f"the folder of cd on line {line}")
-        return None if found is None else 0
-
     def child_script(self, head: str, name: str, known: bool) -> tuple[Path, str] | str:
         """``bash FILE ARGS`` (or ``sh``, ``dash``): the file a new shell reads its
         commands from and its text, or why kvconfig does not read it. The shell opens FILE
         from its working folder (bash then searches ``$PATH`` for a name not found
-        there): kvconfig reads an absolute name, or one under a known ``$PWD``, found
-        here as ``source`` finds its file."""
+        there): kvconfig reads an absolute name, or one taken from a current folder it
+        knows (``kvconfig.load.shell.dirs``), found here as ``source`` finds its file."""
         what = f"the script {name} run by {head}"
-        pwd_set, pwd = self.lookup("PWD")
-        if known and not name.startswith("/") and pwd_set and pwd and self.host:
-            name = pwd.rstrip("/") + "/" + name
-        elif known and not name.startswith("/"):
+        here = self.path_here(name) if known else name
+        if here is None:
             return f"{what} (taken from the folder it runs in, only known at run time)"
+        name = here
         path, why = self.sourced_path(name, [head, name], known)
         if path is None:
             return f"{what} ({why})"
@@ -248,11 +242,12 @@ class _Files(_Scope):
             return None, "arguments given to the file" if len(words) > 2 else "no file named"
         if "/" not in target:
             return None, "searched on $PATH at run time"
-        if not target.startswith("/"):
-            return None, "taken from the folder the script is started from"
+        here = self.path_here(target)
+        if here is None:
+            return None, "taken from the current folder, only known at run time"
         if self.depth >= MAX_EVAL_DEPTH:
             return None, f"files read by source nested deeper than {MAX_EVAL_DEPTH}"
-        path = Path(target) if "\0" not in target else None
+        path = Path(here) if "\0" not in here else None
         if path is None or not inside(path):
             return None, "outside the repository: kvconfig reads only under the allowed roots"
         try:

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import re
 
+from kvconfig.errors import InputError
 from kvconfig.load.shell.quoting import _Scanner
 from kvconfig.load.shell.words import _Op, _Part, _Word
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
 _WORD_ENDS = frozenset(" \t\r\n&|;()<>")
+_REGEX_ENDS = frozenset(" \t\r\n&;<>")
+"""What ends the word after ``=~`` in ``[[ ]]``: bash reads ``(``, ``)`` and ``|`` into
+it (``parse_cond_command``, ``PST_REGEXP`` in parse.y; blanks inside parentheses, also
+part of it there, end it here: that test is then only known at run time)."""
 _REDIRECT = re.compile(r"(\d*)(<<<|<<-|<<|>>|>\||<>|<&|>&|&>>|&>|<|>)")
 _ARRAY_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 
@@ -68,6 +73,10 @@ class _Lexer(_Scanner):
             ):
                 out.append(self._arith_for())
                 continue
+            after = out[-1] if self.dbracket and out else None
+            if isinstance(after, _Word) and after.raw() == "=~" and c not in _REGEX_ENDS:
+                out.append(self._word(_REGEX_ENDS))
+                continue
             op_match = next((o for o in _OPERATORS if self.text.startswith(o, self.i)), None)
             if op_match is not None:
                 out.append(_Op(op_match, self.line))
@@ -90,8 +99,11 @@ class _Lexer(_Scanner):
             elif text == "]]":
                 self.dbracket = False
             if redirect_next:
-                if redirect_next in ("<<", "<<-"):
-                    self.heredocs.append((word.raw().strip("'\""), redirect_next == "<<-"))
+                if redirect_next in ("<<", "<<-"):  # the body is read after this line
+                    body = _Word(line=word.line, here=True, doc=True)
+                    body.parts.append(_Part("", any(p.quoted for p in word.parts), "lit"))
+                    self.heredocs.append((word.raw(), redirect_next == "<<-", body))
+                    out.append(body)
                 here = redirect_next == "<<<"
                 redirect_next = ""
                 if here:  # kept: read takes its words from it
@@ -181,18 +193,40 @@ class _Lexer(_Scanner):
 
     def _skip_heredocs(self) -> None:
         while self.heredocs:
-            delimiter, strip_tabs = self.heredocs.pop(0)
+            delimiter, strip_tabs, word = self.heredocs.pop(0)
+            rows: list[str] = []
             while True:
                 if self.i >= len(self.text):
-                    self.heredocs.insert(0, (delimiter, strip_tabs))
+                    self.heredocs.insert(0, (delimiter, strip_tabs, word))
                     return
                 end = self.text.find("\n", self.i)
                 end = len(self.text) if end < 0 else end
                 row = self.text[self.i : end]
                 self.i = end + 1
                 self.line += 1
-                if (row.lstrip("\t") if strip_tabs else row) == delimiter:
+                row = row.lstrip("\t") if strip_tabs else row
+                if row == delimiter:
                     break
+                rows.append(row + "\n")
+            self._here_body(word, "".join(rows))
+
+    def _here_body(self, word: _Word, body: str) -> None:
+        """A here-document's body into ``word``: as written when its delimiter is quoted,
+        else with ``$``, `` ` `` and ``\\`` as in double quotes, ``"`` an ordinary
+        character (POSIX 2.7.4); a body kvconfig cannot split is only known at run time."""
+        if word.parts[0].quoted:
+            word.parts[0].text = body
+            return
+        word.parts.clear()
+        inner = _Lexer(body.replace('"', "\0"), self.source, self.line0, self.key, self.dialect)
+        try:
+            inner._double_quoted(word, to_end=True)
+        except InputError:
+            word.parts[:] = [_Part("", True, "cmd")]  # $() of nothing: not known here
+            return
+        for part in word.parts:
+            part.text = part.text.replace("\0", '"')
+            part.src = part.src.replace("\0", '"')
 
     def _word(self, ends: frozenset[str] = _WORD_ENDS) -> _Word:
         word = _Word(line=self.line)
@@ -242,15 +276,7 @@ class _Lexer(_Scanner):
                 flush()
                 self._double_quoted(word)
                 continue
-            if c == "$":
-                part = self._dollar(quoted=False)
-                if part is not None:
-                    flush()
-                    word.parts.append(part)
-                    continue
-            if c == "`":
-                flush()
-                word.parts.append(_Part(self._backtick(), False, "cmd"))
+            if c in "$`" and self._expansion(word, flush, quoted=False):
                 continue
             lit.append(c)
             self.i += 1

@@ -53,8 +53,9 @@ class _Params(_Variables):
             if values is None:
                 is_set, scalar = self.lookup(name)
                 values = [scalar] if is_set else []
+            merged = any(v is None for v in values)  # its length only known at run time
             if index in ("@", "*"):
-                if m.group("len") and not op:
+                if m.group("len") and not op and not merged:
                     return str(len(values)), "", None
                 if op or any(v is None for v in values):
                     return None, "${" + body + "}", None
@@ -73,6 +74,8 @@ class _Params(_Variables):
                 return None, "${" + body + "}", None
             if k < 0:
                 k += len(values)
+            if merged and not 0 <= k < len(values):
+                return None, "${" + body + "}", None
             value = values[k] if 0 <= k < len(values) else ""
             is_set = 0 <= k < len(values)
             if m.group("len"):

@@ -24,7 +24,7 @@ from kvconfig.load.shell.nodes import (
     Sequence,
     Simple,
 )
-from kvconfig.load.shell.words import _Op, _Word
+from kvconfig.load.shell.words import _Op, _Part, _Word
 
 
 def word_text(word: _Word) -> str | None:
@@ -273,7 +273,10 @@ class _Parser:
                 if isinstance(tok, _Op):
                     if tok.text in (";", "\n", "&", "|", ";;"):
                         raise self.err(f"the [[ on line {line} is never closed", line)
-                    opaque = True
+                    if tok.text in ("&&", "||"):  # [[ A && B || C ]]: kept, as a marker
+                        words.append(_Word([_Part(tok.text, False, "andor")], tok.line))
+                    else:
+                        opaque = True
                 else:
                     assert tok is not None
                     words.append(tok)

@@ -1,23 +1,21 @@
 """The path programs a script runs inside ``$(...)``: ``dirname``, ``basename``,
-``readlink -f``/``-e`` and ``realpath``, computed as GNU coreutils computes them, and
-``cd DIR && pwd``.
+``readlink`` and ``realpath``, computed as GNU coreutils computes them.
 
 ``dirname`` and ``basename`` are functions of their words alone (coreutils
 ``src/dirname.c``, ``src/basename.c``, on gnulib's ``dir_name``/``last_component``;
 POSIX ``dirname``/``basename``): trailing slashes are dropped, a name without a slash
 has the folder ``.``, ``//`` is ``/``, and ``basename NAME SUFFIX`` removes a suffix that
-is not the whole name. ``readlink -f``/``-e`` and ``realpath`` (coreutils
+is not the whole name. ``readlink NAME`` prints a link's target as written in it, and
+nothing for a name that is not a link (its status 1). ``readlink -f``/``-e`` and
+``realpath`` (coreutils
 ``src/readlink.c``, ``src/realpath.c``, gnulib ``canonicalize``) follow links on the
 machine that runs the script: kvconfig computes them only for a launch script read here
-(``files=True``), only for an absolute name (a relative one depends on the folder the
-script is started from), and only when the path and its result lie under the allowed
-roots (``kvconfig.load.roots``); every other case, and every failure (a missing folder,
-a link loop), is only known at run time (None). ``$(cd DIR && pwd)`` is the same kind of
-value: the shell's ``cd`` (``-L``, the default) makes ``$PWD`` DIR with its ``.`` and
-``..`` removed as text (POSIX ``cd``, step 8; bash and dash alike), ``-P`` with links
-followed, and ``pwd`` prints ``$PWD`` (``pwd -P``: links followed); an absolute DIR
-needs no ``CDPATH`` or working folder.
-"""
+(``files=True``), for an absolute name or one taken from a current folder kvconfig
+knows (``kvconfig.load.shell.dirs``), and only when the path and its result lie under
+the allowed roots (``kvconfig.load.roots``); every other case, and every failure (a
+missing folder, a link loop), is only known at run time (None); ``readlink`` without
+``-f`` likewise, but only its name's folder need lie under the roots. ``cd DIR && pwd`` is
+``kvconfig.load.shell.dirs``'s."""
 
 from __future__ import annotations
 
@@ -80,10 +78,11 @@ def canonical(name: str, existing: bool) -> str | None:
     return real if inside(Path(real)) else None
 
 
-def output(words: Sequence[str], files: bool) -> str | None:
+def output(words: Sequence[str], files: bool, cwd: str | None = None) -> str | None:
     """What ``words`` (one of ``PROGRAMS`` and its arguments) print, or None when it is
     not computed here (an option kvconfig does not model, an error, a file only the
-    machine that runs the script can see)."""
+    machine that runs the script can see). ``cwd``: the current folder, when known (a
+    relative name to ``readlink -f``/``realpath`` is taken from it)."""
     program, args = words[0], list(words[1:])
     options: list[str] = []
     names: list[str] = []
@@ -129,6 +128,8 @@ def output(words: Sequence[str], files: bool) -> str | None:
         return None if options else "\n".join(dirname(n) for n in names)
     if program == "basename":
         return _basename(options, names)
+    if cwd is not None:
+        names = [n if n.startswith("/") or not n else f"{cwd}/{n}" for n in names]
     return _canonical(program, options, names, files)
 
 
@@ -168,7 +169,7 @@ def _canonical(program: str, options: list[str], names: list[str], files: bool) 
         else:
             return None
     if not canonicalize:
-        return None  # readlink without -f prints a link's target: not modelled
+        return None if program != "readlink" else _targets(names)
     out = []
     for name in names:
         real = canonical(name, existing)
@@ -178,23 +179,18 @@ def _canonical(program: str, options: list[str], names: list[str], files: bool) 
     return "\n".join(out)
 
 
-def folder(cd: Sequence[str], pwd: Sequence[str]) -> str | None:
-    """What ``cd DIR && pwd`` prints on this machine, or None (``cd`` failing prints
-    nothing; a relative DIR depends on the folder the script is started from)."""
-    if cd[0] != "cd" or pwd[0] != "pwd" or any(w not in ("-L", "-P") for w in pwd[1:]):
-        return None
-    physical = False
-    args = list(cd[1:])
-    while args and args[0] in ("-L", "-P"):
-        physical = args.pop(0) == "-P"
-    if args[:1] == ["--"]:
-        args.pop(0)
-    if len(args) != 1 or not args[0].startswith("/") or "\0" in args[0]:
-        return None
-    if args[0].startswith("//") and not args[0].startswith("///"):
-        return None  # a leading // is kept by the shells, and not by the links followed
-    logical = args[0] if physical else os.path.normpath(args[0])
-    real = canonical(logical, existing=True)
-    if real is None or not os.path.isdir(real) or not inside(Path(logical)):
-        return None
-    return real if physical or "-P" in pwd[1:] else logical
+def _targets(names: list[str]) -> str | None:
+    """``readlink NAME...`` without ``-f``: the target of each name that is a link, as
+    written in it (readlink(2)); a name that is not one prints nothing (the status is
+    then 1). None unless every name is absolute and in a folder under the allowed
+    roots."""
+    out = []
+    for name in names:
+        parent = os.path.dirname(name.rstrip("/")) or "/"
+        if not name.startswith("/") or "\0" in name or not inside(Path(parent)):
+            return None
+        try:
+            out.append(os.readlink(name))
+        except OSError:
+            continue  # not a link, or no such file: nothing printed
+    return "\n".join(out)

@@ -7,6 +7,7 @@ builds the words and operators on it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from kvconfig.errors import InputError
 from kvconfig.load.shell.words import _Part, _Word
@@ -26,7 +27,9 @@ class _Scanner:
         self.source = source
         self.line0 = line0
         self.key = key
-        self.heredocs: list[tuple[str, bool]] = []
+        self.heredocs: list[tuple[str, bool, _Word]] = []
+        """The here-documents whose bodies come after this line: (delimiter, ``<<-``,
+        the word their body becomes)."""
         self.dbracket = False
 
     def err(self, message: str, line: int, hint: str) -> InputError:
@@ -113,15 +116,7 @@ class _Scanner:
                     lit.append(self.peek(1))
                 self.i += 2
                 continue
-            if c == "$":
-                part = self._dollar(quoted=True)
-                if part is not None:
-                    flush()
-                    word.parts.append(part)
-                    continue
-            if c == "`":
-                flush()
-                word.parts.append(_Part(self._backtick(), True, "cmd"))
+            if c in "$`" and self._expansion(word, flush, quoted=True):
                 continue
             if c == "\n":
                 self.line += 1
@@ -135,6 +130,19 @@ class _Scanner:
             start_line,
             "close the quote",
         )
+
+    def _expansion(self, word: _Word, flush: Callable[[], None], quoted: bool) -> bool:
+        """A ``$`` expansion or a backquoted command at the cursor into ``word`` (the
+        literal text before it flushed first); False for a ``$`` that starts none."""
+        if self.text[self.i] == "$":
+            part = self._dollar(quoted=quoted)
+            if part is None:
+                return False
+        else:
+            part = _Part(self._backtick(), quoted, "cmd")
+        flush()
+        word.parts.append(part)
+        return True
 
     def _dollar(self, quoted: bool) -> _Part | None:
         start = self.i

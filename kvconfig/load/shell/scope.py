@@ -12,8 +12,17 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.control import _Control
+from kvconfig.load.shell.fields import split_value
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH
 from kvconfig.load.shell.words import _Word
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BUILTINS = frozenset(
+    {":", "true", "false", "echo", "printf", "read", "mapfile", "readarray", "cd", "pwd"}
+    | {"eval", ".", "source", "export", "readonly", "declare", "local", "typeset", "set"}
+    | {"shift", "test", "[", "exit", "return", "let", "unset", "wait", "trap", "exec"}
+)
+"""bash builtins a here-document may feed (bash's manual, "Shell Builtin Commands")."""
 
 
 class _Scope(_Control):
@@ -26,41 +35,63 @@ class _Scope(_Control):
         self.state.arrays[name] = [*old, *values]
         self.state.vars[name] = self.state.arrays[name][0] if self.state.arrays[name] else ""
 
-    def read_array(
+    def read_input(
         self, args: list[str], local: dict[str, str | None], here: tuple[str | None, str]
     ) -> int | str | None:
-        """bash's ``read -r -a NAME <<< WORD``: the first line of the here-string split
-        into the array's elements as words are split (``IFS`` as the command sees it: a
-        prefix ``IFS=,`` counts), other names ignored (bash builtins/read.def).
-        "other" for any other ``read``; None when the line is only known at run time."""
-        raw, name, k = False, "", 0
-        while k < len(args) and args[k].startswith("-") and args[k] != "-":
-            option, k = args[k], k + 1
-            if option == "--":
-                break
-            for n, letter in enumerate(option[1:], start=1):
-                if letter == "r":
-                    raw = True
-                elif letter == "a":
-                    name = option[n + 1 :]
-                    if not name and k < len(args):
-                        name, k = args[k], k + 1
-                    break
-                else:
-                    return "other"  # -d, -n, -t, -u ... read otherwise
-        if self.dialect != "bash" or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        """``read`` from a here-string or here-document (bash ``builtins/read.def``, dash
+        ``readcmd`` in ``src/miscbltin.c``, POSIX ``read``): the input up to the delimiter
+        (a newline; bash's ``-d C``: C, ``-d ''`` a NUL byte), without ``-r`` a backslash
+        and newline removed and a backslash making the next character ordinary; split as
+        words are split (``IFS`` as the command sees it: a prefix ``IFS=,`` counts), the
+        last name taking the rest of the line (its IFS white space trimmed, and a last
+        delimiter when one field is left), bash's ``-a NAME`` taking every field; no
+        input left: status 1, the names empty. "other" for options kvconfig does not
+        read; None when the input is only known at run time."""
+        opts = _read_options(args, self.dialect)
+        if opts is None:
             return "other"
+        raw, delim, array, names = opts
         text, what = here
         ifs = local["IFS"] if "IFS" in local else self.ifs()
-        line = None if text is None else text.split("\n", 1)[0]
-        if line is None or ifs is None or (not raw and "\\" in line):
-            self.state.arrays[name] = [None]
-            self.assign(name, None, what or f"read -a {name}")
+        taken = None if text is None or ifs is None else _take(text, delim, raw, ifs)
+        targets = [array] if array else names or ["REPLY"]
+        if taken is None or ifs is None:
+            if array:
+                self.state.arrays[array] = [None]
+            for name in targets:
+                self.assign(name, None, what or f"read {name}")
             return None
-        values: list[str | None] = list(_split(line, ifs))
-        self.state.arrays[name] = values
-        self.state.vars[name] = values[0] if values else ""
-        return 0
+        line, status = taken
+        if array:
+            values: list[str | None] = list(split_value(line, ifs))
+            self.state.arrays[array] = values
+            self.state.vars[array] = values[0] if values else ""
+            return status
+        fields = [line] if not names else _fields(line, ifs, len(names))
+        for name, value in zip(targets, fields, strict=True):
+            self.assign(name, value)
+        return status
+
+    def here_text(self, word: _Word, head: str) -> tuple[str | None, str]:
+        """The input a here-string (a newline added) or here-document gives the command
+        ``head``: (its text, None when only known at run time; what was unknown). Its
+        expansions' effects (``${X:=v}``) stay in the script where the shell expands it
+        in itself: dash always, bash for a builtin or function (a program's is expanded
+        in the process bash starts for it)."""
+        inside = self.dialect != "bash" or head in _BUILTINS or head in self.state.functions
+        saved = self.state
+        if not inside:
+            self.state = saved.copy()
+        try:
+            text, what = self.expand_string(word)
+        except _Stop:
+            if inside:
+                raise
+            text, what = None, "the here-document"
+        finally:
+            self.state = saved
+        end = "" if word.doc or text is None else "\n"
+        return (None if text is None else text + end), what
 
     def exported_env(self) -> dict[str, str | None]:
         """The environment a program started now gets (None: only known at run time)."""
@@ -164,30 +195,80 @@ class _Scope(_Control):
             self.line0 = outer
 
 
-def _split(value: str, ifs: str) -> list[str]:
-    """``value`` split into fields by ``ifs`` as the shell splits words: runs of IFS
-    white space separate fields and are trimmed at the ends, each other IFS character
-    ends a field (an empty one between two of them), a last one ends the last field."""
-    if not ifs:
-        return [value] if value else []
+def _read_options(args: list[str], dialect: str) -> tuple[bool, str, str, list[str]] | None:
+    """(``-r``, the delimiter, the ``-a`` array, the names) of ``read ARGS``; None for an
+    option kvconfig does not read (``-n``, ``-t``, ``-u`` ...; dash has only ``-r``/``-p``)."""
+    raw, delim, array, k = False, "\n", "", 0
+    allowed = "rpsade" if dialect == "bash" else "rp"
+    while k < len(args) and args[k].startswith("-") and args[k] != "-":
+        option, k = args[k], k + 1
+        if option == "--":
+            break
+        for n, letter in enumerate(option[1:], start=1):
+            if letter not in allowed:
+                return None
+            raw = raw or letter == "r"
+            if letter in "pad":
+                value = option[n + 1 :]
+                if not value and n + 1 == len(option):
+                    if k >= len(args):
+                        return None
+                    value, k = args[k], k + 1
+                if letter == "a":
+                    array = value
+                elif letter == "d":
+                    delim = value[:1] or "\0"
+                break
+    names = args[k:]
+    if not all(_NAME.fullmatch(n) for n in [*names, *([array] if array else [])]):
+        return None
+    if dialect != "bash" and (array or not names):
+        return None  # dash: read needs a name
+    return raw, delim, array, names
+
+
+def _take(text: str, delim: str, raw: bool, ifs: str) -> tuple[str, int] | None:
+    """(what ``read`` takes from ``text``, its status: 1 when the input ends first);
+    None when an escaped character would be kept from splitting (only known here as
+    text, not as fields)."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and not raw:
+            nxt = text[i + 1 : i + 2]
+            if nxt != "\n" and (not nxt or nxt in ifs or nxt == delim):
+                return None
+            out.append(nxt if nxt != "\n" else "")  # backslash-newline: the line goes on
+            i += 2
+            continue
+        if c == delim:
+            return "".join(out), 0
+        out.append(c)
+        i += 1
+    return "".join(out), 1
+
+
+def _fields(line: str, ifs: str, count: int) -> list[str]:
+    """``line`` split for ``count`` names (POSIX ``read``)."""
     ws = "".join(c for c in ifs if c in " \t\n")
-    nws = "".join(c for c in ifs if c not in " \t\n")
-    parts = [f"[{re.escape(ws)}]+"] if ws else []
-    if nws:
-        around = f"[{re.escape(ws)}]*" if ws else ""
-        parts.insert(0, f"{around}[{re.escape(nws)}]{around}")
-    delim = re.compile("|".join(parts))
-    pieces, delims = delim.split(value), delim.findall(value)
-    fields: list[str] = []
-    cur: str | None = None
-    for k, piece in enumerate(pieces):
-        if k > 0 and cur is not None:
-            fields.append(cur)
-            cur = None
-        if piece:
-            cur = (cur or "") + piece
-        elif k < len(delims) and any(c in nws for c in delims[k]):
-            cur = cur or ""
-    if cur is not None:
-        fields.append(cur)
-    return fields
+    values: list[str] = []
+    i = 0
+    while i < len(line) and line[i] in ws:
+        i += 1
+    for _ in range(count - 1):
+        j = i
+        while j < len(line) and line[j] not in ifs:
+            j += 1
+        values.append(line[i:j])
+        while j < len(line) and line[j] in ws:
+            j += 1
+        if j < len(line) and line[j] in ifs:
+            j += 1
+            while j < len(line) and line[j] in ws:
+                j += 1
+        i = j
+    rest = line[i:].rstrip(ws) if ws else line[i:]
+    if rest and rest[-1] in ifs and rest[-1] not in ws and len(split_value(rest, ifs)) == 1:
+        rest = split_value(rest, ifs)[0]
+    return [*values, rest]

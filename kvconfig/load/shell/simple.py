@@ -17,19 +17,19 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
-from kvconfig.load.shell.files import _Files
+from kvconfig.load.shell.dbracket import _Tests
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
 from kvconfig.load.shell.words import _Part, _Word
-from kvconfig.load.shell.wrappers import SHELLS, script_file_of, script_of, unwrap
+from kvconfig.load.shell.wrappers import SHELLS, file_of, script_of, unwrap
 
 
-class _Shell(_Files):
+class _Shell(_Tests):
     # ----- simple commands -------------------------------------------------------------
     last_child: _Shell
     """The shell that ran the last ``bash FILE`` (``run_file``)."""
     here_input: tuple[str | None, str] | None = None
-    """The here-string (``<<< WORD``) of the command being run: (its text or None when
-    only known at run time, what was unknown)."""
+    """The input of the ``read`` being run, a here-string (``<<< WORD``) or here-document:
+    (its text or None when only known at run time, what was unknown)."""
 
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         words = [w for w in node.words if not w.here]
@@ -38,6 +38,8 @@ class _Shell(_Files):
         if node.opaque:
             self.last_unknown = "a [[ ]] test"
             return None
+        if any(part.kind == "andor" for w in words for part in w.parts):
+            return self.compound_test(words[1:-1])
         if self.dialect == "bash" and words and words[0].raw() == "[[":
             matched = self.pattern_test(words[1:-1])
             if matched != "other":
@@ -83,6 +85,10 @@ class _Shell(_Files):
             return None if subst else 0
         if not expanded:
             return 0
+        program = self.program_of(rest[0])
+        if program and [i for i, _ in unknown_at].count(0) == 1:
+            expanded[0] = program  # "$VLLM_BIN": a run-time path that names vllm
+            unknown_at = [(i, what) for i, what in unknown_at if i != 0]
         if any(i == 0 for i, _ in unknown_at):
             self.last_unknown = unknown_at[0][1]
             self.blind.append(f"the command {words[0].raw()!r} ({self.last_unknown})")
@@ -90,38 +96,11 @@ class _Shell(_Files):
         local: dict[str, str | None] = {}
         for name, value, _what, _append in assigns:
             local[name] = value
-        self.here_input = self.expand_string(here[-1]) if here else None
+        self.here_input = self.here_text(here[-1], expanded[0]) if here else None
         try:
             return self.command(expanded, unknown_at, local, line, background)
         finally:
             self.here_input = None
-
-    def pattern_test(self, args: list[_Word]) -> int | str | None:
-        """``[[ WORD == PATTERN ]]`` (``=``, ``!=``, a leading ``!``): bash matches the
-        expanded left word against the right one as a pattern, its quoted parts literal,
-        with no field splitting or globbing of either (bash manual, "Conditional
-        Constructs"; ``cond_command`` in bash's execute_cmd.c). "other" for any other test;
-        None when a word is only known at run time."""
-        negate = len(args) == 4 and args[0].raw() == "!"
-        if negate:
-            args = args[1:]
-        if len(args) != 3 or args[1].raw() not in ("==", "=", "!="):
-            return "other"
-        left, right = args[0], args[2]
-        if any(x in right.raw() for x in ("?(", "*(", "+(", "@(", "!(")):
-            return "other"  # an extended pattern: bash's extglob forms stay run-time
-        if self.state.nocase:  # shopt nocasematch may be on: case-insensitive matching
-            self.last_unknown = "a [[ ]] match under shopt nocasematch"
-            return None
-        subject, what = self.expand_string(left)
-        regex = self.pattern(right)
-        if subject is None or regex is None:
-            self.last_unknown = what if subject is None else right.raw()
-            return None
-        hit = regex.fullmatch(subject) is not None
-        if args[1].raw() == "!=":
-            hit = not hit
-        return int(hit == negate)
 
     def command(
         self,
@@ -134,6 +113,7 @@ class _Shell(_Files):
         """Run one expanded command: a builtin, a function, a nested shell or a program."""
         head = words[0]
         known = not unknown_at
+        defer, self.deferring = self.deferring, False  # only this command's own cd
 
         def shift_unknown(n: int) -> list[tuple[int, str]]:
             return [(i - n, w) for i, w in unknown_at if i >= n]
@@ -188,11 +168,12 @@ class _Shell(_Files):
                 if args[k] == "--":
                     k += 1
                     break
-                if args[k] in ("-o", "+o") and k + 1 < len(args):
-                    k += 2
-                    continue
                 if args[k][:1] in "-+" and len(args[k]) > 1:
-                    k += 1
+                    # -o takes the next word as an option name, also inside a cluster
+                    # (set -euo pipefail): bash when the cluster ends in o, dash per o
+                    flags = args[k][1:]
+                    names = flags.count("o") if self.dialect == "sh" else flags[-1:] == "o"
+                    k += 1 + int(names)
                     continue
                 break
             if k < len(args) or "--" in args[:k]:
@@ -243,7 +224,7 @@ class _Shell(_Files):
                 return None
             return self.source_file(head, words, known)
         if head == "read" and known and self.here_input is not None:
-            status = self.read_array(words[1:], local, self.here_input)
+            status = self.read_input(words[1:], local, self.here_input)
             if status != "other":
                 return status if isinstance(status, int) else None
         if head in ("read", "getopts", "mapfile", "readarray") or (
@@ -254,8 +235,17 @@ class _Shell(_Files):
                     self.assign(name, None, f"{head} on line {line}")
             return None
         if head == "cd":
-            return self.change_folder(words, known, line)
-        if head in ("wait", "trap", "umask", "ulimit", "alias", "hash", "pushd", "popd"):
+            self.deferring = defer
+            try:
+                return self.change_dir(words[1:], known)
+            finally:
+                self.deferring = False
+        if head == "pwd":
+            return 0
+        if head in ("pushd", "popd"):
+            self.lost_dir(f"{head} on line {line}")
+            return None
+        if head in ("wait", "trap", "umask", "ulimit", "alias", "hash"):
             return None if head != "trap" else 0
         if head == "let":
             return self.opaque("let") if self.dialect == "bash" else 127
@@ -290,7 +280,7 @@ class _Shell(_Files):
                 sub.run_node(p.parse(sub.lexer(inner[script_at])))
             self.adopt(sub, background, replaces)
             return None
-        file_at = script_file_of(inner)
+        file_at = file_of(inner)
         if file_at is not None and self.run_file(inner, file_at, inner_unknown, local, line):
             self.adopt(self.last_child, background, replaces, line)
             return None
@@ -354,6 +344,7 @@ class _Shell(_Files):
         sub = _Shell(env, args, self.unknown_rest, self.source, line, self.key, dialect)
         sub.depth = self.depth + 1
         sub.host = self.host
+        sub.start_in(self.state.cwd)
         sub.steps = self.steps
         sub.state.when = self.state.when
         sub.state.branch = self.state.branch

@@ -63,6 +63,12 @@ class _State:
     maybe_exported: set[str] = field(default_factory=set)
     nocase: bool = False
     """``shopt -s nocasematch`` may be in force: ``[[ == ]]`` then matches case apart."""
+    programs: dict[str, str] = field(default_factory=dict)
+    """Variables only known at run time that name one program: ``X=$(command -v vllm)``,
+    or set to ``/venv/bin/vllm`` on one side of a run-time choice and so on the other
+    (name: the program's name)."""
+    cwd: str | None = None
+    """The current folder (``kvconfig.load.shell.dirs``); None: only known at run time."""
 
     def copy(self) -> _State:
         return _State(
@@ -78,6 +84,8 @@ class _State:
             self.status,
             set(self.maybe_exported),
             self.nocase,
+            dict(self.programs),
+            self.cwd,
         )
 
 
@@ -109,7 +117,23 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     )
     merged.readonly = set().union(*(e.readonly for e in ends))
     merged.nocase = merged.nocase or any(e.nocase for e in ends)
+    folders = {e.cwd for e in ends}
+    merged.cwd = folders.pop() if len(folders) == 1 else None
+    merged.programs = {}
+    for name in names:
+        named = {_program(e, name) for e in ends}
+        if merged.vars.get(name, "") is None and len(named) == 1 and None not in named:
+            merged.programs[name] = named.pop() or ""
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
     for e in ends:
         merged.functions.update(e.functions)
+
+
+def _program(state: _State, name: str) -> str | None:
+    """The program a variable names on one side of a choice: a known path's last part,
+    or the run-time value's ``programs`` entry."""
+    value = state.vars.get(name)
+    if value is None:
+        return state.programs.get(name)
+    return value.rstrip("/").rpartition("/")[2] or None

@@ -5,6 +5,7 @@ and the variables of arithmetic. The expansions, control flow and builtins build
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from kvconfig.errors import ScriptStops as _Stop
@@ -20,6 +21,10 @@ _BASH_SETS = frozenset(
 )
 """Variables bash itself sets (bash's manual, "Bash Variables"): the bash that runs the
 script, its process and machine, only known at run time until the script assigns them."""
+
+
+_LOOKUP = re.compile(r"\$\(\s*command -v ([A-Za-z0-9_.+-]+)\s*(?:\|\|\s*true\s*)?\)")
+"""``$(command -v NAME)`` (``|| true`` kept empty on failure): the path of NAME, or nothing."""
 
 
 class _Variables:
@@ -42,6 +47,11 @@ class _Variables:
         # environment", variables.c), dash's INIT block (setvareq(defifsvar), var.c).
         self.state.vars["IFS"] = _DEFAULT_IFS
         self.state.why.pop("IFS", None)
+        # and $PWD to the folder it starts in (kvconfig.load.shell.dirs): the caller's
+        self.state.vars["PWD"] = None
+        self.state.why["PWD"] = "$PWD (the folder the script is started from)"
+        if dialect == "bash" and env.get("OLDPWD") is not None:
+            self.state.vars["OLDPWD"] = None  # bash keeps it only when it names a folder
         self.unknown_rest = unknown_rest
         self.source = source
         self.line0 = line0
@@ -111,8 +121,12 @@ class _Variables:
         if name in st.arrays:
             st.arrays[name][0:1] = [value]
         st.vars[name] = value
+        st.programs.pop(name, None)
         if value is None:
             st.why[name] = why or ("$" + name)
+            m = _LOOKUP.fullmatch(why)
+            if m:  # command -v prints the path of the program it finds (or nothing)
+                st.programs[name] = m.group(1)
         else:
             st.why.pop(name, None)
 

@@ -23,6 +23,7 @@ class _Word:
     parts: list[_Part] = field(default_factory=list)
     line: int = 1
     here: bool = False  # the word of a here-string (<<< WORD): the command's input
+    doc: bool = False  # ... of a here-document (<<EOF): its body, newlines and all
 
     def raw(self) -> str:
         return "".join(p.text if p.kind == "lit" else _source_form(p) for p in self.parts)

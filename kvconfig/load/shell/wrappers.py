@@ -91,28 +91,48 @@ def unwrap(
     return w, extra, replaces, removed
 
 
-def script_of(words: Sequence[str]) -> int | None:
-    """Index of the script in ``sh -c SCRIPT ...`` (``-xc``, ``-o pipefail -c``, ``-lc``,
-    ``-lc -- SCRIPT``): as bash and dash read their arguments, options come first (``--``
-    ends them) and the first word after them is the script when ``-c`` was among them."""
-    if not words or os.path.basename(words[0]) not in SHELLS:
-        return None
-    command = False
+def _after_options(words: Sequence[str]) -> tuple[int, str]:
+    """(index of the first word after a shell's options, the letters given with ``-``),
+    as bash and dash read their arguments: options come first, ``--`` ends them, and
+    ``-o NAME`` (also at the end of a cluster, ``-eo pipefail``), ``-O NAME``, ``--rcfile
+    FILE`` and ``--init-file FILE`` take the next word."""
+    letters = ""
     i = 1
     while i < len(words):
         word = words[i]
-        if word in ("-o", "+o", "-O", "+O"):
+        if word in ("-O", "+O", "--rcfile", "--init-file"):
             i += 2
             continue
         if word == "--":
             i += 1
             break
         if word[:1] in "-+" and len(word) > 1:
-            command = command or (word[0] == "-" and not word.startswith("--") and "c" in word)
-            i += 1
+            cluster = not word.startswith("--")
+            if cluster and word[0] == "-":
+                letters += word[1:]
+            i += 2 if cluster and word.endswith("o") else 1
             continue
         break
-    return i if command and i < len(words) else None
+    return i, letters
+
+
+def script_of(words: Sequence[str]) -> int | None:
+    """Index of the script in ``sh -c SCRIPT ...`` (``-xc``, ``-o pipefail -c``, ``-lc``,
+    ``-lc -- SCRIPT``): the first word after the options when ``-c`` was among them."""
+    if not words or os.path.basename(words[0]) not in SHELLS:
+        return None
+    i, letters = _after_options(words)
+    return i if "c" in letters and i < len(words) else None
+
+
+def file_of(words: Sequence[str]) -> int | None:
+    """Index of the script file in ``bash FILE ARGS`` / ``sh FILE ARGS``: the first word
+    after the options, when no ``-c`` or ``-s`` (commands from a string or standard
+    input) was given (bash's "Invoking Bash", dash's argument rules)."""
+    if not words or os.path.basename(words[0]) not in SHELLS:
+        return None
+    i, letters = _after_options(words)
+    return i if not {"c", "s"} & set(letters) and i < len(words) else None
 
 
 def shell_script(words: Sequence[str]) -> tuple[int, str] | None:
@@ -130,33 +150,3 @@ def shell_script(words: Sequence[str]) -> tuple[int, str] | None:
         return None
     dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
     return removed + at, dialect
-
-
-_BASH_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
-"""Options of bash and dash that take the next word as their value."""
-
-
-def script_file_of(words: Sequence[str]) -> int | None:
-    """Index of FILE in ``bash [OPTIONS] FILE [ARGS]`` or ``sh``/``dash``: with neither
-    ``-c`` nor ``-s``, the first word after the options is the file of commands and the
-    rest are its ``$1 ...`` (bash's manual, "Invoking Bash"; POSIX ``sh``)."""
-    if not words or os.path.basename(words[0]) not in ("sh", "bash", "dash"):
-        return None
-    i = 1
-    while i < len(words):
-        word = words[i]
-        if word in _BASH_VALUED:
-            i += 2
-            continue
-        if word in ("--help", "--version") or (
-            word[:1] == "-" and word[1:2] != "-" and ("c" in word or "s" in word or "i" in word)
-        ):
-            return None
-        if word in ("--", "-"):
-            i += 1
-            break
-        if word[:1] in "-+" and len(word) > 1:
-            i += 1
-            continue
-        break
-    return i if i < len(words) else None
