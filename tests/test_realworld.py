@@ -154,7 +154,13 @@ def test_routers(entry: dict[str, Any]) -> None:
     from kvconfig.load.routers import routers_in_file
 
     text = (ROOT / "files" / entry["file"]).read_text()
-    got = [(r.kind, r.block_size) for r in routers_in_file(text, entry["file"], entry.get("env"))]
+    try:
+        found = routers_in_file(text, entry["file"], entry.get("env"))
+    except InputError:
+        if "misread" not in entry:
+            raise
+        pytest.xfail(entry["misread"])  # the file is not read at all: its misread says why
+    got = [(r.kind, r.block_size) for r in found]
     assert got == _kv_routers(entry)
 
 
