@@ -478,6 +478,32 @@ def test_options_of_another_release(tmp_path: Path, image: str, code: int) -> No
         assert "unknown vLLM 0.33.0 option '--swap-space'" in err.getvalue()
 
 
+@pytest.mark.parametrize(
+    ("image", "code"),
+    [("vllm/vllm-openai-rocm:nightly_main_20250120", 0), ("vllm/vllm-openai:v0.33.0", 2)],
+)
+def test_a_flag_given_a_value_for_another_release(tmp_path: Path, image: str, code: int) -> None:
+    """``--enable-chunked-prefill=false``: vLLM 0.33.0's flag takes no value (bad input when
+    0.33.0 runs); an image of another build may take it, so there it is left out (KV502)."""
+    import contextlib
+    import io
+
+    from kvconfig.cli.commands import main
+
+    path = tmp_path / "old.yaml"
+    path.write_text(
+        SWAP_SPACE.replace('--swap-space, "4"', "--enable-chunked-prefill=false") % image
+    )
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["lint", "--platform", "H100", "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", str(path)]
+    with contextlib.redirect_stderr(err):
+        assert main(argv, stdout=out) == code
+    if code == 0:
+        assert "--enable-chunked-prefill 'false'" in out.getvalue()
+    else:
+        assert "--enable-chunked-prefill takes no value, got 'false'" in err.getvalue()
+
+
 def test_grpc_server_is_a_vllm_server() -> None:
     """``python -m vllm.entrypoints.grpc_server`` starts vLLM (vllm/entrypoints/grpc_server.py:
     the engine's arguments, --model an option, plus its own --host and --port)."""

@@ -271,6 +271,11 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "parentheses in arithmetic": (
+        "n() { echo 3; }; vllm serve m --port $((7 % $(echo 3))) --x $(( (1+2)*(3) )) $((((1))))",
+        {},
+        BOTH,
+    ),
     "while loop": ('i=0; while [ "$i" -lt 2 ]; do vllm serve $i; i=$((i+1)); done', {}, BOTH),
     "export scope": ("export KV_A=1; KV_B=2; KV_C=3 vllm serve m; vllm serve n", {}, BOTH),
     "IFS": ('IFS=:; X="a:b::c"; vllm serve $X', {}, BOTH),

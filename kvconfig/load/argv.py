@@ -286,6 +286,12 @@ def parse_serve_args(
         dest, nargs, third = spec
         stored: Any
         if nargs == "0":
+            if eq and written_for is not None:  # a flag that took a value in another release
+                said = f" {inline!r} (vLLM {version}'s {name} takes no value)"
+                notes.append(
+                    ArgNote("other-release", _other(name, version, written_for, said), name)
+                )
+                continue
             if eq:
                 raise err(f"{name} takes no value, got {inline!r}", name, f"write {name} alone")
             stored = third

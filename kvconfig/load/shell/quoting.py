@@ -177,6 +177,7 @@ class _Scanner:
     def _until_close(self, opener: str, closer: str, what: str) -> str:
         start, start_line, depth = self.i, self.line, 1
         quote = ""
+        parens = 0  # in $(( )): single parentheses, $(...) included, pair up first
         while self.i < len(self.text):
             c = self.text[self.i]
             if quote:
@@ -190,6 +191,8 @@ class _Scanner:
             elif c == "\\":
                 self.i += 2
                 continue
+            elif opener == "((" and (c == "(" or (c == ")" and parens)):
+                parens += 1 if c == "(" else -1
             elif self.text.startswith(closer, self.i):
                 depth -= 1
                 if depth == 0:
