@@ -460,22 +460,12 @@ spec:
 def test_options_of_another_release(tmp_path: Path, image: str, code: int) -> None:
     """An option the option table kvconfig reads with refuses is bad input only when that
     table is the release that runs; for another release it is left out, with KV502."""
-    import contextlib
-    import io
-
-    from kvconfig.cli.commands import main
-
-    path = tmp_path / "old.yaml"
-    path.write_text(SWAP_SPACE % image)
-    out, err = io.StringIO(), io.StringIO()
-    argv = ["lint", "--platform", "H100", "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", str(path)]
-    with contextlib.redirect_stderr(err):
-        assert main(argv, stdout=out) == code
+    out, err = _lint_manifest(tmp_path, SWAP_SPACE % image, code)
     if code == 0:
-        assert "--swap-space and its value '4': kvconfig reads" in out.getvalue()
-        assert "block=32" in out.getvalue()
+        assert "--swap-space and its value '4': kvconfig reads" in out
+        assert "block=32" in out
     else:
-        assert "unknown vLLM 0.33.0 option '--swap-space'" in err.getvalue()
+        assert "unknown vLLM 0.33.0 option '--swap-space'" in err
 
 
 @pytest.mark.parametrize(
@@ -485,23 +475,29 @@ def test_options_of_another_release(tmp_path: Path, image: str, code: int) -> No
 def test_a_flag_given_a_value_for_another_release(tmp_path: Path, image: str, code: int) -> None:
     """``--enable-chunked-prefill=false``: vLLM 0.33.0's flag takes no value (bad input when
     0.33.0 runs); an image of another build may take it, so there it is left out (KV502)."""
+    text = SWAP_SPACE.replace('--swap-space, "4"', "--enable-chunked-prefill=false") % image
+    out, err = _lint_manifest(tmp_path, text, code)
+    if code == 0:
+        assert "--enable-chunked-prefill 'false'" in out
+    else:
+        assert "--enable-chunked-prefill takes no value, got 'false'" in err
+
+
+def _lint_manifest(tmp_path: Path, text: str, code: int) -> tuple[str, str]:
+    """(stdout, stderr) of ``kvconfig lint --platform H100`` on ``text``, asserting its exit
+    code is ``code``; Qwen/Qwen3-8B maps to the bundled model."""
     import contextlib
     import io
 
     from kvconfig.cli.commands import main
 
     path = tmp_path / "old.yaml"
-    path.write_text(
-        SWAP_SPACE.replace('--swap-space, "4"', "--enable-chunked-prefill=false") % image
-    )
+    path.write_text(text)
     out, err = io.StringIO(), io.StringIO()
     argv = ["lint", "--platform", "H100", "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", str(path)]
     with contextlib.redirect_stderr(err):
         assert main(argv, stdout=out) == code
-    if code == 0:
-        assert "--enable-chunked-prefill 'false'" in out.getvalue()
-    else:
-        assert "--enable-chunked-prefill takes no value, got 'false'" in err.getvalue()
+    return out.getvalue(), err.getvalue()
 
 
 def test_grpc_server_is_a_vllm_server() -> None:
