@@ -434,6 +434,27 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         ("bash",),
     ),
+    "eval of a command built around a run-time value": (
+        'C="vllm serve m --block-size $BS"; C="$C --port 1"\n'
+        'if [ -n "$Q" ]; then C="$C -q"; fi; eval "$C &"; wait',
+        {"BS": None, "Q": None},
+        BOTH,
+    ),
+    "eval of a run-time value in quotes": (
+        "KV=$X; eval \"vllm serve m --kv-transfer-config '$KV' --block-size 16\"",
+        {"X": None},
+        BOTH,
+    ),
+    "eval of a run-time value before the command": (
+        'G=$GPU; C="CUDA_VISIBLE_DEVICES=$G vllm serve m"; eval "$C"; eval "$GPU"',
+        {"GPU": None},
+        BOTH,
+    ),
+    "eval of a command appended to with +=": (
+        'C="vllm serve m"; C+=" -tp $TP"; C+=" --port 1"; eval "$C"',
+        {"TP": None},
+        ("bash",),
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",
@@ -455,6 +476,22 @@ def test_the_issue_case_is_decided_not_guessed() -> None:
     assert cmd.words[-1] == "128"
     (cmd,) = read_script(script, {"PROFILE": None}).commands
     assert cmd.words[4] == "$BS" and cmd.unknown == ((4, "$BS"),)
+
+
+def test_eval_reads_the_known_text_around_run_time_values() -> None:
+    script = TABLE["eval of a command built around a run-time value"][0]
+    reading = read_script(script, {"BS": None, "Q": None})
+    assert reading.blind == ()
+    words = {c.words: c for c in reading.commands}
+    assert set(words) == {
+        ("vllm", "serve", "m", "--block-size", "$BS", "--port", "1"),
+        ("vllm", "serve", "m", "--block-size", "$BS", "--port", "1", "-q"),
+    }
+    assert all(c.unknown == ((4, "$BS"),) and c.background for c in words.values())
+    script = TABLE["eval of a run-time value before the command"][0]
+    first = read_script(script, {"GPU": None}).commands[0]
+    assert first.words == ("vllm", "serve", "m") and first.env["CUDA_VISIBLE_DEVICES"] is None
+    assert first.when  # a blank in $GPU would end the assignment: bash would run another program
 
 
 # ----- generated scripts ---------------------------------------------------------------
@@ -490,6 +527,8 @@ _word = st.one_of(
     _ref,
     st.sampled_from(["m", "--block-size", "'{\"k\": 1}'", '"$@"', "$#", '"$PWD"', "$OLDPWD"]),
 )
+_piece = st.sampled_from(["m", "--block-size", "16", "$KV_A", "${KV_B:-d}", "'$X'", "$#", "-x"])
+"""A word of a command kept in a variable for eval (inside its double quotes)."""
 _cond = st.one_of(
     st.builds(lambda r, v: f"[ {r} = {v} ]", _ref, _value),
     st.builds(lambda r: f"[ -n {r} ]", _ref),
@@ -519,6 +558,10 @@ def _commands(depth: int) -> st.SearchStrategy[str]:
         st.just("shift"),
         st.builds(lambda n: f"unset {n}", _name),
         st.sampled_from(["cd /usr", "cd /nonexistent", "cd / || exit 0", "cd bin && cd .."]),
+        # a command built in a variable, partly of run-time values, and eval'd
+        st.builds(lambda ws: f'C="vllm serve {" ".join(ws)}"', st.lists(_piece, max_size=3)),
+        st.builds(lambda w: f'C="$C {w}"', _piece),
+        st.sampled_from(['eval "$C"', 'eval "$C &"', 'C="KV_B=$X $C"', "eval $C"]),
     )
     if depth == 0:
         return simple

@@ -10,7 +10,7 @@ import re
 
 from kvconfig.errors import InputError
 from kvconfig.load.shell.quoting import _Scanner
-from kvconfig.load.shell.words import _Op, _Part, _Word
+from kvconfig.load.shell.words import _Op, _Part, _Word, split_holes
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
 _WORD_ENDS = frozenset(" \t\r\n&|;()<>")
@@ -117,6 +117,10 @@ class _Lexer(_Scanner):
                 self.line,
                 "end it with a line holding only its delimiter",
             )
+        if "\ue000" in self.text:  # an eval'd text with run-time parts
+            for token in out:
+                if isinstance(token, _Word):
+                    split_holes(token)
         return out
 
     def _at_substitution(self) -> bool:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 
+from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.control import _Control
 from kvconfig.load.shell.fields import split_value
-from kvconfig.load.shell.state import MAX_EVAL_DEPTH
-from kvconfig.load.shell.words import _Word
+from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEMPLATE, MAX_TEXTS
+from kvconfig.load.shell.words import HOLE, _Word, hole
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BUILTINS = frozenset(
@@ -173,6 +174,7 @@ class _Scope(_Control):
             self.depth -= 1
             frame = self.local_frames.pop()
             for var, (was_set, old, exported) in frame.items():
+                self.state.templates.pop(var, None)
                 if was_set:
                     self.state.vars[var] = old
                 else:
@@ -182,6 +184,42 @@ class _Scope(_Control):
             self.state.args = saved_args
         return status
 
+    def template_of(self, name: str) -> tuple[str, ...]:
+        """The texts of a variable as ``eval`` reads it: its value, or its known text with
+        the run-time parts marked (a whole run-time value is one mark; unset: nothing)."""
+        is_set, value = self.lookup(name)
+        if value is not None or not is_set:
+            return (value or "",)
+        return self.state.templates.get(name) or (hole(self.unknown_why(name)),)
+
+    def keep_template(self, name: str, texts: tuple[str, ...]) -> None:
+        """Keep the known text of a run-time value, when some of it is known."""
+        texts = tuple(dict.fromkeys(texts))
+        small = len(texts) <= MAX_TEXTS and sum(len(t) for t in texts) <= MAX_TEMPLATE
+        if small and all(HOLE.sub("", t).strip() for t in texts):
+            self.state.templates[name] = texts
+
+    def eval_parts(self, words: list[_Word], first: str, line: int | None) -> int | None:
+        """``eval`` of a text partly only known at run time (``eval "$CMD &"``, ``$CMD``
+        built from ``$(nvidia-smi ...)``): bash parses the text it is given, and so does
+        kvconfig, each run-time part standing for text only known at run time inside the
+        word where it stands (read as text: a run-time value holding ``;`` or quotes
+        would be parsed further by bash). Nothing known besides: nothing to read."""
+        texts: tuple[str, ...] = ("",)
+        for k, word in enumerate(words):
+            more = self.expand_template(word)
+            if len(texts) * len(more) > MAX_TEXTS:
+                texts = ()
+                break
+            texts = tuple(a + (" " if k else "") + b for a in texts for b in more)
+        if not texts or self.ifs() != " \t\n" or not all(HOLE.sub("", t).strip() for t in texts):
+            self.last_unknown = first
+            return self.opaque(f"eval of {first}")
+        if len(texts) == 1:
+            return self.nested(texts[0], line)
+        reason = self.reason(line or 0, f"the text eval runs ({first})")
+        return self.fork([[t] for t in texts], reason, lambda t: self.nested(t, line))
+
     def nested(self, text: str, line: int | None) -> int | None:
         if self.depth >= MAX_EVAL_DEPTH:
             return self.opaque("eval")
@@ -189,7 +227,13 @@ class _Scope(_Control):
         self.line0 = line
         self.depth += 1
         try:
-            return self.run_node(p.parse(self.lexer(text)))
+            try:
+                tree = p.parse(self.lexer(text))
+            except InputError:  # bash: eval fails with status 2; dash: the script ends
+                if self.dialect == "bash":
+                    return 2
+                raise _Stop from None
+            return self.run_node(tree)
         finally:
             self.depth -= 1
             self.line0 = outer

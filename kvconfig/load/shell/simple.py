@@ -44,9 +44,10 @@ class _Shell(_Tests):
             matched = self.pattern_test(words[1:-1])
             if matched != "other":
                 return matched if isinstance(matched, int) else None
-        assigns: list[tuple[str, str | None, str, bool]] = []
+        assigns: list[tuple[str, str | None, str, bool, _Word]] = []
         rest = list(words)
         subst = False
+        split: list[str] = []
         while rest:
             word0 = rest[0]
             first = word0.parts[0] if word0.parts else None
@@ -64,8 +65,10 @@ class _Shell(_Tests):
                 [_Part(first.text[m.end() :], False, "lit"), *word0.parts[1:]], word0.line
             )
             subst = subst or any(part.kind == "cmd" for part in word0.parts)
+            if any(part.kind == "hole" and not part.quoted for part in word0.parts):
+                split.append(name)  # eval "X=$RUN_TIME cmd": a blank in it ends X='s word
             value, what = self.expand_string(value_word)
-            assigns.append((name, value, what, append))
+            assigns.append((name, value, what, append, value_word))
         expanded: list[str] = []
         unknown_at: list[tuple[int, str]] = []
         # bash expands no braces between [[ and ]] (the bash manual, Conditional Constructs)
@@ -76,12 +79,16 @@ class _Shell(_Tests):
                 unknown_at.append((len(expanded), what))
             expanded.extend(fields)
         if not rest:
-            for name, given, what, append in assigns:
+            for name, given, what, append, value_word in assigns:
                 value = given
                 if append and given is not None:
                     _is_set, old = self.lookup(name)
                     value = None if old is None else (old or "") + given
+                texts = ("",) if value is not None else self.expand_template(value_word)
+                before = self.template_of(name) if append else ("",)
                 self.assign(name, value, what)
+                if value is None:
+                    self.keep_template(name, tuple(a + b for a in before for b in texts))
             return None if subst else 0
         if not expanded:
             return 0
@@ -93,14 +100,22 @@ class _Shell(_Tests):
             self.last_unknown = unknown_at[0][1]
             self.blind.append(f"the command {words[0].raw()!r} ({self.last_unknown})")
             return None
+        if expanded[0] == "eval" and unknown_at and not assigns:
+            return self.eval_parts(rest[1:], unknown_at[0][1], line)
         local: dict[str, str | None] = {}
-        for name, value, _what, _append in assigns:
+        for name, value, _what, _append, _word in assigns:
             local[name] = value
         self.here_input = self.here_text(here[-1], expanded[0]) if here else None
+        when = self.state.when
+        if split:
+            self.state.when = (*when, f"the run-time value of {split[0]} in an eval'd text "
+                               "holding no blank (bash would split it there)")  # fmt: skip
         try:
             return self.command(expanded, unknown_at, local, line, background)
         finally:
             self.here_input = None
+            if split:
+                self.state.when = when
 
     def command(
         self,

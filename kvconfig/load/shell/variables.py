@@ -122,6 +122,7 @@ class _Variables:
             st.arrays[name][0:1] = [value]
         st.vars[name] = value
         st.programs.pop(name, None)
+        st.templates.pop(name, None)
         if value is None:
             st.why[name] = why or ("$" + name)
             m = _LOOKUP.fullmatch(why)
