@@ -455,6 +455,21 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"TP": None},
         ("bash",),
     ),
+    "the output of a function of the script": (
+        'f() { local a="--block-size $1"; echo "$a"; }; A=$(f 16); vllm serve m $A\n'
+        'B=$(f); vllm serve m $B; g() { echo 8; exit 1; echo 9; }; vllm serve "$(g)" 1\n'
+        'n() { echo -n 1; echo " 2"; printf \'%s\\n\' 3; }; vllm serve "$(n)"',
+        {},
+        BOTH,
+    ),
+    "a function's output only known at run time": (
+        "e() { echo x >&2; echo 16; }; vllm serve $(e)\n"
+        "p() { echo a | tr a b; }; vllm serve $(p)\n"
+        'k() { if [ -n "$X" ]; then echo 1; fi; echo 2; }; vllm serve $(k)\n'
+        "b() { echo '1\\n2'; }; vllm serve \"$(b)\"; r() { uname; }; vllm serve $(r)",
+        {"X": None},
+        BOTH,
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",
@@ -492,6 +507,21 @@ def test_eval_reads_the_known_text_around_run_time_values() -> None:
     first = read_script(script, {"GPU": None}).commands[0]
     assert first.words == ("vllm", "serve", "m") and first.env["CUDA_VISIBLE_DEVICES"] is None
     assert first.when  # a blank in $GPU would end the assignment: bash would run another program
+
+
+def test_a_function_s_output_is_read_when_it_only_echoes() -> None:
+    for dialect in ("bash", "sh"):
+        script = TABLE["the output of a function of the script"][0]
+        runs = [c.words[2:] for c in read_script(script, {}, dialect=dialect).commands]
+        assert runs == [("m", "--block-size", "16"), ("m", "--block-size"), ("8", "1"), ("1 2\n3",)]
+        script = TABLE["a function's output only known at run time"][0]
+        vllm = [
+            c
+            for c in read_script(script, {"X": None}, dialect=dialect).commands
+            if c.words[0] == "vllm"
+        ]
+        # echo '1\n2': bash prints the backslash as it is, dash reads it as an escape
+        assert [len(c.unknown) for c in vllm] == [1, 1, 1, dialect == "sh", 1]
 
 
 # ----- generated scripts ---------------------------------------------------------------
@@ -562,6 +592,10 @@ def _commands(depth: int) -> st.SearchStrategy[str]:
         st.builds(lambda ws: f'C="vllm serve {" ".join(ws)}"', st.lists(_piece, max_size=3)),
         st.builds(lambda w: f'C="$C {w}"', _piece),
         st.sampled_from(['eval "$C"', 'eval "$C &"', 'C="KV_B=$X $C"', "eval $C"]),
+        # a function's output
+        st.builds(lambda w, c: f"f() {{ {c} && echo {w}; echo -n $1; }}", _word, _cond),
+        st.builds(lambda v: f'vllm serve "$(f {v})" $(f)', _value),
+        st.builds(lambda n, v: f"{n}=$(f {v})", _name, _value),
     )
     if depth == 0:
         return simple

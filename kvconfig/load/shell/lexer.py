@@ -26,6 +26,7 @@ class _Lexer(_Scanner):
     def tokens(self) -> list[_Word | _Op]:
         out: list[_Word | _Op] = []
         redirect_next = ""
+        stdout_next = False
         while self.i < len(self.text):
             c = self.text[self.i]
             if c == "\\" and self.peek(1) == "\n":
@@ -54,6 +55,12 @@ class _Lexer(_Scanner):
             if m and (m.group(1) == "" or self.i == 0 or self.text[self.i - 1] in " \t\n;&|("):
                 op = m.group(2)
                 self.i = m.end()
+                if (m.group(1) in ("", "1") and op[:1] == ">") or op[:1] == "&":
+                    # >FILE, >&2, &>FILE: the command's output goes elsewhere
+                    if out and isinstance(out[-1], _Word):
+                        out[-1].stdout = True
+                    else:
+                        stdout_next = True
                 if op in (">&", "<&") and re.match(r"\d+|-", self.text[self.i :]):
                     # 2>&1: the target is a descriptor, not a file
                     dm = re.match(r"\d+|-", self.text[self.i :])
@@ -110,6 +117,8 @@ class _Lexer(_Scanner):
                     word.here = True
                     out.append(word)
                 continue
+            word.stdout = word.stdout or stdout_next
+            stdout_next = False
             out.append(word)
         if self.heredocs:
             raise self.err(

@@ -36,7 +36,7 @@ class _Shell(_Tests):
         here = [w for w in node.words if w.here]
         line = self.at(node.line)
         if node.opaque:
-            self.last_unknown = "a [[ ]] test"
+            self.last_unknown = node.opaque if isinstance(node.opaque, str) else "a [[ ]] test"
             return None
         if any(part.kind == "andor" for w in words for part in w.parts):
             return self.compound_test(words[1:-1])
@@ -157,6 +157,7 @@ class _Shell(_Tests):
         if head == "shopt" and "nocasematch" in words:
             self.state.nocase = True  # set or unset: from here [[ == ]] is left undecided
         if head in ("echo", "printf") and not (head == "printf" and words[1:2] == ["-v"]):
+            self.echo(words, known)
             return 0
         if head in ("export", "readonly", "declare", "typeset", "local"):
             if head in ("declare", "typeset") and self.dialect != "bash":

@@ -143,8 +143,26 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
             merged.templates[name] = texts
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
-    for e in ends:
-        merged.functions.update(e.functions)
+    for name in sorted(set().union(*(set(e.functions) for e in ends))):
+        bodies = {id(e.functions.get(name)): e.functions.get(name) for e in ends}
+        merged.functions[name] = _either(name, list(bodies.values()))
+
+
+def _either(name: str, bodies: list[N.Node | None]) -> N.Node:
+    """The function ``name`` after a run-time choice that defined it differently on its
+    sides (None: not at all, then calling it runs nothing): each body is one side of a
+    choice again when it is called."""
+    node = bodies[-1] or N.Sequence()
+    for body in reversed(bodies[:-1]):
+        test = N.Simple([], 0, f"which definition of {name} holds")
+        node = N.If([(N.Sequence([(test, False)]), _seq(body))], _seq(node), 0)
+    return node
+
+
+def _seq(body: N.Node | None) -> N.Sequence:
+    if isinstance(body, N.Sequence):
+        return body
+    return N.Sequence([] if body is None else [(body, False)])
 
 
 def _texts(ends: list[_State], name: str) -> tuple[str, ...] | None:
