@@ -470,6 +470,37 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": None},
         BOTH,
     ),
+    "echo through tr": (
+        'K=\'{ "a": [1, 2] }\'; K=$(echo "$K" | tr -d \'[:space:]\'); vllm serve "$K"\n'
+        "U=$(echo vllm | tr a-z A-Z); L=$(echo \"$U x\" | tr '[:upper:]' '[:lower:]')\n"
+        'vllm serve "$U" "$L" "$(echo a.b | tr . /)" "$(echo ab | tr -s b)"',
+        {},
+        BOTH,
+    ),
+    "assignments after local and export are not split": (
+        'f() { local kv=$1 s=$2; export e=$2; vllm serve "[$kv]" "[$s]" "[$e]" $kv; }\n'
+        'f "a[1]" "x  y"; f "*" "$R"',
+        {"R": None},
+        BOTH,
+    ),
+    "a function called with a run-time argument": (
+        'f() { local m=$1 k=$2; C="vllm serve $m --kv \'$k\' --n $#"; eval "$C &"; }\n'
+        'f m "$KV_A"; f m $KV_A; for x; do :; done; wait',
+        {"KV_A": None},
+        BOTH,
+    ),
+    "-o in a cluster of dash's options": (
+        'set -oo errexit nounset x y; vllm serve "$1" "$#"\n'
+        'sh -oo errexit nounset -c \'vllm serve "$0" "$1"\' a b; set -eo pipefail z; vllm serve $1',
+        {},
+        ("dash",),
+    ),
+    "-o at the end of a cluster of bash's options": (
+        'set -euo pipefail a b; vllm serve "$1" $#\n'
+        'bash -eo pipefail -c \'vllm serve "$0" "$1"\' a b',
+        {},
+        ("bash",),
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",
@@ -522,6 +553,21 @@ def test_a_function_s_output_is_read_when_it_only_echoes() -> None:
         ]
         # echo '1\n2': bash prints the backslash as it is, dash reads it as an escape
         assert [len(c.unknown) for c in vllm] == [1, 1, 1, dialect == "sh", 1]
+
+
+def test_run_time_arguments_and_filters_are_read() -> None:
+    for dialect in ("bash", "sh"):
+        script = TABLE["echo through tr"][0]
+        first, second = read_script(script, {}, dialect=dialect).commands
+        assert first.words[2:] == ('{"a":[1,2]}',)
+        assert second.words[2:4] == ("VLLM", "vllm x") and len(second.unknown) == 1  # tr -s
+        script = TABLE["a function called with a run-time argument"][0]
+        reading = read_script(script, {"KV_A": None}, dialect=dialect)
+        (cmd,) = [c for c in reading.commands if c.words[0] == "vllm"]
+        assert cmd.words == ("vllm", "serve", "m", "--kv", "$k", "--n", "2")
+        assert cmd.unknown == ((4, "$k"),)
+        # f m $KV_A: as many arguments as the value has fields, only known at run time
+        assert reading.blind == ("the function f called with $KV_A",)
 
 
 # ----- generated scripts ---------------------------------------------------------------

@@ -44,7 +44,19 @@ class _Output(_Files):
             words = self.program_words(node, functions=True)
             if words and words[0] in self.state.functions:
                 return self.function_output(words)
+        if isinstance(node, N.Pipeline) and not node.negate and len(node.commands) == 2:
+            return self.filtered(node.commands[0], node.commands[1])
         return super().substituted(text)
+
+    def filtered(self, first: N.Node, then: N.Node) -> str | None:
+        """``$(echo TEXT | tr ...)``: the text ``echo`` prints, through ``tr``."""
+        words = self.program_words(first)
+        filter_words = self.program_words(then)
+        if not words or words[0] != "echo" or not filter_words or filter_words[0] != "tr":
+            return None
+        printed = self.echoed(words[1:])
+        out = None if printed is None else translate(filter_words[1:], printed)
+        return None if out is None else out.rstrip("\n")
 
     def function_output(self, words: list[str]) -> str | None:
         """The output of ``$(f ARGS)`` (``words``), or None when it is only known at run
@@ -104,3 +116,70 @@ def _prints_plainly(body: object) -> bool:
     if dataclasses.is_dataclass(body) and not isinstance(body, type):
         return all(_prints_plainly(getattr(body, f.name)) for f in dataclasses.fields(body))
     return True
+
+
+_CLASSES = {
+    "space": " \t\n\r\v\f",
+    "blank": " \t",
+    "digit": "0123456789",
+    "lower": "abcdefghijklmnopqrstuvwxyz",
+    "upper": "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "alpha": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "alnum": "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "v": "\v", "f": "\f"}
+
+
+def translate(args: list[str], text: str) -> str | None:
+    """``tr -d SET`` or ``tr SET1 SET2`` on ``text`` as POSIX ``tr`` reads its sets
+    (characters, ``a-z`` ranges, ``[:space:]``-style classes, backslash escapes; a short
+    SET2 is padded with its last character, as GNU's does); None for what is not that
+    (other options, ``[x*n]``, the case classes in SET2)."""
+    if len(args) == 2 and args[0] == "-d":
+        chars = _set(args[1])
+        return None if chars is None else "".join(c for c in text if c not in chars)
+    if len(args) != 2 or args[0].startswith("-"):
+        return None
+    one, two = _set(args[0]), _set(args[1])
+    if one is None or not two or ("[:" in args[1] and args[1] not in ("[:lower:]", "[:upper:]")):
+        return None
+    two = two + two[-1] * (len(one) - len(two))
+    return text.translate(str.maketrans(one, two[: len(one)]))
+
+
+def _set(spec: str) -> str | None:
+    out: list[str] = []
+    k = 0
+    while k < len(spec):
+        m = re.match(r"\[:([a-z]+):\]", spec[k:])
+        if m:
+            if m.group(1) not in _CLASSES:
+                return None
+            out.append(_CLASSES[m.group(1)])
+            k += m.end()
+            continue
+        if spec[k] == "[" and re.match(r"\[.\*\d*\]|\[=.=\]", spec[k:]):
+            return None
+        c, k = _char(spec, k)
+        if c is None:
+            return None
+        if spec[k : k + 1] == "-" and k + 1 < len(spec):
+            end, k = _char(spec, k + 1)
+            if end is None or end < c:
+                return None
+            out.append("".join(chr(n) for n in range(ord(c), ord(end) + 1)))
+            continue
+        out.append(c)
+    return "".join(out)
+
+
+def _char(spec: str, k: int) -> tuple[str | None, int]:
+    if spec[k] != "\\":
+        return spec[k], k + 1
+    if k + 1 >= len(spec):
+        return "\\", k + 1
+    if spec[k + 1] in _ESCAPES:
+        return _ESCAPES[spec[k + 1]], k + 2
+    if spec[k + 1] in "01234567":
+        return None, k + 2
+    return spec[k + 1], k + 2

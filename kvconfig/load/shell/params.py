@@ -107,7 +107,7 @@ class _Params(_Variables):
         self, name: str, is_set: bool, value: str | None, op: str, body: str, quoted: bool
     ) -> tuple[str | None, str, list[str] | None]:
         whole = "${" + body + "}"
-        what = self.unknown_why(name) if name.isidentifier() else "$" + name
+        what = self.unknown_why(name) if name.isidentifier() or name.isdigit() else "$" + name
         if not op:
             if value is None:
                 return None, what, None

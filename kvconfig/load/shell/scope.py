@@ -15,7 +15,8 @@ from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.control import _Control
 from kvconfig.load.shell.fields import split_value
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEMPLATE, MAX_TEXTS
-from kvconfig.load.shell.words import HOLE, _Word, hole
+from kvconfig.load.shell.words import HOLE, _Part, _Word, hole
+from kvconfig.load.shell.wrappers import after_options, unknown_to_dash
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BUILTINS = frozenset(
@@ -24,6 +25,12 @@ _BUILTINS = frozenset(
     | {"shift", "test", "[", "exit", "return", "let", "unset", "wait", "trap", "exec"}
 )
 """bash builtins a here-document may feed (bash's manual, "Shell Builtin Commands")."""
+
+
+DECLARE = frozenset({"export", "readonly", "local", "declare", "typeset"})
+"""Declaration builtins: a ``NAME=value`` word after one is expanded as an assignment,
+without field splitting or pathname expansion (bash's manual, "Bourne Shell Builtins";
+dash from 0.5.11; POSIX 2024's declaration utilities)."""
 
 
 class _Scope(_Control):
@@ -152,6 +159,55 @@ class _Scope(_Control):
                 self.state.readonly.add(name)
         return status
 
+    def declared(
+        self, word: _Word, at: int, kept: list[tuple[str, tuple[str, ...]]]
+    ) -> tuple[list[str], list[str]]:
+        """A ``NAME=value`` word after a declaration builtin (``local``, ``export`` ...),
+        expanded as an assignment: one field (no splitting, no pathname expansion); a
+        run-time value's known text goes to ``kept``."""
+        if any(part.kind == "array" for part in word.parts):
+            return self.expand_word(word)
+        value, what = self.expand_string(word)
+        if value is not None:
+            return [value], []
+        first = word.parts[0]
+        rest = _Word([_Part(first.text[at:], False, "lit"), *word.parts[1:]], word.line)
+        kept.append((first.text[:at].rstrip("=").rstrip("+"), self.expand_template(rest)))
+        return [word.raw()], [what]
+
+    def positional(self, words: list[str], known: bool, line: int | None) -> int | None:
+        """``set`` (its options; ``--`` or other words: new positional parameters) and
+        ``shift``."""
+        if words[0] == "set":
+            if not known:
+                self.state.args = None
+                return 0
+            k, _letters = after_options(words, self.dialect)
+            if self.dialect == "sh":
+                self.state.when = (*self.state.when, *unknown_to_dash(words))
+            if k < len(words) or "--" in words[1:k]:
+                zero = self.state.args[0] if self.state.args else "sh"
+                self.state.args = [zero, *words[k:]]
+            return 0
+        if self.state.args is None or not known:
+            self.state.args = None
+            if self.dialect == "sh":  # dash stops when there is too little to shift
+                self.state.when = (
+                    *self.state.when,
+                    f"shift on line {line} succeeding (the arguments only known at run time)",
+                )
+            return None
+        try:
+            n = int(words[1]) if len(words) > 1 else 1
+        except ValueError:
+            return None
+        if n > len(self.state.args) - 1:
+            if self.dialect == "sh":
+                raise _Stop
+            return 1
+        self.state.args = [self.state.args[0], *self.state.args[1 + n :]]
+        return 0
+
     def stop(self) -> int:
         raise _Stop
 
@@ -215,10 +271,28 @@ class _Scope(_Control):
         if not texts or self.ifs() != " \t\n" or not all(HOLE.sub("", t).strip() for t in texts):
             self.last_unknown = first
             return self.opaque(f"eval of {first}")
-        if len(texts) == 1:
-            return self.nested(texts[0], line)
-        reason = self.reason(line or 0, f"the text eval runs ({first})")
-        return self.fork([[t] for t in texts], reason, lambda t: self.nested(t, line))
+        # an empty run-time part may leave text the shell cannot parse (eval " &"): then
+        # whether the commands run (and, in dash, whether the script goes on) is unknown
+        fragile = f"the text eval runs ({first}) parsing whatever its run-time parts hold"
+        if all(self.parses(HOLE.sub("", t)) for t in texts):
+            fragile = ""
+        else:
+            self.state.when = (*self.state.when, fragile)
+        try:
+            if len(texts) == 1:
+                return self.nested(texts[0], line)
+            reason = self.reason(line or 0, f"the text eval runs ({first})")
+            return self.fork([[t] for t in texts], reason, lambda t: self.nested(t, line))
+        finally:
+            if fragile and self.dialect == "bash":  # bash goes on after a syntax error
+                self.state.when = tuple(w for w in self.state.when if w != fragile)
+
+    def parses(self, text: str) -> bool:
+        try:
+            p.parse(self.lexer(text))
+        except InputError:
+            return False
+        return True
 
     def nested(self, text: str, line: int | None) -> int | None:
         if self.depth >= MAX_EVAL_DEPTH:

@@ -18,15 +18,25 @@ from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.dbracket import _Tests
+from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
-from kvconfig.load.shell.words import _Part, _Word
-from kvconfig.load.shell.wrappers import SHELLS, file_of, script_of, unwrap
+from kvconfig.load.shell.words import _Part, _Word, assignment_end, hole, one_field
+from kvconfig.load.shell.wrappers import (
+    SHELLS,
+    dialect_of,
+    file_of,
+    script_of,
+    unknown_to_dash,
+    unwrap,
+)
 
 
 class _Shell(_Tests):
     # ----- simple commands -------------------------------------------------------------
     last_child: _Shell
     """The shell that ran the last ``bash FILE`` (``run_file``)."""
+    loose = False
+    """A run-time word of the command being run may be several fields (or none)."""
     here_input: tuple[str | None, str] | None = None
     """The input of the ``read`` being run, a here-string (``<<< WORD``) or here-document:
     (its text or None when only known at run time, what was unknown)."""
@@ -73,11 +83,18 @@ class _Shell(_Tests):
         unknown_at: list[tuple[int, str]] = []
         # bash expands no braces between [[ and ]] (the bash manual, Conditional Constructs)
         expand = self.expand_one if rest and rest[0].raw() == "[[" else self.expand_word
+        self.loose = False  # a run-time word may be any number of fields
+        declares = bool(rest) and rest[0].raw() in DECLARE
+        kept: list[tuple[str, tuple[str, ...]]] = []
         for w in rest:
-            fields, unknown = expand(w)
+            if declares and w is not rest[0] and (split_at := assignment_end(w)):
+                fields, unknown = self.declared(w, split_at, kept)
+            else:
+                fields, unknown = expand(w)
             for what in unknown:
                 unknown_at.append((len(expanded), what))
             expanded.extend(fields)
+            self.loose = self.loose or (bool(unknown) and not one_field(w))
         if not rest:
             for name, given, what, append, value_word in assigns:
                 value = given
@@ -111,7 +128,11 @@ class _Shell(_Tests):
             self.state.when = (*when, f"the run-time value of {split[0]} in an eval'd text "
                                "holding no blank (bash would split it there)")  # fmt: skip
         try:
-            return self.command(expanded, unknown_at, local, line, background)
+            status = self.command(expanded, unknown_at, local, line, background)
+            for name, texts in kept:  # local CMD="vllm serve $RUN_TIME": as an assignment
+                if self.lookup(name)[1] is None:
+                    self.keep_template(name, texts)
+            return status
         finally:
             self.here_input = None
             if split:
@@ -174,47 +195,8 @@ class _Shell(_Tests):
                 self.state.exported.discard(name)
                 self.state.maybe_exported.discard(name)
             return 0
-        if head == "set":
-            if not known:
-                self.state.args = None
-                return 0
-            args = words[1:]
-            k = 0
-            while k < len(args):
-                if args[k] == "--":
-                    k += 1
-                    break
-                if args[k][:1] in "-+" and len(args[k]) > 1:
-                    # -o takes the next word as an option name, also inside a cluster
-                    # (set -euo pipefail): bash when the cluster ends in o, dash per o
-                    flags = args[k][1:]
-                    names = flags.count("o") if self.dialect == "sh" else flags[-1:] == "o"
-                    k += 1 + int(names)
-                    continue
-                break
-            if k < len(args) or "--" in args[:k]:
-                zero = self.state.args[0] if self.state.args else "sh"
-                self.state.args = [zero, *args[k:]]
-            return 0
-        if head == "shift":
-            if self.state.args is None or not known:
-                self.state.args = None
-                if self.dialect == "sh":  # dash stops when there is too little to shift
-                    self.state.when = (
-                        *self.state.when,
-                        f"shift on line {line} succeeding (the arguments only known at run time)",
-                    )
-                return None
-            try:
-                n = int(words[1]) if len(words) > 1 else 1
-            except ValueError:
-                return None
-            if n > len(self.state.args) - 1:
-                if self.dialect == "sh":
-                    raise _Stop
-                return 1
-            self.state.args = [self.state.args[0], *self.state.args[1 + n :]]
-            return 0
+        if head in ("set", "shift"):
+            return self.positional(words, known, line)
         if head in ("exit", "return"):
             if head == "return" and (self.local_frames or self.sourcing):
                 raise _Jump("return", 1)
@@ -265,8 +247,14 @@ class _Shell(_Tests):
             return None if head != "trap" else 0
         if head == "let":
             return self.opaque("let") if self.dialect == "bash" else 127
-        if head in self.state.functions and known:
-            return self.call(head, words[1:], local)
+        if head in self.state.functions and (known or (not self.loose and unknown_at[0][0])):
+            args = list(words[1:])
+            for i, what in unknown_at:  # "$X" only known at run time: one argument
+                args[i - 1] = hole(what)
+            return self.call(head, args, local)
+        if head in self.state.functions:
+            self.blind.append(f"the function {head} called with {unknown_at[0][1]}")
+            return None
         inner, extra, replaces, unknown_shift = unwrap(words)
         if inner is None:
             self.last_unknown = "the command"
@@ -286,9 +274,8 @@ class _Shell(_Tests):
                 self.last_unknown = "the script"
                 self.blind.append(f"the script of {inner[0]} -c")
                 return None
-            sub = self.child(
-                inner[0], inner[script_at + 1 :] if not inner_unknown else None, local, line
-            )
+            given = inner[script_at + 1 :] if not inner_unknown else None
+            sub = self.child(inner[0], given, local, line, inner[:script_at])
             if sub.depth > MAX_EVAL_DEPTH:
                 self.blind.append(f"{inner[0]} -c nested too deep")
                 return None
@@ -335,7 +322,7 @@ class _Shell(_Tests):
             return False
         path, text = found
         args = None if unknown else [str(path), *words[at + 1 :]]
-        sub = self.child(words[0], args, local, line)
+        sub = self.child(words[0], args, local, line, words[:at])
         sub.start_file(str(path))
         sub.source, sub.key = str(path), path.name
         try:
@@ -349,20 +336,27 @@ class _Shell(_Tests):
         return True
 
     def child(
-        self, shell: str, args: list[str] | None, local: dict[str, str | None], line: int | None
+        self,
+        shell: str,
+        args: list[str] | None,
+        local: dict[str, str | None],
+        line: int | None,
+        options: list[str],
     ) -> _Shell:
         """A new shell (``sh -c``, ``bash FILE``) started by this one: the exported
         environment and the command's own assignments, ``args`` as ``$0 $1 ...`` (None:
-        only known at run time)."""
+        only known at run time), its ``options`` (the shell first) as it reads them."""
         env = self.exported_env()
         env.update(local)
-        dialect = "bash" if os.path.basename(shell) == "bash" else "sh"
+        dialect = dialect_of(shell)
         sub = _Shell(env, args, self.unknown_rest, self.source, line, self.key, dialect)
         sub.depth = self.depth + 1
         sub.host = self.host
         sub.start_in(self.state.cwd)
         sub.steps = self.steps
         sub.state.when = self.state.when
+        if dialect == "sh":
+            sub.state.when = (*sub.state.when, *unknown_to_dash(options))
         sub.state.branch = self.state.branch
         sub.choices = self.choices
         return sub

@@ -12,6 +12,7 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.lexer import _Lexer
 from kvconfig.load.shell.state import Command, _State
+from kvconfig.load.shell.words import hole_what
 
 _DEFAULT_IFS = " \t\n"
 
@@ -80,11 +81,13 @@ class _Variables:
             if st.args is None:
                 return True, None
             n = int(name)
+            if n < len(st.args) and hole_what(st.args[n]) is not None:
+                return True, None  # a function's argument only known at run time
             return (n < len(st.args), st.args[n] if n < len(st.args) else "")
         if name == "#":
             return True, None if st.args is None else str(max(len(st.args) - 1, 0))
         if name in ("@", "*"):
-            if st.args is None:
+            if st.args is None or any(hole_what(a) is not None for a in st.args[1:]):
                 return True, None
             return bool(st.args[1:]), self.ifs_join(st.args[1:])
         if name == "?":
@@ -132,6 +135,8 @@ class _Variables:
             st.why.pop(name, None)
 
     def unknown_why(self, name: str) -> str:
+        if name.isdigit() and self.state.args and int(name) < len(self.state.args):
+            return hole_what(self.state.args[int(name)]) or "$" + name
         return self.state.why.get(name, "$" + name)
 
     def arith_var(self, name: str) -> int | None:

@@ -60,6 +60,13 @@ def hole(what: str) -> str:
     return "\ue000" + (what or "a run-time value").encode().hex() + "\ue001"
 
 
+def hole_what(text: str) -> str | None:
+    """What names the run-time value ``text`` stands for when it is one hole (a function's
+    argument only known at run time), else None."""
+    m = HOLE.fullmatch(text)
+    return None if m is None else bytes.fromhex(m.group(1)).decode(errors="replace")
+
+
 def split_holes(word: _Word) -> None:
     """A word lexed from a text with holes: each hole becomes a part of kind ``hole``,
     only known at run time, quoted as the text around it was."""
@@ -80,3 +87,18 @@ def split_holes(word: _Word) -> None:
         if at < len(part.text):
             parts.append(_Part(part.text[at:], part.quoted, "lit"))
     word.parts[:] = parts
+
+
+def one_field(word: _Word) -> bool:
+    """The word is one field whatever its run-time parts hold (all of it quoted, no
+    ``"$@"`` or ``"${A[@]}"``)."""
+    return all(p.quoted and p.kind != "at" and "[@]" not in p.text for p in word.parts)
+
+
+def assignment_end(word: _Word) -> int:
+    """Where ``NAME=`` ends in a word that starts with it unquoted (0: it does not)."""
+    first = word.parts[0] if word.parts else None
+    if first is None or first.kind != "lit" or first.quoted:
+        return 0
+    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", first.text)
+    return m.end() if m and len(word.parts[0].text) >= m.end() else 0
