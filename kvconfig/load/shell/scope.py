@@ -303,7 +303,8 @@ class _Scope(_Control):
         try:
             try:
                 tree = p.parse(self.lexer(text))
-            except InputError:  # bash: eval fails with status 2; dash: the script ends
+            except InputError as err:  # bash: eval fails with status 2; dash: the script ends
+                self.unparsed.append(err)
                 if self.dialect == "bash":
                     return 2
                 raise _Stop from None

@@ -367,6 +367,7 @@ class _Shell(_Tests):
         self.choices = sub.choices
         self.steps = sub.steps
         self.blind.extend(sub.blind)
+        self.unparsed.extend(sub.unparsed)
         self.commands.extend(
             Command(c.words, c.env, c.unknown, c.line if line is None else line,
                     background or c.background, c.when, c.branch, replaces and c.replaces)

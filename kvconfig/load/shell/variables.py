@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.lexer import _Lexer
@@ -60,6 +61,7 @@ class _Variables:
         self.dialect = dialect
         self.commands: list[Command] = []
         self.blind: list[str] = []
+        self.unparsed: list[InputError] = []
         self.steps = 0
         self.choices = 0
         self.depth = 0
