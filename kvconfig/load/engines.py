@@ -79,26 +79,7 @@ def engines_in(
         path = text_or_path if isinstance(text_or_path, Path) else path
         return script_file.engines(text, source, folder, env, path)
     docs, skipped = load_documents(text, source, merge_keys=_looks_like_compose(text))
-    if len(docs) == 1 and not is_operator_file(docs[0].data):
-        from kvconfig.load.argv_table import names_vllm_options
-
-        if names_vllm_options(docs[0].data) and "kvconfig" not in docs[0].data:
-            return [serve_config_engine(docs[0].data, source)]
     return engines_of(docs, source, folder, skipped=skipped, text=text, env=env)
-
-
-def serve_config_engine(data: dict[str, Any], source: str) -> Engine:
-    """The engine of a ``vllm serve --config`` file: its keys as the words vLLM's
-    ``load_config_file`` makes of them (``kvconfig.load.argv_config``)."""
-    from kvconfig.load.argv_config import config_tokens
-    from kvconfig.load.argv_table import options
-    from kvconfig.mirror import versions
-
-    words, _notes = config_tokens(data, options(versions.KNOWN[-1]), source)
-    return Engine(
-        name="vllm serve --config", source=source, line=1, argv=tuple(words),
-        parallelism={"replicas": 1},
-    )  # fmt: skip
 
 
 def engines_of(
