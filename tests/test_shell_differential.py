@@ -501,6 +501,11 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         ("bash",),
     ),
+    "cd after cd in an and-or list": (
+        'cd /usr && cd bin && vllm serve "$PWD"; cd / && cd /nonexistent || vllm serve "$PWD"',
+        {},
+        BOTH,
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",
@@ -553,6 +558,14 @@ def test_a_function_s_output_is_read_when_it_only_echoes() -> None:
         ]
         # echo '1\n2': bash prints the backslash as it is, dash reads it as an escape
         assert [len(c.unknown) for c in vllm] == [1, 1, 1, dialect == "sh", 1]
+
+
+def test_each_cd_of_an_and_or_list_carries_its_folder() -> None:
+    script = TABLE["cd after cd in an and-or list"][0]
+    first, second, third = read_script(script, {}).commands
+    assert first.words[2] == "/usr/bin" and first.when  # each cd may fail where it runs
+    # cd / went, cd /nonexistent failed: /; cd / failed: wherever the first list left it
+    assert second.words[2] == "/" and third.unknown == ((2, "$PWD"),)
 
 
 def test_run_time_arguments_and_filters_are_read() -> None:

@@ -18,7 +18,7 @@ from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell.arith import arith_value
 from kvconfig.load.shell.fields import _Fields
 from kvconfig.load.shell.state import MAX_LOOP, MAX_STEPS, _merge, _State
-from kvconfig.load.shell.words import hole_what
+from kvconfig.load.shell.words import _Part, _Word, hole_what
 
 
 class _Control(_Fields):
@@ -68,14 +68,18 @@ class _Control(_Fields):
             finally:
                 self.deferring = False
             went, self.pending = self.pending, None
-            for op, nxt in node.rest:
+            for k, (op, nxt) in enumerate(node.rest):
                 self.state.status = status
                 if status is None:
+                    # each way the status goes, the rest of the list runs on from there (a
+                    # cd in it, cd A && cd B && ..., carries its folder to what follows)
                     reason = self.reason(node_line(node.first), "the status of the command")
                     order = [went, None] if op == "&&" else [None, went]
-                    status = self.fork([[nxt], []], reason, self.run_node, order)
-                    went = None
-                elif (status == 0) == (op == "&&"):
+                    runs = N.AndOr(nxt, node.rest[k + 1 :])
+                    skips = N.AndOr(_STATUS[op == "&&"], node.rest[k + 1 :])
+                    status = self.fork([[runs], [skips]], reason, self.run_node, order)
+                    break
+                if (status == 0) == (op == "&&"):
                     status = self.run_node(nxt)
         elif isinstance(node, N.Pipeline):
             status = 0
@@ -378,3 +382,11 @@ def node_line(node: N.Node) -> int:
 
 def cond_line(cond: N.Sequence, default: int) -> int:
     return node_line(cond) if cond.items else default
+
+
+_STATUS = {
+    ok: N.Simple([_Word([_Part("false" if ok else "true", False, "lit")])], 0)
+    for ok in (True, False)
+}
+"""A command whose status is the one that skips the next command of an and-or list
+(``&&`` after a failure: ``false``; ``||`` after a success: ``true``)."""
