@@ -137,12 +137,17 @@ def _connector(config: Mapping[str, Any] | None) -> tuple[str | None, str | None
     return name, role if isinstance(role, str) else None
 
 
-def _speculative(config: Mapping[str, Any] | None) -> str | None:
+def _speculative(config: Mapping[str, Any] | None, version: str) -> str | None:
+    """The method as vLLM stores it: a ``*_mtp`` model-type name is ``mtp``
+    (``SpeculativeConfig.__post_init__``, ``kvconfig.mirror.speculative.canonical``)."""
     if not config:
         return None
     method = config.get("method")
     if isinstance(method, str) and method:
-        return method
+        from kvconfig.mirror import versions
+        from kvconfig.mirror.speculative import canonical
+
+        return canonical(method, versions.facts(version).mtp_methods)
     return "draft" if config.get("model") else None
 
 
@@ -165,10 +170,11 @@ def reading_of(engine: Engine) -> Reading:
     values: Mapping[str, Any] = {}
     model: str | None = None
     unreadable: str | None = None
+    version = engine_version(engine, None)[0]
     try:
         args = parse_serve_args(
             engine.argv,
-            version=engine_version(engine, None)[0],
+            version=version,
             entry="api_server" if engine.parser == "api_server" else "serve",
             read_config=lambda _path: {},
             source=engine.source,
@@ -196,7 +202,7 @@ def reading_of(engine: Engine) -> Reading:
         data=_int(values.get("data-parallel-size"), 1) or 1,
         expert=values.get("enable-expert-parallel") is True,
         block_size=block,
-        speculative=_speculative(_json(values.get("speculative-config"))),
+        speculative=_speculative(_json(values.get("speculative-config")), version),
         connector=connector,
         kv_role=kv_role,
         vllm_version=engine.vllm_version,
