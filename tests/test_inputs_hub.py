@@ -255,7 +255,8 @@ def test_reading_the_cache_does_not_import_huggingface_hub(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("value", "is_id"),
     [("Qwen/Qwen3-8B", True), ("AngelSlim/Qwen3-8B_eagle3", True), ("/mnt/models/x", False),
-     ("./models/qwen3-8b", False), ("models/../x", False), ("gpt2", False), ("a/b/c", False)],
+     ("./models/qwen3-8b", False), ("models/../x", False), ("gpt2", True), ("a/b/c", False),
+     ("config-model", True), ("8", False), ("x.", False)],
 )  # fmt: skip
 def test_what_counts_as_an_id(value: str, is_id: bool) -> None:
     assert hub.is_hub_id(value) is is_id

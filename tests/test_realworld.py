@@ -13,8 +13,13 @@ import pytest
 import yaml
 
 from kvconfig.errors import InputError
+from kvconfig.load import sources
+from kvconfig.load.argv_config import config_tokens
+from kvconfig.load.argv_table import options
 from kvconfig.load.engines import engines_in
+from kvconfig.load.operator_engine import Engine
 from kvconfig.load.reading import reading_of
+from kvconfig.mirror import versions
 
 ROOT = Path(__file__).parent / "realworld"
 ENTRIES: list[dict[str, Any]] = yaml.safe_load((ROOT / "corpus.yaml").read_text())
@@ -61,8 +66,17 @@ def test_provenance(entry: dict[str, Any]) -> None:
 
 
 def _engines(entry: dict[str, Any]) -> list[Any]:
-    """The file's engines, read with the environment its caller gives (``env``)."""
-    return engines_in(ROOT / "files" / entry["file"], entry["file"], env=entry.get("env"))
+    """The file's engines, read with the environment its caller gives (``env``); a
+    ``vllm serve --config`` file's one engine gets the words vLLM's ``load_config_file``
+    makes of it, as ``kvconfig lint`` reads it."""
+    path = ROOT / "files" / entry["file"]
+    found = sources.read_file(path, entry["file"], env=entry.get("env"))
+    if isinstance(found, list):
+        return found
+    words, _ = config_tokens(found.data, options(versions.KNOWN[-1]), entry["file"])
+    return [
+        Engine("vllm serve --config", entry["file"], 1, tuple(words), parallelism={"replicas": 1})
+    ]
 
 
 def _reading(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -631,3 +645,28 @@ def test_a_helm_unittest_suite_deploys_nothing() -> None:
     with pytest.raises(NoEngine, match="helm-unittest suite") as err:
         engines_in(ROOT / "files" / path, path)
     assert err.value.key == "tests"
+
+
+_GAUDI_ARGS = ["--model", "Qwen/Qwen3-8B", "--block-size", "128", "--tensor-parallel-size", "2"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: g}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: vllm\n        image: opea/vllm-gaudi:1.2\n"
+        f"        args: {json.dumps(_GAUDI_ARGS)}\n",
+        "services:\n  vllm:\n    image: opea/vllm-gaudi:latest\n"
+        f"    command: {' '.join(_GAUDI_ARGS)}\n",
+        "#!/bin/bash\ndocker run --runtime=habana opea/vllm-gaudi:latest "
+        f"{' '.join(_GAUDI_ARGS)}\n",
+    ],
+    ids=["kubernetes", "compose", "docker run"],
+)
+def test_args_on_an_image_whose_entry_point_is_vllm_s_api_server(text: str) -> None:
+    """opea/vllm-gaudi runs ``python3 -m vllm.entrypoints.openai.api_server`` (its
+    Dockerfile's ENTRYPOINT): arguments alone are that server's, ``--model`` included."""
+    (engine,) = engines_in(text, "gaudi")
+    reading = reading_of(engine).to_json()
+    assert (reading["model"], reading["block_size"], reading["tensor"]) == ("Qwen/Qwen3-8B", 128, 2)
+    assert engine.parser == "api_server"

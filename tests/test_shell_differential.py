@@ -434,6 +434,73 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         ("bash",),
     ),
+    "eval of a command built around a run-time value": (
+        'C="vllm serve m --block-size $BS"; C="$C --port 1"\n'
+        'if [ -n "$Q" ]; then C="$C -q"; fi; eval "$C &"; wait',
+        {"BS": None, "Q": None},
+        BOTH,
+    ),
+    "eval of a run-time value in quotes": (
+        "KV=$X; eval \"vllm serve m --kv-transfer-config '$KV' --block-size 16\"",
+        {"X": None},
+        BOTH,
+    ),
+    "eval of a run-time value before the command": (
+        'G=$GPU; C="CUDA_VISIBLE_DEVICES=$G vllm serve m"; eval "$C"; eval "$GPU"',
+        {"GPU": None},
+        BOTH,
+    ),
+    "eval of a command appended to with +=": (
+        'C="vllm serve m"; C+=" -tp $TP"; C+=" --port 1"; eval "$C"',
+        {"TP": None},
+        ("bash",),
+    ),
+    "the output of a function of the script": (
+        'f() { local a="--block-size $1"; echo "$a"; }; A=$(f 16); vllm serve m $A\n'
+        'B=$(f); vllm serve m $B; g() { echo 8; exit 1; echo 9; }; vllm serve "$(g)" 1\n'
+        'n() { echo -n 1; echo " 2"; printf \'%s\\n\' 3; }; vllm serve "$(n)"',
+        {},
+        BOTH,
+    ),
+    "a function's output only known at run time": (
+        "e() { echo x >&2; echo 16; }; vllm serve $(e)\n"
+        "p() { echo a | tr a b; }; vllm serve $(p)\n"
+        'k() { if [ -n "$X" ]; then echo 1; fi; echo 2; }; vllm serve $(k)\n'
+        "b() { echo '1\\n2'; }; vllm serve \"$(b)\"; r() { uname; }; vllm serve $(r)",
+        {"X": None},
+        BOTH,
+    ),
+    "echo through tr": (
+        'K=\'{ "a": [1, 2] }\'; K=$(echo "$K" | tr -d \'[:space:]\'); vllm serve "$K"\n'
+        "U=$(echo vllm | tr a-z A-Z); L=$(echo \"$U x\" | tr '[:upper:]' '[:lower:]')\n"
+        'vllm serve "$U" "$L" "$(echo a.b | tr . /)" "$(echo ab | tr -s b)"',
+        {},
+        BOTH,
+    ),
+    "assignments after local and export are not split": (
+        'f() { local kv=$1 s=$2; export e=$2; vllm serve "[$kv]" "[$s]" "[$e]" $kv; }\n'
+        'f "a[1]" "x  y"; f "*" "$R"',
+        {"R": None},
+        BOTH,
+    ),
+    "a function called with a run-time argument": (
+        'f() { local m=$1 k=$2; C="vllm serve $m --kv \'$k\' --n $#"; eval "$C &"; }\n'
+        'f m "$KV_A"; f m $KV_A; for x; do :; done; wait',
+        {"KV_A": None},
+        BOTH,
+    ),
+    "-o in a cluster of dash's options": (
+        'set -oo errexit nounset x y; vllm serve "$1" "$#"\n'
+        'sh -oo errexit nounset -c \'vllm serve "$0" "$1"\' a b; set -eo pipefail z; vllm serve $1',
+        {},
+        ("dash",),
+    ),
+    "-o at the end of a cluster of bash's options": (
+        'set -euo pipefail a b; vllm serve "$1" $#\n'
+        'bash -eo pipefail -c \'vllm serve "$0" "$1"\' a b',
+        {},
+        ("bash",),
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",
@@ -455,6 +522,52 @@ def test_the_issue_case_is_decided_not_guessed() -> None:
     assert cmd.words[-1] == "128"
     (cmd,) = read_script(script, {"PROFILE": None}).commands
     assert cmd.words[4] == "$BS" and cmd.unknown == ((4, "$BS"),)
+
+
+def test_eval_reads_the_known_text_around_run_time_values() -> None:
+    script = TABLE["eval of a command built around a run-time value"][0]
+    reading = read_script(script, {"BS": None, "Q": None})
+    assert reading.blind == ()
+    words = {c.words: c for c in reading.commands}
+    assert set(words) == {
+        ("vllm", "serve", "m", "--block-size", "$BS", "--port", "1"),
+        ("vllm", "serve", "m", "--block-size", "$BS", "--port", "1", "-q"),
+    }
+    assert all(c.unknown == ((4, "$BS"),) and c.background for c in words.values())
+    script = TABLE["eval of a run-time value before the command"][0]
+    first = read_script(script, {"GPU": None}).commands[0]
+    assert first.words == ("vllm", "serve", "m") and first.env["CUDA_VISIBLE_DEVICES"] is None
+    assert first.when  # a blank in $GPU would end the assignment: bash would run another program
+
+
+def test_a_function_s_output_is_read_when_it_only_echoes() -> None:
+    for dialect in ("bash", "sh"):
+        script = TABLE["the output of a function of the script"][0]
+        runs = [c.words[2:] for c in read_script(script, {}, dialect=dialect).commands]
+        assert runs == [("m", "--block-size", "16"), ("m", "--block-size"), ("8", "1"), ("1 2\n3",)]
+        script = TABLE["a function's output only known at run time"][0]
+        vllm = [
+            c
+            for c in read_script(script, {"X": None}, dialect=dialect).commands
+            if c.words[0] == "vllm"
+        ]
+        # echo '1\n2': bash prints the backslash as it is, dash reads it as an escape
+        assert [len(c.unknown) for c in vllm] == [1, 1, 1, dialect == "sh", 1]
+
+
+def test_run_time_arguments_and_filters_are_read() -> None:
+    for dialect in ("bash", "sh"):
+        script = TABLE["echo through tr"][0]
+        first, second = read_script(script, {}, dialect=dialect).commands
+        assert first.words[2:] == ('{"a":[1,2]}',)
+        assert second.words[2:4] == ("VLLM", "vllm x") and len(second.unknown) == 1  # tr -s
+        script = TABLE["a function called with a run-time argument"][0]
+        reading = read_script(script, {"KV_A": None}, dialect=dialect)
+        (cmd,) = [c for c in reading.commands if c.words[0] == "vllm"]
+        assert cmd.words == ("vllm", "serve", "m", "--kv", "$k", "--n", "2")
+        assert cmd.unknown == ((4, "$k"),)
+        # f m $KV_A: as many arguments as the value has fields, only known at run time
+        assert reading.blind == ("the function f called with $KV_A",)
 
 
 # ----- generated scripts ---------------------------------------------------------------
@@ -490,6 +603,8 @@ _word = st.one_of(
     _ref,
     st.sampled_from(["m", "--block-size", "'{\"k\": 1}'", '"$@"', "$#", '"$PWD"', "$OLDPWD"]),
 )
+_piece = st.sampled_from(["m", "--block-size", "16", "$KV_A", "${KV_B:-d}", "'$X'", "$#", "-x"])
+"""A word of a command kept in a variable for eval (inside its double quotes)."""
 _cond = st.one_of(
     st.builds(lambda r, v: f"[ {r} = {v} ]", _ref, _value),
     st.builds(lambda r: f"[ -n {r} ]", _ref),
@@ -519,6 +634,14 @@ def _commands(depth: int) -> st.SearchStrategy[str]:
         st.just("shift"),
         st.builds(lambda n: f"unset {n}", _name),
         st.sampled_from(["cd /usr", "cd /nonexistent", "cd / || exit 0", "cd bin && cd .."]),
+        # a command built in a variable, partly of run-time values, and eval'd
+        st.builds(lambda ws: f'C="vllm serve {" ".join(ws)}"', st.lists(_piece, max_size=3)),
+        st.builds(lambda w: f'C="$C {w}"', _piece),
+        st.sampled_from(['eval "$C"', 'eval "$C &"', 'C="KV_B=$X $C"', "eval $C"]),
+        # a function's output
+        st.builds(lambda w, c: f"f() {{ {c} && echo {w}; echo -n $1; }}", _word, _cond),
+        st.builds(lambda v: f'vllm serve "$(f {v})" $(f)', _value),
+        st.builds(lambda n, v: f"{n}=$(f {v})", _name, _value),
     )
     if depth == 0:
         return simple

@@ -196,8 +196,9 @@ def test_what_stays_unknown(repo: Path, shell: str) -> None:
         'vllm serve "$(basename "$0" > /dev/null)" "$(realpath --relative-to=/ "$0")"\n',
     )
     reading = check(script, shell)
-    assert all(c.unknown for c in reading.commands)
-    assert [len(c.unknown) for c in reading.commands] == [1, 3, 2]
+    # a function of the script shadows the program: its output is what it echoes
+    assert reading.commands[0].words[2:] == ("mine",)
+    assert [len(c.unknown) for c in reading.commands] == [0, 3, 2]
 
 
 @pytest.mark.parametrize("shell", BOTH)

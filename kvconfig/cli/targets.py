@@ -147,6 +147,7 @@ def read(target: str | list[str], env: Mapping[str, str] | None = None) -> list[
     if isinstance(target, list):
         return [Item("<command>", target)]
     from kvconfig.load import sources
+    from kvconfig.load.argv_table import names_vllm_options
 
     if target == STDIN:
         found = sources.read_stdin(sys.stdin.buffer, env=env)
@@ -156,7 +157,7 @@ def read(target: str | list[str], env: Mapping[str, str] | None = None) -> list[
         source = target
     if isinstance(found, list):
         return [Item(e.source, target, engine=e) for e in found]
-    if isinstance(target, Walked) and not _names_vllm(found):
+    if isinstance(target, Walked) and not names_vllm_options(found.data):
         raise NoEngine(
             "not a deployment file: neither an operator file nor a vllm serve config "
             "(none of its top-level keys is a vLLM option) nor a native kvconfig file",
@@ -165,22 +166,6 @@ def read(target: str | list[str], env: Mapping[str, str] | None = None) -> list[
             hint="a folder's other YAML files are passed over",
         )
     return [Item(source, target, doc=found)]
-
-
-def _names_vllm(doc: Document) -> bool:
-    """Whether a YAML document that is no operator file is a native kvconfig file (a
-    ``kvconfig`` key) or a ``vllm serve --config`` file: a mapping with a key that is one
-    of vLLM's options (in any release kvconfig knows)."""
-    from kvconfig.load.argv_table import options
-    from kvconfig.mirror import versions
-
-    data = doc.data
-    if not isinstance(data, dict) or not data:
-        return False
-    if "kvconfig" in data:
-        return True
-    names = {"--" + str(k).partition(".")[0].replace("_", "-") for k in data}
-    return any(n in options(v) for v in versions.KNOWN for n in names)
 
 
 def no_platform(item: Item) -> InputError:

@@ -72,3 +72,15 @@ def _word(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def names_vllm_options(data: Any) -> bool:
+    """Whether a YAML document that is no operator file is a native kvconfig file (a
+    ``kvconfig`` key) or a ``vllm serve --config`` file: a mapping with a key that is one
+    of vLLM's options (in any release kvconfig knows)."""
+    if not isinstance(data, dict) or not data:
+        return False
+    if "kvconfig" in data:
+        return True
+    names = {"--" + str(k).partition(".")[0].replace("_", "-") for k in data}
+    return any(n in options(v) for v in versions.KNOWN for n in names)

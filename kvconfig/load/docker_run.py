@@ -33,7 +33,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from kvconfig.errors import InputError
-from kvconfig.load.engine_fields import is_vllm_image
+from kvconfig.load.engine_fields import image_entry
 from kvconfig.load.operator_engine import server_start
 from kvconfig.load.shell.state import Command
 
@@ -119,8 +119,9 @@ def container_start(words: Sequence[str], unknown: Collection[int] = ()) -> Cont
         first = len(w) - len(after) - 1  # the entry point's first word, at -1 of ``after``
         late = {k - first for k in unknown if k > first}
         return _entry(Container((entrypoint, *after), image, True, env), late)
-    if is_vllm_image(image):
-        return Container(("vllm", "serve", *after), image, False, env)
+    entry_point = image_entry(image)
+    if entry_point is not None:
+        return Container((*entry_point, *after), image, False, env)
     return None
 
 

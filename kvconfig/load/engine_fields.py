@@ -33,6 +33,25 @@ def is_vllm_image(image: str | None) -> bool:
     return bool(_VLLM_IMAGES.search(repo.lower()))
 
 
+_ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    # OPEA's Gaudi image, built from HabanaAI/vllm-fork's Dockerfile.hpu
+    # (GenAIComps comps/third_parties/vllm/src/build_docker_vllm.sh)
+    (re.compile(r"(^|/)opea/vllm-gaudi$"), ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+)
+
+
+def image_entry(image: str | None) -> tuple[str, ...] | None:
+    """The entry point of an image known to start vLLM, which a container given only
+    arguments runs them with: ``vllm serve`` for vLLM's own images, the Dockerfile's
+    ``ENTRYPOINT`` for the others kvconfig knows; None for any other image."""
+    if not image:
+        return None
+    if is_vllm_image(image):
+        return ("vllm", "serve")
+    repo, _ = split_image(image)
+    return next((words for pattern, words in _ENTRY_POINTS if pattern.search(repo.lower())), None)
+
+
 def known_versions() -> tuple[str, ...]:
     """The vLLM releases kvconfig plans for (the version registry's)."""
     from kvconfig.mirror.versions import KNOWN

@@ -29,13 +29,18 @@ from typing import Any, NamedTuple
 from kvconfig.errors import InputError, ModelUnavailable
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 DEFAULT_ENDPOINT = "https://huggingface.co"
 
 
 def is_hub_id(value: str) -> bool:
-    """Whether ``value`` reads as a Hub model id (``org/name``) rather than a path."""
-    return bool(_ID.match(value)) and ".." not in value and not value.endswith((".", "-"))
+    """Whether ``value`` reads as a Hub model id rather than a path: ``org/name``, or a
+    name alone (``gpt2``; vLLM looks for a folder of that name where the server starts,
+    then asks the Hub), not a number (a value put where the model goes)."""
+    if ".." in value or value.endswith((".", "-")):
+        return False
+    return bool(_ID.match(value)) or (bool(_NAME.match(value)) and not value.isdigit())
 
 
 def download_enabled(flag: bool | None = None) -> bool:

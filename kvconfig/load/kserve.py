@@ -365,6 +365,8 @@ def _additional_args(
         key=f"{label}: VLLM_ADDITIONAL_ARGS",
         dialect="bash",
     )
+    if reading.unparsed:  # bash's eval fails: the container's script starts no server
+        raise reading.unparsed[0]
     runs = [c for c in reading.commands if c.words[:2] == ("vllm", "serve")]
     if not runs or reading.blind:
         return [additional], [(0, additional)]

@@ -24,7 +24,7 @@ from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.compose.dotenv import outside, parse_env, read_env_file
 from kvconfig.load.compose.interpolation import Interpolation
 from kvconfig.load.compose.shellwords import split_command
-from kvconfig.load.engine_fields import check_words, image_version, is_vllm_image
+from kvconfig.load.engine_fields import check_words, image_entry, image_version, is_vllm_image
 from kvconfig.load.operator_engine import Engine, Note, server_start
 
 __all__ = ["Interpolation", "engines", "outside", "parse_env", "read_env_file", "split_command"]
@@ -96,8 +96,8 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
         variables, unknown, sources = _environment(svc, doc, path, base, label, interp.variables)
         if entrypoint:
             words = entrypoint + command
-        elif is_vllm_image(image):
-            words = ["vllm", "serve", *command]
+        elif entry := image_entry(image):
+            words = [*entry, *command]
         else:
             words = command
         starts: list[tuple[tuple[str, str, list[str]], Command | None]] = []

@@ -7,7 +7,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, is_vllm_image
+from kvconfig.load.engine_fields import (
+    check_words,
+    gpu_fields,
+    image_entry,
+    image_version,
+    is_vllm_image,
+)
 from kvconfig.load.gpu_labels import GPU_LABELS, INSTANCE_LABELS, instance_gpu
 from kvconfig.load.kubernetes.env import container_env, expand_k8s
 from kvconfig.load.kubernetes.resources import Found, Pod, strings
@@ -111,6 +117,9 @@ def read_container(
     image = container.get("image") if isinstance(container.get("image"), str) else None
     command = strings(container.get("command"), res, (*cpath, "command"), name)
     args = strings(container.get("args"), res, (*cpath, "args"), name)
+    entry_point = image_entry(image) if not command and not is_vllm_image(image) else None
+    if entry_point is not None:  # args on an image whose entry point starts vLLM
+        command = list(entry_point)
     env = container_env(container, res, cpath, name, env_base)
     given = getattr(res, "given", {})
     for extra in env_unknown:  # set by a controller (LWS_LEADER_ADDRESS): the cluster's too

@@ -18,6 +18,7 @@ from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell.arith import arith_value
 from kvconfig.load.shell.fields import _Fields
 from kvconfig.load.shell.state import MAX_LOOP, MAX_STEPS, _merge, _State
+from kvconfig.load.shell.words import hole_what
 
 
 class _Control(_Fields):
@@ -222,6 +223,8 @@ class _Control(_Fields):
         if node.words is None:
             args = self.state.args
             items = None if args is None else list(args[1:])
+            if any(hole_what(a) is not None for a in items or []):
+                items = None  # a function's argument only known at run time
         else:
             for w in node.words:
                 fields, unknown = self.expand_word(w)

@@ -138,9 +138,10 @@ class _Files(_Dirs):
         printed = output(words, self.host, self.state.cwd)
         return None if printed is None else printed.rstrip("\n")
 
-    def program_words(self, node: N.Node) -> list[str] | None:
+    def program_words(self, node: N.Node, functions: bool = False) -> list[str] | None:
         """The words of a simple command that runs a program (no assignment before it, no
-        function of that name), expanded on a copy of the state (a subshell), or None."""
+        function of that name unless ``functions``), expanded on a copy of the state (a
+        subshell), or None."""
         if not isinstance(node, N.Simple) or node.opaque or not node.words:
             return None
         first = node.words[0].parts[0] if node.words[0].parts else None
@@ -159,7 +160,7 @@ class _Files(_Dirs):
             return None
         finally:
             self.state = saved
-        if not words or words[0] in self.state.functions:
+        if not words or (words[0] in self.state.functions and not functions):
             return None
         return words
 

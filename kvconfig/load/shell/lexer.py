@@ -10,7 +10,7 @@ import re
 
 from kvconfig.errors import InputError
 from kvconfig.load.shell.quoting import _Scanner
-from kvconfig.load.shell.words import _Op, _Part, _Word
+from kvconfig.load.shell.words import _Op, _Part, _Word, split_holes
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
 _WORD_ENDS = frozenset(" \t\r\n&|;()<>")
@@ -26,6 +26,7 @@ class _Lexer(_Scanner):
     def tokens(self) -> list[_Word | _Op]:
         out: list[_Word | _Op] = []
         redirect_next = ""
+        stdout_next = False
         while self.i < len(self.text):
             c = self.text[self.i]
             if c == "\\" and self.peek(1) == "\n":
@@ -54,6 +55,12 @@ class _Lexer(_Scanner):
             if m and (m.group(1) == "" or self.i == 0 or self.text[self.i - 1] in " \t\n;&|("):
                 op = m.group(2)
                 self.i = m.end()
+                if (m.group(1) in ("", "1") and op[:1] == ">") or op[:1] == "&":
+                    # >FILE, >&2, &>FILE: the command's output goes elsewhere
+                    if out and isinstance(out[-1], _Word):
+                        out[-1].stdout = True
+                    else:
+                        stdout_next = True
                 if op in (">&", "<&") and re.match(r"\d+|-", self.text[self.i :]):
                     # 2>&1: the target is a descriptor, not a file
                     dm = re.match(r"\d+|-", self.text[self.i :])
@@ -110,6 +117,8 @@ class _Lexer(_Scanner):
                     word.here = True
                     out.append(word)
                 continue
+            word.stdout = word.stdout or stdout_next
+            stdout_next = False
             out.append(word)
         if self.heredocs:
             raise self.err(
@@ -117,6 +126,10 @@ class _Lexer(_Scanner):
                 self.line,
                 "end it with a line holding only its delimiter",
             )
+        if "\ue000" in self.text:  # an eval'd text with run-time parts
+            for token in out:
+                if isinstance(token, _Word):
+                    split_holes(token)
         return out
 
     def _at_substitution(self) -> bool:

@@ -15,8 +15,9 @@ class Simple:
 
     words: list[_Word]
     line: int
-    opaque: bool = False
-    """A bash ``[[ ]]`` holding operators kvconfig does not evaluate."""
+    opaque: bool | str = False
+    """A bash ``[[ ]]`` holding operators kvconfig does not evaluate (a text: another
+    test only known at run time, named so)."""
 
 
 @dataclass

@@ -12,8 +12,9 @@ import re
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.globs import _glob_regex, _replace, _trim
+from kvconfig.load.shell.state import MAX_TEXTS
 from kvconfig.load.shell.variables import _Variables
-from kvconfig.load.shell.words import _Part, _source_form, _Word
+from kvconfig.load.shell.words import _Part, _source_form, _Word, hole
 
 _PARAM = re.compile(
     r"^(?P<len>#)?(?P<bang>!)?(?P<name>[A-Za-z_][A-Za-z0-9_]*|[@*#?$!0-9-]|[0-9]+)"
@@ -106,7 +107,7 @@ class _Params(_Variables):
         self, name: str, is_set: bool, value: str | None, op: str, body: str, quoted: bool
     ) -> tuple[str | None, str, list[str] | None]:
         whole = "${" + body + "}"
-        what = self.unknown_why(name) if name.isidentifier() else "$" + name
+        what = self.unknown_why(name) if name.isidentifier() or name.isdigit() else "$" + name
         if not op:
             if value is None:
                 return None, what, None
@@ -205,6 +206,25 @@ class _Params(_Variables):
                 return None, what
             out.append(value if part.kind != "at" else " ".join(self.state.args or [])[0:0] + value)
         return "".join(out), ""
+
+    def expand_template(self, word: _Word) -> tuple[str, ...]:
+        """A word expanded as ``expand_string`` does, each part only known at run time
+        kept as a hole (``kvconfig.load.shell.words.hole``), a variable's own holes too:
+        one text per combination of the texts its variables may hold (at most
+        ``MAX_TEXTS``, then the first of each)."""
+        out: tuple[str, ...] = ("",)
+        for k, part in enumerate(word.parts):
+            name = part.text if part.kind == "param" else ""
+            texts: tuple[str, ...] | None = None
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and self.lookup(name)[1] is None:
+                texts = self.state.templates.get(name)
+            if texts is None:
+                value, what = self.part_value(part, tilde=k == 0, assignment=True)
+                texts = (hole(what or _source_form(part)) if value is None else value,)
+            if len(out) * len(texts) > MAX_TEXTS:
+                texts = texts[:1]
+            out = tuple(a + b for a in out for b in texts)
+        return out
 
     def part_value(
         self, part: _Part, tilde: bool, assignment: bool = False

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import re
 
+from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.control import _Control
 from kvconfig.load.shell.fields import split_value
-from kvconfig.load.shell.state import MAX_EVAL_DEPTH
-from kvconfig.load.shell.words import _Word
+from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEMPLATE, MAX_TEXTS
+from kvconfig.load.shell.words import HOLE, _Part, _Word, hole
+from kvconfig.load.shell.wrappers import after_options, unknown_to_dash
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BUILTINS = frozenset(
@@ -23,6 +25,12 @@ _BUILTINS = frozenset(
     | {"shift", "test", "[", "exit", "return", "let", "unset", "wait", "trap", "exec"}
 )
 """bash builtins a here-document may feed (bash's manual, "Shell Builtin Commands")."""
+
+
+DECLARE = frozenset({"export", "readonly", "local", "declare", "typeset"})
+"""Declaration builtins: a ``NAME=value`` word after one is expanded as an assignment,
+without field splitting or pathname expansion (bash's manual, "Bourne Shell Builtins";
+dash from 0.5.11; POSIX 2024's declaration utilities)."""
 
 
 class _Scope(_Control):
@@ -151,6 +159,55 @@ class _Scope(_Control):
                 self.state.readonly.add(name)
         return status
 
+    def declared(
+        self, word: _Word, at: int, kept: list[tuple[str, tuple[str, ...]]]
+    ) -> tuple[list[str], list[str]]:
+        """A ``NAME=value`` word after a declaration builtin (``local``, ``export`` ...),
+        expanded as an assignment: one field (no splitting, no pathname expansion); a
+        run-time value's known text goes to ``kept``."""
+        if any(part.kind == "array" for part in word.parts):
+            return self.expand_word(word)
+        value, what = self.expand_string(word)
+        if value is not None:
+            return [value], []
+        first = word.parts[0]
+        rest = _Word([_Part(first.text[at:], False, "lit"), *word.parts[1:]], word.line)
+        kept.append((first.text[:at].rstrip("=").rstrip("+"), self.expand_template(rest)))
+        return [word.raw()], [what]
+
+    def positional(self, words: list[str], known: bool, line: int | None) -> int | None:
+        """``set`` (its options; ``--`` or other words: new positional parameters) and
+        ``shift``."""
+        if words[0] == "set":
+            if not known:
+                self.state.args = None
+                return 0
+            k, _letters = after_options(words, self.dialect)
+            if self.dialect == "sh":
+                self.state.when = (*self.state.when, *unknown_to_dash(words))
+            if k < len(words) or "--" in words[1:k]:
+                zero = self.state.args[0] if self.state.args else "sh"
+                self.state.args = [zero, *words[k:]]
+            return 0
+        if self.state.args is None or not known:
+            self.state.args = None
+            if self.dialect == "sh":  # dash stops when there is too little to shift
+                self.state.when = (
+                    *self.state.when,
+                    f"shift on line {line} succeeding (the arguments only known at run time)",
+                )
+            return None
+        try:
+            n = int(words[1]) if len(words) > 1 else 1
+        except ValueError:
+            return None
+        if n > len(self.state.args) - 1:
+            if self.dialect == "sh":
+                raise _Stop
+            return 1
+        self.state.args = [self.state.args[0], *self.state.args[1 + n :]]
+        return 0
+
     def stop(self) -> int:
         raise _Stop
 
@@ -173,6 +230,7 @@ class _Scope(_Control):
             self.depth -= 1
             frame = self.local_frames.pop()
             for var, (was_set, old, exported) in frame.items():
+                self.state.templates.pop(var, None)
                 if was_set:
                     self.state.vars[var] = old
                 else:
@@ -182,6 +240,60 @@ class _Scope(_Control):
             self.state.args = saved_args
         return status
 
+    def template_of(self, name: str) -> tuple[str, ...]:
+        """The texts of a variable as ``eval`` reads it: its value, or its known text with
+        the run-time parts marked (a whole run-time value is one mark; unset: nothing)."""
+        is_set, value = self.lookup(name)
+        if value is not None or not is_set:
+            return (value or "",)
+        return self.state.templates.get(name) or (hole(self.unknown_why(name)),)
+
+    def keep_template(self, name: str, texts: tuple[str, ...]) -> None:
+        """Keep the known text of a run-time value, when some of it is known."""
+        texts = tuple(dict.fromkeys(texts))
+        small = len(texts) <= MAX_TEXTS and sum(len(t) for t in texts) <= MAX_TEMPLATE
+        if small and all(HOLE.sub("", t).strip() for t in texts):
+            self.state.templates[name] = texts
+
+    def eval_parts(self, words: list[_Word], first: str, line: int | None) -> int | None:
+        """``eval`` of a text partly only known at run time (``eval "$CMD &"``, ``$CMD``
+        built from ``$(nvidia-smi ...)``): bash parses the text it is given, and so does
+        kvconfig, each run-time part standing for text only known at run time inside the
+        word where it stands (read as text: a run-time value holding ``;`` or quotes
+        would be parsed further by bash). Nothing known besides: nothing to read."""
+        texts: tuple[str, ...] = ("",)
+        for k, word in enumerate(words):
+            more = self.expand_template(word)
+            if len(texts) * len(more) > MAX_TEXTS:
+                texts = ()
+                break
+            texts = tuple(a + (" " if k else "") + b for a in texts for b in more)
+        if not texts or self.ifs() != " \t\n" or not all(HOLE.sub("", t).strip() for t in texts):
+            self.last_unknown = first
+            return self.opaque(f"eval of {first}")
+        # an empty run-time part may leave text the shell cannot parse (eval " &"): then
+        # whether the commands run (and, in dash, whether the script goes on) is unknown
+        fragile = f"the text eval runs ({first}) parsing whatever its run-time parts hold"
+        if all(self.parses(HOLE.sub("", t)) for t in texts):
+            fragile = ""
+        else:
+            self.state.when = (*self.state.when, fragile)
+        try:
+            if len(texts) == 1:
+                return self.nested(texts[0], line)
+            reason = self.reason(line or 0, f"the text eval runs ({first})")
+            return self.fork([[t] for t in texts], reason, lambda t: self.nested(t, line))
+        finally:
+            if fragile and self.dialect == "bash":  # bash goes on after a syntax error
+                self.state.when = tuple(w for w in self.state.when if w != fragile)
+
+    def parses(self, text: str) -> bool:
+        try:
+            p.parse(self.lexer(text))
+        except InputError:
+            return False
+        return True
+
     def nested(self, text: str, line: int | None) -> int | None:
         if self.depth >= MAX_EVAL_DEPTH:
             return self.opaque("eval")
@@ -189,7 +301,14 @@ class _Scope(_Control):
         self.line0 = line
         self.depth += 1
         try:
-            return self.run_node(p.parse(self.lexer(text)))
+            try:
+                tree = p.parse(self.lexer(text))
+            except InputError as err:  # bash: eval fails with status 2; dash: the script ends
+                self.unparsed.append(err)
+                if self.dialect == "bash":
+                    return 2
+                raise _Stop from None
+            return self.run_node(tree)
         finally:
             self.depth -= 1
             self.line0 = outer

@@ -39,6 +39,9 @@ class Reading:
     """Places where it may run something kvconfig cannot name (an unknown command name,
     ``eval`` of an unknown text, a sourced file kvconfig does not read); empty:
     ``commands`` is complete."""
+    unparsed: tuple[InputError, ...] = ()
+    """Texts ``eval`` was given that do not parse (bash: ``eval`` fails, the script goes
+    on; dash: the script ends there), as the parser words the error."""
 
 
 def read_script(
@@ -80,7 +83,7 @@ def read_script(
     tree = p.parse(shell.lexer(script))
     with contextlib.suppress(_Stop, _Jump):
         shell.run_node(tree)
-    return Reading(tuple(shell.commands), tuple(shell.blind))
+    return Reading(tuple(shell.commands), tuple(shell.blind), tuple(shell.unparsed))
 
 
 def commands(

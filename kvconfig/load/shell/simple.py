@@ -18,15 +18,25 @@ from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.dbracket import _Tests
+from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
-from kvconfig.load.shell.words import _Part, _Word
-from kvconfig.load.shell.wrappers import SHELLS, file_of, script_of, unwrap
+from kvconfig.load.shell.words import _Part, _Word, assignment_end, hole, one_field
+from kvconfig.load.shell.wrappers import (
+    SHELLS,
+    dialect_of,
+    file_of,
+    script_of,
+    unknown_to_dash,
+    unwrap,
+)
 
 
 class _Shell(_Tests):
     # ----- simple commands -------------------------------------------------------------
     last_child: _Shell
     """The shell that ran the last ``bash FILE`` (``run_file``)."""
+    loose = False
+    """A run-time word of the command being run may be several fields (or none)."""
     here_input: tuple[str | None, str] | None = None
     """The input of the ``read`` being run, a here-string (``<<< WORD``) or here-document:
     (its text or None when only known at run time, what was unknown)."""
@@ -36,7 +46,7 @@ class _Shell(_Tests):
         here = [w for w in node.words if w.here]
         line = self.at(node.line)
         if node.opaque:
-            self.last_unknown = "a [[ ]] test"
+            self.last_unknown = node.opaque if isinstance(node.opaque, str) else "a [[ ]] test"
             return None
         if any(part.kind == "andor" for w in words for part in w.parts):
             return self.compound_test(words[1:-1])
@@ -44,9 +54,10 @@ class _Shell(_Tests):
             matched = self.pattern_test(words[1:-1])
             if matched != "other":
                 return matched if isinstance(matched, int) else None
-        assigns: list[tuple[str, str | None, str, bool]] = []
+        assigns: list[tuple[str, str | None, str, bool, _Word]] = []
         rest = list(words)
         subst = False
+        split: list[str] = []
         while rest:
             word0 = rest[0]
             first = word0.parts[0] if word0.parts else None
@@ -64,24 +75,37 @@ class _Shell(_Tests):
                 [_Part(first.text[m.end() :], False, "lit"), *word0.parts[1:]], word0.line
             )
             subst = subst or any(part.kind == "cmd" for part in word0.parts)
+            if any(part.kind == "hole" and not part.quoted for part in word0.parts):
+                split.append(name)  # eval "X=$RUN_TIME cmd": a blank in it ends X='s word
             value, what = self.expand_string(value_word)
-            assigns.append((name, value, what, append))
+            assigns.append((name, value, what, append, value_word))
         expanded: list[str] = []
         unknown_at: list[tuple[int, str]] = []
         # bash expands no braces between [[ and ]] (the bash manual, Conditional Constructs)
         expand = self.expand_one if rest and rest[0].raw() == "[[" else self.expand_word
+        self.loose = False  # a run-time word may be any number of fields
+        declares = bool(rest) and rest[0].raw() in DECLARE
+        kept: list[tuple[str, tuple[str, ...]]] = []
         for w in rest:
-            fields, unknown = expand(w)
+            if declares and w is not rest[0] and (split_at := assignment_end(w)):
+                fields, unknown = self.declared(w, split_at, kept)
+            else:
+                fields, unknown = expand(w)
             for what in unknown:
                 unknown_at.append((len(expanded), what))
             expanded.extend(fields)
+            self.loose = self.loose or (bool(unknown) and not one_field(w))
         if not rest:
-            for name, given, what, append in assigns:
+            for name, given, what, append, value_word in assigns:
                 value = given
                 if append and given is not None:
                     _is_set, old = self.lookup(name)
                     value = None if old is None else (old or "") + given
+                texts = ("",) if value is not None else self.expand_template(value_word)
+                before = self.template_of(name) if append else ("",)
                 self.assign(name, value, what)
+                if value is None:
+                    self.keep_template(name, tuple(a + b for a in before for b in texts))
             return None if subst else 0
         if not expanded:
             return 0
@@ -93,14 +117,26 @@ class _Shell(_Tests):
             self.last_unknown = unknown_at[0][1]
             self.blind.append(f"the command {words[0].raw()!r} ({self.last_unknown})")
             return None
+        if expanded[0] == "eval" and unknown_at and not assigns:
+            return self.eval_parts(rest[1:], unknown_at[0][1], line)
         local: dict[str, str | None] = {}
-        for name, value, _what, _append in assigns:
+        for name, value, _what, _append, _word in assigns:
             local[name] = value
         self.here_input = self.here_text(here[-1], expanded[0]) if here else None
+        when = self.state.when
+        if split:
+            self.state.when = (*when, f"the run-time value of {split[0]} in an eval'd text "
+                               "holding no blank (bash would split it there)")  # fmt: skip
         try:
-            return self.command(expanded, unknown_at, local, line, background)
+            status = self.command(expanded, unknown_at, local, line, background)
+            for name, texts in kept:  # local CMD="vllm serve $RUN_TIME": as an assignment
+                if self.lookup(name)[1] is None:
+                    self.keep_template(name, texts)
+            return status
         finally:
             self.here_input = None
+            if split:
+                self.state.when = when
 
     def command(
         self,
@@ -142,6 +178,7 @@ class _Shell(_Tests):
         if head == "shopt" and "nocasematch" in words:
             self.state.nocase = True  # set or unset: from here [[ == ]] is left undecided
         if head in ("echo", "printf") and not (head == "printf" and words[1:2] == ["-v"]):
+            self.echo(words, known)
             return 0
         if head in ("export", "readonly", "declare", "typeset", "local"):
             if head in ("declare", "typeset") and self.dialect != "bash":
@@ -158,47 +195,8 @@ class _Shell(_Tests):
                 self.state.exported.discard(name)
                 self.state.maybe_exported.discard(name)
             return 0
-        if head == "set":
-            if not known:
-                self.state.args = None
-                return 0
-            args = words[1:]
-            k = 0
-            while k < len(args):
-                if args[k] == "--":
-                    k += 1
-                    break
-                if args[k][:1] in "-+" and len(args[k]) > 1:
-                    # -o takes the next word as an option name, also inside a cluster
-                    # (set -euo pipefail): bash when the cluster ends in o, dash per o
-                    flags = args[k][1:]
-                    names = flags.count("o") if self.dialect == "sh" else flags[-1:] == "o"
-                    k += 1 + int(names)
-                    continue
-                break
-            if k < len(args) or "--" in args[:k]:
-                zero = self.state.args[0] if self.state.args else "sh"
-                self.state.args = [zero, *args[k:]]
-            return 0
-        if head == "shift":
-            if self.state.args is None or not known:
-                self.state.args = None
-                if self.dialect == "sh":  # dash stops when there is too little to shift
-                    self.state.when = (
-                        *self.state.when,
-                        f"shift on line {line} succeeding (the arguments only known at run time)",
-                    )
-                return None
-            try:
-                n = int(words[1]) if len(words) > 1 else 1
-            except ValueError:
-                return None
-            if n > len(self.state.args) - 1:
-                if self.dialect == "sh":
-                    raise _Stop
-                return 1
-            self.state.args = [self.state.args[0], *self.state.args[1 + n :]]
-            return 0
+        if head in ("set", "shift"):
+            return self.positional(words, known, line)
         if head in ("exit", "return"):
             if head == "return" and (self.local_frames or self.sourcing):
                 raise _Jump("return", 1)
@@ -249,8 +247,14 @@ class _Shell(_Tests):
             return None if head != "trap" else 0
         if head == "let":
             return self.opaque("let") if self.dialect == "bash" else 127
-        if head in self.state.functions and known:
-            return self.call(head, words[1:], local)
+        if head in self.state.functions and (known or (not self.loose and unknown_at[0][0])):
+            args = list(words[1:])
+            for i, what in unknown_at:  # "$X" only known at run time: one argument
+                args[i - 1] = hole(what)
+            return self.call(head, args, local)
+        if head in self.state.functions:
+            self.blind.append(f"the function {head} called with {unknown_at[0][1]}")
+            return None
         inner, extra, replaces, unknown_shift = unwrap(words)
         if inner is None:
             self.last_unknown = "the command"
@@ -270,9 +274,8 @@ class _Shell(_Tests):
                 self.last_unknown = "the script"
                 self.blind.append(f"the script of {inner[0]} -c")
                 return None
-            sub = self.child(
-                inner[0], inner[script_at + 1 :] if not inner_unknown else None, local, line
-            )
+            given = inner[script_at + 1 :] if not inner_unknown else None
+            sub = self.child(inner[0], given, local, line, inner[:script_at])
             if sub.depth > MAX_EVAL_DEPTH:
                 self.blind.append(f"{inner[0]} -c nested too deep")
                 return None
@@ -319,7 +322,7 @@ class _Shell(_Tests):
             return False
         path, text = found
         args = None if unknown else [str(path), *words[at + 1 :]]
-        sub = self.child(words[0], args, local, line)
+        sub = self.child(words[0], args, local, line, words[:at])
         sub.start_file(str(path))
         sub.source, sub.key = str(path), path.name
         try:
@@ -333,20 +336,27 @@ class _Shell(_Tests):
         return True
 
     def child(
-        self, shell: str, args: list[str] | None, local: dict[str, str | None], line: int | None
+        self,
+        shell: str,
+        args: list[str] | None,
+        local: dict[str, str | None],
+        line: int | None,
+        options: list[str],
     ) -> _Shell:
         """A new shell (``sh -c``, ``bash FILE``) started by this one: the exported
         environment and the command's own assignments, ``args`` as ``$0 $1 ...`` (None:
-        only known at run time)."""
+        only known at run time), its ``options`` (the shell first) as it reads them."""
         env = self.exported_env()
         env.update(local)
-        dialect = "bash" if os.path.basename(shell) == "bash" else "sh"
+        dialect = dialect_of(shell)
         sub = _Shell(env, args, self.unknown_rest, self.source, line, self.key, dialect)
         sub.depth = self.depth + 1
         sub.host = self.host
         sub.start_in(self.state.cwd)
         sub.steps = self.steps
         sub.state.when = self.state.when
+        if dialect == "sh":
+            sub.state.when = (*sub.state.when, *unknown_to_dash(options))
         sub.state.branch = self.state.branch
         sub.choices = self.choices
         return sub
@@ -357,6 +367,7 @@ class _Shell(_Tests):
         self.choices = sub.choices
         self.steps = sub.steps
         self.blind.extend(sub.blind)
+        self.unparsed.extend(sub.unparsed)
         self.commands.extend(
             Command(c.words, c.env, c.unknown, c.line if line is None else line,
                     background or c.background, c.when, c.branch, replaces and c.replaces)

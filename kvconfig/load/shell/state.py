@@ -1,7 +1,8 @@
 """The evaluator's limits, the commands it finds and the shell state it carries.
 
 ``Command`` is one program a script runs; ``_State`` is what a script has set so far
-(variables, exports, arguments, arrays, functions, the run-time choices above it), copied
+(variables, exports, arguments, arrays, functions, the run-time choices above it, the
+known text of partly run-time values), copied
 for subshells and for each branch of a choice only known at run time, and ``_merge``
 keeps what the branches agree on.
 """
@@ -21,6 +22,12 @@ MAX_STEPS = 20000
 
 MAX_SCRIPT_BYTES = 256 * 1024
 """Longest script kvconfig reads, a sourced file's included (launch scripts are a few KiB)."""
+
+MAX_TEMPLATE = 64 * 1024
+"""Longest known text of a partly run-time value kvconfig keeps for ``eval``."""
+
+MAX_TEXTS = 8
+"""Most texts kvconfig keeps for a partly run-time value (one per run-time choice's side)."""
 
 MAX_LOOP = 256
 """Most iterations of one loop kvconfig follows before the rest is unknown."""
@@ -69,6 +76,10 @@ class _State:
     (name: the program's name)."""
     cwd: str | None = None
     """The current folder (``kvconfig.load.shell.dirs``); None: only known at run time."""
+    templates: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Variables only known at run time whose text is known but for some parts, each such
+    part marked (``kvconfig.load.shell.words.hole``): what ``eval`` reads. One text per
+    value a run-time choice above may have given it (``_merge``)."""
 
     def copy(self) -> _State:
         return _State(
@@ -86,6 +97,7 @@ class _State:
             self.nocase,
             dict(self.programs),
             self.cwd,
+            dict(self.templates),
         )
 
 
@@ -124,10 +136,47 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
         named = {_program(e, name) for e in ends}
         if merged.vars.get(name, "") is None and len(named) == 1 and None not in named:
             merged.programs[name] = named.pop() or ""
+    merged.templates = {}
+    for name in names:
+        texts = _texts(ends, name) if merged.vars.get(name, "") is None else None
+        if texts:
+            merged.templates[name] = texts
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
+    for name in sorted(set().union(*(set(e.functions) for e in ends))):
+        bodies = {id(e.functions.get(name)): e.functions.get(name) for e in ends}
+        merged.functions[name] = _either(name, list(bodies.values()))
+
+
+def _either(name: str, bodies: list[N.Node | None]) -> N.Node:
+    """The function ``name`` after a run-time choice that defined it differently on its
+    sides (None: not at all, then calling it runs nothing): each body is one side of a
+    choice again when it is called."""
+    node = bodies[-1] or N.Sequence()
+    for body in reversed(bodies[:-1]):
+        test = N.Simple([], 0, f"which definition of {name} holds")
+        node = N.If([(N.Sequence([(test, False)]), _seq(body))], _seq(node), 0)
+    return node
+
+
+def _seq(body: N.Node | None) -> N.Sequence:
+    if isinstance(body, N.Sequence):
+        return body
+    return N.Sequence([] if body is None else [(body, False)])
+
+
+def _texts(ends: list[_State], name: str) -> tuple[str, ...] | None:
+    """The texts a variable may hold after a run-time choice, one per distinct value the
+    branches gave it (unset: empty); None when a branch left it wholly unknown or there
+    are more than ``MAX_TEXTS``."""
+    texts: dict[str, None] = {}
     for e in ends:
-        merged.functions.update(e.functions)
+        value = e.vars.get(name, "")
+        known = (value,) if value is not None else e.templates.get(name)
+        if known is None:
+            return None
+        texts.update(dict.fromkeys(known))
+    return tuple(texts) if len(texts) <= MAX_TEXTS else None
 
 
 def _program(state: _State, name: str) -> str | None:

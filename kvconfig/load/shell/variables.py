@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.lexer import _Lexer
 from kvconfig.load.shell.state import Command, _State
+from kvconfig.load.shell.words import hole_what
 
 _DEFAULT_IFS = " \t\n"
 
@@ -59,6 +61,7 @@ class _Variables:
         self.dialect = dialect
         self.commands: list[Command] = []
         self.blind: list[str] = []
+        self.unparsed: list[InputError] = []
         self.steps = 0
         self.choices = 0
         self.depth = 0
@@ -80,11 +83,13 @@ class _Variables:
             if st.args is None:
                 return True, None
             n = int(name)
+            if n < len(st.args) and hole_what(st.args[n]) is not None:
+                return True, None  # a function's argument only known at run time
             return (n < len(st.args), st.args[n] if n < len(st.args) else "")
         if name == "#":
             return True, None if st.args is None else str(max(len(st.args) - 1, 0))
         if name in ("@", "*"):
-            if st.args is None:
+            if st.args is None or any(hole_what(a) is not None for a in st.args[1:]):
                 return True, None
             return bool(st.args[1:]), self.ifs_join(st.args[1:])
         if name == "?":
@@ -122,6 +127,7 @@ class _Variables:
             st.arrays[name][0:1] = [value]
         st.vars[name] = value
         st.programs.pop(name, None)
+        st.templates.pop(name, None)
         if value is None:
             st.why[name] = why or ("$" + name)
             m = _LOOKUP.fullmatch(why)
@@ -131,6 +137,8 @@ class _Variables:
             st.why.pop(name, None)
 
     def unknown_why(self, name: str) -> str:
+        if name.isdigit() and self.state.args and int(name) < len(self.state.args):
+            return hole_what(self.state.args[int(name)]) or "$" + name
         return self.state.why.get(name, "$" + name)
 
     def arith_var(self, name: str) -> int | None:

@@ -6,6 +6,7 @@ and the evaluator expands them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 class _Part:
     text: str
     quoted: bool
-    kind: str  # "lit", "param", "cmd", "arith", "at" ("$@" in double quotes), "array", "procsub"
+    kind: str  # "lit", "param", "cmd", "arith", "at" ("$@" in double quotes), "array", "procsub",
+    # "hole" (a run-time part of an eval'd text, ``split_holes``)
     src: str = ""  # the expansion as written
     words: list[_Word] = field(default_factory=list)  # the elements of NAME=(...)
 
@@ -24,6 +26,7 @@ class _Word:
     line: int = 1
     here: bool = False  # the word of a here-string (<<< WORD): the command's input
     doc: bool = False  # ... of a here-document (<<EOF): its body, newlines and all
+    stdout: bool = False  # a redirection beside it sends its command's output elsewhere
 
     def raw(self) -> str:
         return "".join(p.text if p.kind == "lit" else _source_form(p) for p in self.parts)
@@ -43,3 +46,59 @@ def _source_form(part: _Part) -> str:
 class _Op:
     text: str
     line: int
+
+
+HOLE = re.compile("\ue000((?:[0-9a-f]{2})*)\ue001")
+"""A part of a text only known at run time, inside a text otherwise known: the text a
+variable holds when some of it is a run-time value (``CMD="vllm serve -tp $TP"`` with
+``$TP`` unknown), kept for ``eval`` to read (``kvconfig.load.shell.scope``). What names
+the part is written in hexadecimal, so that no quote or blank of it is read as syntax."""
+
+
+def hole(what: str) -> str:
+    """The mark of a run-time part, ``what`` naming it (``$TP``, ``$(nvidia-smi ...)``)."""
+    return "\ue000" + (what or "a run-time value").encode().hex() + "\ue001"
+
+
+def hole_what(text: str) -> str | None:
+    """What names the run-time value ``text`` stands for when it is one hole (a function's
+    argument only known at run time), else None."""
+    m = HOLE.fullmatch(text)
+    return None if m is None else bytes.fromhex(m.group(1)).decode(errors="replace")
+
+
+def split_holes(word: _Word) -> None:
+    """A word lexed from a text with holes: each hole becomes a part of kind ``hole``,
+    only known at run time, quoted as the text around it was."""
+    if not any(p.kind == "lit" and "\ue000" in p.text for p in word.parts):
+        return
+    parts: list[_Part] = []
+    for part in word.parts:
+        if part.kind != "lit" or "\ue000" not in part.text:
+            parts.append(part)
+            continue
+        at = 0
+        for m in HOLE.finditer(part.text):
+            if m.start() > at:
+                parts.append(_Part(part.text[at : m.start()], part.quoted, "lit"))
+            what = bytes.fromhex(m.group(1)).decode(errors="replace") or "a run-time value"
+            parts.append(_Part("", part.quoted, "hole", what))
+            at = m.end()
+        if at < len(part.text):
+            parts.append(_Part(part.text[at:], part.quoted, "lit"))
+    word.parts[:] = parts
+
+
+def one_field(word: _Word) -> bool:
+    """The word is one field whatever its run-time parts hold (all of it quoted, no
+    ``"$@"`` or ``"${A[@]}"``)."""
+    return all(p.quoted and p.kind != "at" and "[@]" not in p.text for p in word.parts)
+
+
+def assignment_end(word: _Word) -> int:
+    """Where ``NAME=`` ends in a word that starts with it unquoted (0: it does not)."""
+    first = word.parts[0] if word.parts else None
+    if first is None or first.kind != "lit" or first.quoted:
+        return 0
+    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", first.text)
+    return m.end() if m and len(word.parts[0].text) >= m.end() else 0

@@ -91,11 +91,12 @@ def unwrap(
     return w, extra, replaces, removed
 
 
-def _after_options(words: Sequence[str]) -> tuple[int, str]:
+def after_options(words: Sequence[str], dialect: str) -> tuple[int, str]:
     """(index of the first word after a shell's options, the letters given with ``-``),
-    as bash and dash read their arguments: options come first, ``--`` ends them, and
-    ``-o NAME`` (also at the end of a cluster, ``-eo pipefail``), ``-O NAME``, ``--rcfile
-    FILE`` and ``--init-file FILE`` take the next word."""
+    as bash and dash read their arguments and ``set`` its own: options come first, ``--``
+    ends them, ``-o NAME`` takes the next word (in a cluster: bash when it ends in ``o``,
+    ``-eo pipefail``; dash once per ``o``, its ``options()``), and so do bash's ``-O
+    NAME``, ``--rcfile FILE`` and ``--init-file FILE``."""
     letters = ""
     i = 1
     while i < len(words):
@@ -110,7 +111,8 @@ def _after_options(words: Sequence[str]) -> tuple[int, str]:
             cluster = not word.startswith("--")
             if cluster and word[0] == "-":
                 letters += word[1:]
-            i += 2 if cluster and word.endswith("o") else 1
+            names = word.count("o") if dialect == "sh" else word.endswith("o")
+            i += 1 + (int(names) if cluster else 0)
             continue
         break
     return i, letters
@@ -121,7 +123,7 @@ def script_of(words: Sequence[str]) -> int | None:
     ``-lc -- SCRIPT``): the first word after the options when ``-c`` was among them."""
     if not words or os.path.basename(words[0]) not in SHELLS:
         return None
-    i, letters = _after_options(words)
+    i, letters = after_options(words, dialect_of(words[0]))
     return i if "c" in letters and i < len(words) else None
 
 
@@ -131,7 +133,7 @@ def file_of(words: Sequence[str]) -> int | None:
     input) was given (bash's "Invoking Bash", dash's argument rules)."""
     if not words or os.path.basename(words[0]) not in SHELLS:
         return None
-    i, letters = _after_options(words)
+    i, letters = after_options(words, dialect_of(words[0]))
     return i if not {"c", "s"} & set(letters) and i < len(words) else None
 
 
@@ -148,5 +150,36 @@ def shell_script(words: Sequence[str]) -> tuple[int, str] | None:
     at = script_of(inner)
     if at is None:
         return None
-    dialect = "bash" if os.path.basename(inner[0]) == "bash" else "sh"
+    dialect = dialect_of(inner[0])
     return removed + at, dialect
+
+
+def dialect_of(shell: str) -> str:
+    """bash for bash, dash's rules for any other ``sh`` (``kvconfig.load.shell``)."""
+    return "bash" if os.path.basename(shell) == "bash" else "sh"
+
+
+_DASH_OPTIONS = frozenset(
+    {"errexit", "noglob", "ignoreeof", "interactive", "monitor", "noexec", "stdin", "xtrace"}
+    | {"verbose", "vi", "emacs", "noclobber", "allexport", "notify", "nounset", "privileged"}
+    | {"nolog", "debug"}
+)
+"""The ``-o`` names dash 0.5.12 knows (``dash -c 'set -o'``): with another (``pipefail``)
+``set`` fails and, a special builtin, ends the script; so does ``dash -o NAME``."""
+
+
+def unknown_to_dash(words: Sequence[str]) -> list[str]:
+    """The conditions for a shell's options, or ``set``'s (``words``, the shell or ``set``
+    first) to let dash go on: each ``-o NAME`` dash does not know."""
+    end, _letters = after_options(words, "sh")
+    names: list[str] = []
+    k = 1
+    while k < end:
+        word = words[k]
+        count = word.count("o") if word[:1] in "-+" and not word.startswith("--") else 0
+        names += [n for n in words[k + 1 : k + 1 + count] if n not in _DASH_OPTIONS]
+        k += 1 + count
+    return [
+        f"sh knowing 'set -o {name}' (dash, the sh of Debian and Ubuntu images, stops there)"
+        for name in names
+    ]

@@ -1,0 +1,185 @@
+"""What a function of the script prints, for ``$(f ARGS)``: the shell runs ``f`` in a
+subshell and the substitution is what it writes to its output, trailing newlines removed
+(POSIX "Command Substitution"). kvconfig computes it when ``f`` only prints text it knows
+with ``echo`` (or ``printf '%s\\n' WORD``): no program run in it, no redirection of its
+output, no pipe or background command, nothing printed under a run-time choice.
+Otherwise, as for any other command, the output is only known at run time.
+
+``echo`` as each shell has it: bash's builtin takes ``-n``, ``-e`` and ``-E`` (clustered)
+and leaves backslashes alone without ``-e`` (``xpg_echo`` off); dash's takes only ``-n``
+and always reads backslash escapes (its manual, ``echo``). Text holding a backslash whose
+reading depends on that is left to run time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import re
+
+from kvconfig.errors import InputError
+from kvconfig.errors import ScriptJumps as _Jump
+from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell import nodes as N
+from kvconfig.load.shell import parser as p
+from kvconfig.load.shell.files import _Files
+from kvconfig.load.shell.words import _Word
+
+
+class _Output(_Files):
+    printed: list[str | None] | None = None
+    """What the function being read for ``$(...)`` printed so far (None: none is); an
+    item None: something only known at run time."""
+    printing_when: tuple[str, ...] = ()
+    """The run-time conditions in force when that function was called."""
+
+    def substituted(self, text: str) -> str | None:
+        try:
+            node: N.Node = p.parse(self.lexer(text))
+        except InputError:
+            return None
+        while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
+            node = node.items[0][0]
+        if isinstance(node, N.Simple):
+            words = self.program_words(node, functions=True)
+            if words and words[0] in self.state.functions:
+                return self.function_output(words)
+        if isinstance(node, N.Pipeline) and not node.negate and len(node.commands) == 2:
+            return self.filtered(node.commands[0], node.commands[1])
+        return super().substituted(text)
+
+    def filtered(self, first: N.Node, then: N.Node) -> str | None:
+        """``$(echo TEXT | tr ...)``: the text ``echo`` prints, through ``tr``."""
+        words = self.program_words(first)
+        filter_words = self.program_words(then)
+        if not words or words[0] != "echo" or not filter_words or filter_words[0] != "tr":
+            return None
+        printed = self.echoed(words[1:])
+        out = None if printed is None else translate(filter_words[1:], printed)
+        return None if out is None else out.rstrip("\n")
+
+    def function_output(self, words: list[str]) -> str | None:
+        """The output of ``$(f ARGS)`` (``words``), or None when it is only known at run
+        time."""
+        if not _prints_plainly(self.state.functions[words[0]]):
+            return None
+        saved = (self.state, self.commands, self.blind, self.printed, self.printing_when)
+        self.state, self.commands, self.blind = self.state.copy(), [], []
+        self.printed, self.printing_when = [], self.state.when
+        try:
+            with contextlib.suppress(_Stop, _Jump):  # exit ends the subshell
+                self.call(words[0], words[1:], {})
+            printed, ran = self.printed, bool(self.commands or self.blind)
+        finally:
+            self.state, self.commands, self.blind, self.printed, self.printing_when = saved
+        if ran or None in printed:
+            return None
+        return "".join(t for t in printed if t is not None).rstrip("\n")
+
+    def echo(self, words: list[str], known: bool) -> None:
+        """``echo``/``printf`` run: what it prints, when a function's output is read."""
+        if self.printed is None:
+            return
+        if not known or self.state.when != self.printing_when:
+            self.printed.append(None)
+        elif words[0] == "printf":
+            plain = len(words) == 3 and words[1] in ("%s", "%s\\n")
+            self.printed.append(words[2] + "\n" * (words[1] == "%s\\n") if plain else None)
+        else:
+            self.printed.append(self.echoed(words[1:]))
+
+    def echoed(self, args: list[str]) -> str | None:
+        newline, escapes = True, self.dialect != "bash"
+        if self.dialect == "bash":
+            while args and re.fullmatch(r"-[neE]+", args[0]):
+                for flag in args.pop(0)[1:]:
+                    newline = newline and flag != "n"
+                    escapes = flag == "e" if flag in "eE" else escapes
+        elif args[:1] == ["-n"]:
+            args, newline = args[1:], False
+        text = " ".join(args)
+        if escapes and "\\" in text:
+            return None
+        return text + "\n" * newline
+
+
+def _prints_plainly(body: object) -> bool:
+    """No redirection of output, no pipe and no background command anywhere in ``body``."""
+    if isinstance(body, _Word):
+        return not body.stdout
+    if isinstance(body, N.Pipeline) and len(body.commands) > 1:
+        return False
+    if isinstance(body, N.Sequence) and any(background for _, background in body.items):
+        return False
+    if isinstance(body, list | tuple):
+        return all(_prints_plainly(item) for item in body)
+    if dataclasses.is_dataclass(body) and not isinstance(body, type):
+        return all(_prints_plainly(getattr(body, f.name)) for f in dataclasses.fields(body))
+    return True
+
+
+_CLASSES = {
+    "space": " \t\n\r\v\f",
+    "blank": " \t",
+    "digit": "0123456789",
+    "lower": "abcdefghijklmnopqrstuvwxyz",
+    "upper": "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "alpha": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "alnum": "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "v": "\v", "f": "\f"}
+
+
+def translate(args: list[str], text: str) -> str | None:
+    """``tr -d SET`` or ``tr SET1 SET2`` on ``text`` as POSIX ``tr`` reads its sets
+    (characters, ``a-z`` ranges, ``[:space:]``-style classes, backslash escapes; a short
+    SET2 is padded with its last character, as GNU's does); None for what is not that
+    (other options, ``[x*n]``, the case classes in SET2)."""
+    if len(args) == 2 and args[0] == "-d":
+        chars = _set(args[1])
+        return None if chars is None else "".join(c for c in text if c not in chars)
+    if len(args) != 2 or args[0].startswith("-"):
+        return None
+    one, two = _set(args[0]), _set(args[1])
+    if one is None or not two or ("[:" in args[1] and args[1] not in ("[:lower:]", "[:upper:]")):
+        return None
+    two = two + two[-1] * (len(one) - len(two))
+    return text.translate(str.maketrans(one, two[: len(one)]))
+
+
+def _set(spec: str) -> str | None:
+    out: list[str] = []
+    k = 0
+    while k < len(spec):
+        m = re.match(r"\[:([a-z]+):\]", spec[k:])
+        if m:
+            if m.group(1) not in _CLASSES:
+                return None
+            out.append(_CLASSES[m.group(1)])
+            k += m.end()
+            continue
+        if spec[k] == "[" and re.match(r"\[.\*\d*\]|\[=.=\]", spec[k:]):
+            return None
+        c, k = _char(spec, k)
+        if c is None:
+            return None
+        if spec[k : k + 1] == "-" and k + 1 < len(spec):
+            end, k = _char(spec, k + 1)
+            if end is None or end < c:
+                return None
+            out.append("".join(chr(n) for n in range(ord(c), ord(end) + 1)))
+            continue
+        out.append(c)
+    return "".join(out)
+
+
+def _char(spec: str, k: int) -> tuple[str | None, int]:
+    if spec[k] != "\\":
+        return spec[k], k + 1
+    if k + 1 >= len(spec):
+        return "\\", k + 1
+    if spec[k + 1] in _ESCAPES:
+        return _ESCAPES[spec[k + 1]], k + 2
+    if spec[k + 1] in "01234567":
+        return None, k + 2
+    return spec[k + 1], k + 2
