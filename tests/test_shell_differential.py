@@ -506,6 +506,12 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "a pipeline, a function and a group in the background": (
+        'vllm serve a | cat &\nf() { exec vllm serve "$1"; }; f b 2> /dev/null &\n'
+        "{ vllm serve c; } & vllm serve d; wait",
+        {},
+        BOTH,
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",
@@ -566,6 +572,12 @@ def test_each_cd_of_an_and_or_list_carries_its_folder() -> None:
     assert first.words[2] == "/usr/bin" and first.when  # each cd may fail where it runs
     # cd / went, cd /nonexistent failed: /; cd / failed: wherever the first list left it
     assert second.words[2] == "/" and third.unknown == ((2, "$PWD"),)
+
+
+def test_what_an_ampersand_ends_runs_in_the_background() -> None:
+    script = TABLE["a pipeline, a function and a group in the background"][0]
+    runs = {c.words[-1]: c.background for c in read_script(script, {}).commands}
+    assert runs == {"a": True, "cat": True, "b": True, "c": True, "d": False}
 
 
 def test_run_time_arguments_and_filters_are_read() -> None:

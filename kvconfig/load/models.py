@@ -26,6 +26,10 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 """``config.json`` files larger than this are refused (real ones are a few KiB)."""
 
 
+_OBJECT_STORE = re.compile(r"^(s3|gs|az)://[^/]")
+"""A model in an object store, as vLLM's ``is_runai_obj_uri`` tells it."""
+
+
 def read_model(path: Path, source: str, key: str) -> Model:
     """The ``config.json`` of a local model folder (or the file itself)."""
     cfg_path = path / "config.json" if path.is_dir() else path
@@ -119,7 +123,20 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
             "check the DIR of --model-path PATTERN=DIR",
         )
     value = names[-1]
+    from kvconfig.errors import ModelUnavailable
     from kvconfig.load import hub
+
+    if _OBJECT_STORE.match(value):
+        # vLLM pulls the config of an s3://, gs:// or az:// model from the bucket when it
+        # starts (ModelConfig, is_runai_obj_uri: the Run:ai streamer's object stores)
+        raise ModelUnavailable(
+            f"model {value!r} is in an object store: vLLM reads its config.json there when "
+            "it starts, so kvconfig cannot tell the plan",
+            source=opts.source,
+            line=opts.lines.get(key.split(".", maxsplit=1)[0]),
+            key=key,
+            hint="map it to a local folder holding its config.json with --model-path PATTERN=DIR",
+        )
 
     if hub.is_hub_id(value):
         return hub.resolve(
@@ -130,8 +147,6 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
             line=opts.lines.get(key.split(".", maxsplit=1)[0]),
             key=key,
         )
-    from kvconfig.errors import ModelUnavailable
-
     located = opts.err(
         key,
         f"{value!r} is neither a local folder nor a Hugging Face model id",

@@ -98,6 +98,15 @@ def production_stack(
         shim = _ValuesShim(doc, path, pod_spec, given)
         pod = Pod(shim, (), label, role=role, parallelism=parallelism)  # type: ignore[arg-type]
         out.extend(read_container(pod, 0, base, found, entry_label="production-stack"))
+    if all(isinstance(ms, dict) and ms.get("enabled") is False for ms in models):
+        raise NoEngine(
+            "every modelSpec entry has enabled: false: the chart's templates skip them "
+            "and start no vLLM engine",
+            source=doc.source,
+            line=doc.line("servingEngineSpec", "modelSpec"),
+            key="servingEngineSpec.modelSpec",
+            hint="set enabled: true on the entry to deploy, or lint the values that enable it",
+        )
     return out
 
 

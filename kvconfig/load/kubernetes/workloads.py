@@ -130,10 +130,12 @@ def _template_labels(res: Resource, path: tuple[str | int, ...]) -> Mapping[str,
 
 
 def _storm_role(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]:
-    """The AIBrix ``StormService`` role around a pod spec (``spec.template.spec.roles[i]``:
-    its ``name`` is the P/D role the AIBrix router and its pods' role-name label use, its
-    ``replicas`` the role's pod count), or an empty mapping."""
-    if res.data.get("kind") != "StormService":
+    """The AIBrix role around a pod spec (a ``StormService``'s
+    ``spec.template.spec.roles[i]``, or the ``RoleSet`` it makes, ``spec.roles[i]``: its
+    ``name`` is the P/D role the AIBrix router and its pods' role-name label use, its
+    ``replicas`` the role's pod count; the RoleSet controller's ``pkg/controller/roleset``),
+    or an empty mapping."""
+    if res.data.get("kind") not in ("StormService", "RoleSet"):
         return {}
     for i in range(len(path) - 1):
         if path[i] == "roles" and isinstance(path[i + 1], int):

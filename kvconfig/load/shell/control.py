@@ -27,6 +27,9 @@ class _Control(_Fields):
     pending: Callable[[], None] | None = None
     """That change: made on the side of the list where the ``cd`` succeeded."""
 
+    backgrounded = 0
+    """How many commands ended by ``&`` the one running now is inside."""
+
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         """Run one simple command (``kvconfig.load.shell.simple``)."""
         raise NotImplementedError
@@ -46,13 +49,15 @@ class _Control(_Fields):
         if isinstance(node, N.Sequence):
             status: int | None = 0
             for item, background in node.items:
-                if background:
-                    saved = self.state
+                if background:  # a subshell the script does not wait for: a pipeline, a
+                    saved = self.state  # function, a group: every program in it too
                     self.state = saved.copy()
-                    with contextlib.suppress(_Stop):
-                        self.run_node(item) if not isinstance(item, N.Simple) else self.simple(
-                            item, background=True
-                        )
+                    self.backgrounded += 1
+                    try:
+                        with contextlib.suppress(_Stop):
+                            self.run_node(item)
+                    finally:
+                        self.backgrounded -= 1
                     self.state = saved
                     status = 0
                 else:

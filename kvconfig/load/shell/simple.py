@@ -128,7 +128,9 @@ class _Shell(_Tests):
             self.state.when = (*when, f"the run-time value of {split[0]} in an eval'd text "
                                "holding no blank (bash would split it there)")  # fmt: skip
         try:
-            status = self.command(expanded, unknown_at, local, line, background)
+            status = self.command(
+                expanded, unknown_at, local, line, background or self.backgrounded > 0
+            )
             for name, texts in kept:  # local CMD="vllm serve $RUN_TIME": as an assignment
                 if self.lookup(name)[1] is None:
                     self.keep_template(name, texts)
