@@ -512,6 +512,23 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "seq in a for loop and env settings": (
+        'for i in $(seq 0 2); do env KV_A=$i vllm serve "$i" & done; wait\n'
+        "for j in $(seq 3); do vllm serve $j; done; vllm serve $(seq 5 -2 1) $(seq 2 1)",
+        {},
+        BOTH,
+    ),
+    "env given a run-time value": (
+        'V=KV_B; env ${V}=$X KV_A="$X" vllm serve m & env KV_A=$X vllm serve "$X"; wait',
+        {"X": None},
+        BOTH,
+    ),
+    "an array's elements or a default": (
+        'A=(); vllm serve m ${A[@]+"${A[@]}"} x; B=("p q" r); vllm serve ${B[@]+"${B[@]}"}\n'
+        'vllm serve ${C[@]:-d} ${B[*]+"${B[*]}"}',
+        {},
+        ("bash",),
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",
@@ -578,6 +595,13 @@ def test_what_an_ampersand_ends_runs_in_the_background() -> None:
     script = TABLE["a pipeline, a function and a group in the background"][0]
     runs = {c.words[-1]: c.background for c in read_script(script, {}).commands}
     assert runs == {"a": True, "cat": True, "b": True, "c": True, "d": False}
+
+
+def test_seq_is_computed() -> None:
+    script = TABLE["seq in a for loop and env settings"][0]
+    runs = [(c.words[2:], c.env.get("KV_A")) for c in read_script(script, {}).commands]
+    assert runs[:3] == [(("0",), "0"), (("1",), "1"), (("2",), "2")]
+    assert [w for w, _ in runs[3:]] == [("1",), ("2",), ("3",), ("5", "3", "1")]
 
 
 def test_run_time_arguments_and_filters_are_read() -> None:

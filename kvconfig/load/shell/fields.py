@@ -12,7 +12,9 @@ from kvconfig.load.shell.globs import _has_glob
 from kvconfig.load.shell.params import _Params
 from kvconfig.load.shell.words import _source_form, _Word
 
-_WORD_DEFAULT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])(:?)([-+])(.*)$", re.S)
+_WORD_DEFAULT = re.compile(
+    r"^([A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?|[0-9@*#?$!-])(:?)([-+])(.*)$", re.S
+)
 
 
 class _Fields(_Params):
@@ -32,6 +34,22 @@ class _Fields(_Params):
                     unknown += missing
                 return fields, unknown
         return self.expand_one(word)
+
+    def lookup_all(self, name: str) -> tuple[bool, str | None]:
+        """``lookup``, and for bash's ``A[@]``/``A[*]`` the array's elements: set when it
+        has one (``${A[@]+"${A[@]}"}`` is nothing for an empty array)."""
+        if not name.endswith("]"):
+            return self.lookup(name)
+        base = name[:-3]
+        if self.dialect != "bash":
+            return True, None
+        values = self.state.arrays.get(base)
+        if values is None:
+            is_set, scalar = self.lookup(base)
+            values = [scalar] if is_set else []
+        if any(v is None for v in values):
+            return True, None
+        return bool(values), " ".join(v or "" for v in values)
 
     def expand_one(self, word: _Word) -> tuple[list[str], list[str]]:
         """The fields of a word after brace expansion."""
@@ -56,7 +74,7 @@ class _Fields(_Params):
             mm = _WORD_DEFAULT.match(part.text) if part.kind == "param" else None
             if mm is not None and not part.quoted:
                 # ${X:-word} unquoted: the word's own quotes decide how it splits
-                is_set, value = self.lookup(mm.group(1))
+                is_set, value = self.lookup_all(mm.group(1))
                 if value is not None:
                     present = is_set and (not mm.group(2) or bool(value))
                     if present == (mm.group(3) == "+"):

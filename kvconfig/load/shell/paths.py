@@ -1,5 +1,5 @@
 """The path programs a script runs inside ``$(...)``: ``dirname``, ``basename``,
-``readlink`` and ``realpath``, computed as GNU coreutils computes them.
+``readlink`` and ``realpath``, computed as GNU coreutils computes them; and ``seq``.
 
 ``dirname`` and ``basename`` are functions of their words alone (coreutils
 ``src/dirname.c``, ``src/basename.c``, on gnulib's ``dir_name``/``last_component``;
@@ -20,13 +20,39 @@ missing folder, a link loop), is only known at run time (None); ``readlink`` wit
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from kvconfig.load.roots import inside
 
-PROGRAMS = frozenset({"dirname", "basename", "readlink", "realpath"})
+PROGRAMS = frozenset({"dirname", "basename", "readlink", "realpath", "seq"})
 """The programs whose output kvconfig computes."""
+
+
+MAX_SEQ = 4096
+"""Most numbers kvconfig computes ``seq`` printing (a loop follows at most ``MAX_LOOP``)."""
+
+
+def seq(args: Sequence[str]) -> str | None:
+    """``seq [FIRST [INCREMENT]] LAST`` on integers, one number a line (coreutils
+    ``src/seq.c``: FIRST and INCREMENT default to 1; nothing when LAST is past FIRST);
+    None for options (``-s``, ``-w``, ``-f``), fractions, a zero increment or more than
+    ``MAX_SEQ`` numbers."""
+    if not 1 <= len(args) <= 3 or not all(re.fullmatch(r"[+-]?[0-9]+", a) for a in args):
+        return None
+    numbers = [int(a) for a in args]
+    first, step, last = (
+        (1, 1, numbers[0]) if len(numbers) == 1
+        else (numbers[0], 1, numbers[1]) if len(numbers) == 2
+        else (numbers[0], numbers[1], numbers[2])
+    )  # fmt: skip
+    if step == 0:
+        return None
+    values = range(first, last + (1 if step > 0 else -1), step)
+    if len(values) > MAX_SEQ:
+        return None
+    return "".join(f"{v}\n" for v in values)
 
 
 def dirname(name: str) -> str:
@@ -84,6 +110,8 @@ def output(words: Sequence[str], files: bool, cwd: str | None = None) -> str | N
     machine that runs the script can see). ``cwd``: the current folder, when known (a
     relative name to ``readlink -f``/``realpath`` is taken from it)."""
     program, args = words[0], list(words[1:])
+    if program == "seq":
+        return seq(args)
     options: list[str] = []
     names: list[str] = []
     valued = {"-s", "--suffix"} if program == "basename" else set()

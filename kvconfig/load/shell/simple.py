@@ -20,7 +20,7 @@ from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.dbracket import _Tests
 from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
-from kvconfig.load.shell.words import _Part, _Word, assignment_end, hole, one_field
+from kvconfig.load.shell.words import HOLE, _Part, _Word, assignment_end, hole, one_field
 from kvconfig.load.shell.wrappers import (
     SHELLS,
     dialect_of,
@@ -37,6 +37,8 @@ class _Shell(_Tests):
     """The shell that ran the last ``bash FILE`` (``run_file``)."""
     loose = False
     """A run-time word of the command being run may be several fields (or none)."""
+    also_set: list[str] = []  # noqa: RUF012 (set per command)
+    """Variables ``env`` may set besides, for the command being run."""
     here_input: tuple[str | None, str] | None = None
     """The input of the ``read`` being run, a here-string (``<<< WORD``) or here-document:
     (its text or None when only known at run time, what was unknown)."""
@@ -84,6 +86,7 @@ class _Shell(_Tests):
         # bash expands no braces between [[ and ]] (the bash manual, Conditional Constructs)
         expand = self.expand_one if rest and rest[0].raw() == "[[" else self.expand_word
         self.loose = False  # a run-time word may be any number of fields
+        self.also_set = []
         declares = bool(rest) and rest[0].raw() in DECLARE
         kept: list[tuple[str, tuple[str, ...]]] = []
         for w in rest:
@@ -93,6 +96,16 @@ class _Shell(_Tests):
                 fields, unknown = expand(w)
             for what in unknown:
                 unknown_at.append((len(expanded), what))
+            if unknown and len(fields) == 1 and "env" in map(os.path.basename, expanded):
+                # env NAME=$X: a setting of a run-time value (NAME itself on each side of
+                # a run-time choice: each of them may be set)
+                names = [re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", t) for t in self.expand_template(w)]
+                if all(names):
+                    settings = sorted({m.group(1) for m in names if m})
+                    fields = [f"{settings[0]}={hole(unknown[0])}"]
+                    self.also_set = settings[1:]
+                    if not one_field(w):
+                        split.append(settings[0])
             expanded.extend(fields)
             self.loose = self.loose or (bool(unknown) and not one_field(w))
         if not rest:
@@ -125,8 +138,8 @@ class _Shell(_Tests):
         self.here_input = self.here_text(here[-1], expanded[0]) if here else None
         when = self.state.when
         if split:
-            self.state.when = (*when, f"the run-time value of {split[0]} in an eval'd text "
-                               "holding no blank (bash would split it there)")  # fmt: skip
+            self.state.when = (*when, f"the run-time value of {split[0]} holding no blank "
+                               "(the shell would split it there)")  # fmt: skip
         try:
             status = self.command(
                 expanded, unknown_at, local, line, background or self.backgrounded > 0
@@ -262,7 +275,12 @@ class _Shell(_Tests):
             self.last_unknown = "the command"
             return None
         inner_unknown = shift_unknown(unknown_shift)
-        if any(i < unknown_shift for i, _ in unknown_at) or (
+        for name, value in extra.items():  # env NAME=$RUN_TIME: a setting only known there
+            if value is not None and HOLE.search(value):
+                extra[name] = None
+        extra |= dict.fromkeys(self.also_set)
+        settings = {i for i, w in enumerate(words[:unknown_shift]) if HOLE.search(w)}
+        if any(i < unknown_shift and i not in settings for i, _ in unknown_at) or (
             inner_unknown and inner_unknown[0][0] == 0
         ):
             self.blind.append(f"the command {' '.join(words[:2])!r}")

@@ -90,9 +90,14 @@ def split_holes(word: _Word) -> None:
 
 
 def one_field(word: _Word) -> bool:
-    """The word is one field whatever its run-time parts hold (all of it quoted, no
-    ``"$@"`` or ``"${A[@]}"``)."""
-    return all(p.quoted and p.kind != "at" and "[@]" not in p.text for p in word.parts)
+    """The word is one field whatever its run-time parts hold (every expansion quoted,
+    none ``"$@"`` or ``"${A[@]}"``; literal text does not split, but a pattern in it may
+    match several files)."""
+    return all(
+        (p.quoted or (p.kind == "lit" and not any(c in p.text for c in "*?["))) and p.kind != "at"
+        and "[@]" not in p.text
+        for p in word.parts
+    )  # fmt: skip
 
 
 def assignment_end(word: _Word) -> int:
