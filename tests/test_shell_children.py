@@ -7,12 +7,14 @@ arguments; bash's process substitution is tested there); and a ``.sh`` file with
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kvconfig.errors import InputError
 from kvconfig.load.engines import engines_in
 from kvconfig.load.reading import reading_of
+from kvconfig.load.shell.script import read_script
 from tests.test_shell_sources import BOTH, check, repo, write
 
 __all__ = ["repo"]
@@ -102,3 +104,34 @@ def test_script_without_shebang(tmp_path: Path) -> None:
     (tmp_path / "serve.yaml").write_text(text)
     with pytest.raises(InputError, match=r"serve\.yaml"):
         engines_in(tmp_path / "serve.yaml", "serve.yaml")
+
+
+@pytest.mark.parametrize(
+    ("script", "want"),
+    [
+        # docker exec: options, then the container, then the command's words as given
+        (
+            'docker exec -d -e KV=1 --workdir /w box /bin/bash -c "vllm serve m --port 1"',
+            [(("vllm", "serve", "m", "--port", "1"), True, {"KV": "1"}, ())],
+        ),
+        (
+            "docker container exec -it box vllm serve 'a b' \"$Q\"",
+            [(("vllm", "serve", "a b", "$Q"), False, {}, ((3, "$Q"),))],
+        ),
+        # ssh: the words joined, read by the remote login shell; -f: not waited for
+        (
+            'C="vllm serve m -tp $Q"; ssh -tt -p 22 host "$C --port 2" &',
+            [(("vllm", "serve", "m", "-tp", "$Q", "--port", "2"), True, {}, ((4, "$Q"),))],
+        ),
+        ("ssh -f host vllm serve n '\"x y\"'", [(("vllm", "serve", "n", "x y"), True, {}, ())]),
+        ("ssh -N -L 1:h:2 host; docker exec box", []),
+    ],
+)
+def test_commands_run_in_a_container_or_on_another_host(
+    script: str, want: list[tuple[tuple[str, ...], bool, dict[str, str], tuple[Any, ...]]]
+) -> None:
+    """The container's or remote login's environment is not the script's: only ``-e``
+    settings are known there, and nothing the script set reaches it."""
+    reading = read_script("X=local; export X\n" + script, {"Q": None}, dialect="bash")
+    vllm = [c for c in reading.commands if c.words[0] == "vllm"]
+    assert [(c.words, c.background, dict(c.env), c.unknown) for c in vllm] == want

@@ -6,12 +6,12 @@ on."""
 from __future__ import annotations
 
 from kvconfig.load.shell.conditions import _test
-from kvconfig.load.shell.output import _Output
 from kvconfig.load.shell.regex import regex_match
+from kvconfig.load.shell.remote import _Remote
 from kvconfig.load.shell.words import _Word
 
 
-class _Tests(_Output):
+class _Tests(_Remote):
     def pattern_test(self, args: list[_Word]) -> int | str | None:
         """``[[ WORD == PATTERN ]]`` (``=``, ``!=``, a leading ``!``): bash matches the
         expanded left word against the right one as a pattern, its quoted parts literal,

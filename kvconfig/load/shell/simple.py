@@ -18,6 +18,7 @@ from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.dbracket import _Tests
+from kvconfig.load.shell.remote import remote_of
 from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
 from kvconfig.load.shell.words import HOLE, _Part, _Word, assignment_end, hole, one_field
@@ -37,8 +38,6 @@ class _Shell(_Tests):
     """The shell that ran the last ``bash FILE`` (``run_file``)."""
     loose = False
     """A run-time word of the command being run may be several fields (or none)."""
-    also_set: list[str] = []  # noqa: RUF012 (set per command)
-    """Variables ``env`` may set besides, for the command being run."""
     here_input: tuple[str | None, str] | None = None
     """The input of the ``read`` being run, a here-string (``<<< WORD``) or here-document:
     (its text or None when only known at run time, what was unknown)."""
@@ -86,7 +85,7 @@ class _Shell(_Tests):
         # bash expands no braces between [[ and ]] (the bash manual, Conditional Constructs)
         expand = self.expand_one if rest and rest[0].raw() == "[[" else self.expand_word
         self.loose = False  # a run-time word may be any number of fields
-        self.also_set = []
+        self.also_set, self.field_texts = [], {}
         declares = bool(rest) and rest[0].raw() in DECLARE
         kept: list[tuple[str, tuple[str, ...]]] = []
         for w in rest:
@@ -96,16 +95,8 @@ class _Shell(_Tests):
                 fields, unknown = expand(w)
             for what in unknown:
                 unknown_at.append((len(expanded), what))
-            if unknown and len(fields) == 1 and "env" in map(os.path.basename, expanded):
-                # env NAME=$X: a setting of a run-time value (NAME itself on each side of
-                # a run-time choice: each of them may be set)
-                names = [re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", t) for t in self.expand_template(w)]
-                if all(names):
-                    settings = sorted({m.group(1) for m in names if m})
-                    fields = [f"{settings[0]}={hole(unknown[0])}"]
-                    self.also_set = settings[1:]
-                    if not one_field(w):
-                        split.append(settings[0])
+            if unknown and len(fields) == 1:
+                fields = self.run_time_field(w, fields[0], unknown[0], expanded, split)
             expanded.extend(fields)
             self.loose = self.loose or (bool(unknown) and not one_field(w))
         if not rest:
@@ -286,6 +277,8 @@ class _Shell(_Tests):
             self.blind.append(f"the command {' '.join(words[:2])!r}")
             return None
         local = {**local, **extra}
+        if (where := remote_of(inner)) is not None:  # docker exec, ssh: run elsewhere
+            return self.run_remote(inner, inner_unknown, where, background, unknown_shift)
         if inner and inner[0] != words[0] and inner[0] in self.state.functions and known:
             return self.call(inner[0], inner[1:], local)
         script_at = script_of(inner)

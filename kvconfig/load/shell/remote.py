@@ -1,0 +1,189 @@
+"""Commands a script runs somewhere else: ``docker exec CONTAINER COMMAND ...`` runs
+COMMAND in a running container (docker's ``cli/command/container/exec.go``: options
+first, then the container, then the command, given as words and run without a shell),
+and ``ssh HOST COMMAND ...`` runs COMMAND on HOST, its words joined by spaces and read by
+the remote user's login shell (OpenSSH ``ssh(1)``: "a complete command line ... executed
+by the remote shell").
+
+There the environment is the container's or the remote login's, which kvconfig does not
+see: only ``docker exec -e NAME=VALUE`` settings are known, every other variable is only
+known at run time, and the folder is unknown. The script does not wait for ``docker exec
+-d`` or ``ssh -f``: their programs run in the background, as with ``&``. The programs found
+there are the script's (a vLLM server started through them is an engine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kvconfig.errors import InputError
+from kvconfig.errors import ScriptJumps as _Jump
+from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell import parser as p
+from kvconfig.load.shell.output import _Output
+from kvconfig.load.shell.state import _State
+from kvconfig.load.shell.words import HOLE, _Word, hole, one_field
+
+_DOCKER_EXEC_VALUED = frozenset(
+    {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys"}
+)
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOopQRSWw")
+"""``ssh`` options that take a value (``ssh(1)``, its getopt string)."""
+
+
+@dataclass(frozen=True)
+class Remote:
+    """Where a command's words run elsewhere."""
+
+    at: int
+    """Index of the first word of the command run there."""
+    env: dict[str, str | None]
+    """The settings given with it (``docker exec -e``)."""
+    detached: bool
+    """The script does not wait for it (``docker exec -d``, ``ssh -f``)."""
+    joined: bool
+    """Its words are joined and read by a shell (``ssh``)."""
+
+
+def remote_of(words: Sequence[str]) -> Remote | None:
+    """The command ``words`` run in a container or on another host, or None."""
+    if not words:
+        return None
+    head = os.path.basename(words[0])
+    if head == "docker":
+        k = 1
+        if words[1:3] == ["container", "exec"]:
+            k = 3
+        elif words[1:2] == ["exec"]:
+            k = 2
+        else:
+            return None
+        return _docker_exec(words, k)
+    if head == "ssh":
+        return _ssh(words)
+    return None
+
+
+def _docker_exec(words: Sequence[str], k: int) -> Remote | None:
+    env: dict[str, str | None] = {}
+    detached = False
+    while k < len(words) and words[k].startswith("-") and words[k] != "-":
+        word = words[k]
+        name, eq, value = word.partition("=")
+        if name in _DOCKER_EXEC_VALUED:
+            if not eq:
+                if k + 1 >= len(words):
+                    return None
+                value = words[k + 1]
+                k += 1
+            if name in ("-e", "--env"):
+                key, has, given = value.partition("=")
+                env[key] = given if has else None  # -e NAME: the caller's value
+            k += 1
+            continue
+        if name in ("-d", "--detach"):
+            detached = True
+        elif not name.startswith("--") and re.fullmatch(r"-[dit]+", name):
+            detached = detached or "d" in name
+        elif name not in ("-i", "--interactive", "-t", "--tty", "--privileged"):
+            return None  # an option kvconfig does not know the shape of
+        k += 1
+    if k + 1 >= len(words):
+        return None  # no container or no command
+    return Remote(k + 1, env, detached, joined=False)
+
+
+def _ssh(words: Sequence[str]) -> Remote | None:
+    k = 1
+    detached = False
+    while k < len(words) and words[k].startswith("-") and len(words[k]) > 1:
+        word = words[k]
+        if word == "--":
+            k += 1
+            break
+        for i, c in enumerate(word[1:], start=1):
+            if c in _SSH_VALUED:
+                if i == len(word) - 1:
+                    k += 1  # the value is the next word
+                break
+            if c == "N":
+                return None  # no command
+            detached = detached or c == "f"
+        k += 1
+    if k + 1 >= len(words):
+        return None  # no host or no command: a login shell
+    return Remote(k + 1, {}, detached, joined=True)
+
+
+class _Remote(_Output):
+    also_set: list[str] = []  # noqa: RUF012 (set per command)
+    """Variables ``env`` may set besides, for the command being run."""
+    field_texts: dict[int, str] = {}  # noqa: RUF012 (set per command)
+    """The known text around the run-time parts of the command's run-time words, by
+    index (``expand_template``): what a shell elsewhere reads of them (``ssh``)."""
+
+    def run_time_field(
+        self, word: _Word, field: str, what: str, before: list[str], split: list[str]
+    ) -> list[str]:
+        """The field of ``word``, only known at run time (``what``), as the command takes
+        it: after ``env``, ``NAME=$X`` is a setting known up to ``=`` (NAME itself may be
+        one of several on the sides of a run-time choice: each may be set; unquoted, a
+        blank in the value would end it, ``split``)."""
+        texts = self.expand_template(word)
+        if len(texts) == 1 and HOLE.search(texts[0]):
+            self.field_texts[len(before)] = texts[0]
+        if "env" not in map(os.path.basename, before):
+            return [field]
+        names = [re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", t) for t in texts]
+        if not all(names):
+            return [field]
+        settings = sorted({m.group(1) for m in names if m})
+        self.also_set = settings[1:]
+        if not one_field(word):
+            split.append(settings[0])
+        return [f"{settings[0]}={hole(what)}"]
+
+    def run_remote(
+        self, words: Sequence[str], unknown: Sequence[tuple[int, str]], where: Remote,
+        background: bool, shift: int,
+    ) -> int | None:  # fmt: skip
+        """Run ``words[where.at:]`` where ``where`` says, each word only known at run time
+        (``unknown``) standing for text only known there (for ``ssh``, its known text
+        around its run-time parts; ``shift``: the words a wrapper took before ``words``)."""
+        late = {i: what for i, what in unknown}
+
+        def text_of(i: int, w: str) -> str:
+            if i not in late:
+                return w
+            known = self.field_texts.get(i + shift) if where.joined else None
+            return known or hole(late[i])
+
+        parts = [text_of(i, w) for i, w in enumerate(words)][where.at :]
+        if where.joined:
+            text = " ".join(parts)
+        else:  # argv: each word exactly as given
+            text = " ".join(w if HOLE.fullmatch(w) else _quote(w) for w in parts)
+        try:
+            tree = p.parse(self.lexer(text))
+        except InputError as err:
+            self.unparsed.append(err)
+            return None
+        saved = (self.state, self.unknown_rest, self.backgrounded)
+        self.state = _State(dict(where.env), set(where.env), None)
+        self.state.when, self.state.branch = saved[0].when, saved[0].branch
+        self.unknown_rest = True
+        self.backgrounded += int(background or where.detached)
+        try:
+            with contextlib.suppress(_Stop, _Jump):
+                self.run_node(tree)
+        finally:
+            self.state, self.unknown_rest, self.backgrounded = saved
+        return None
+
+
+def _quote(word: str) -> str:
+    return "'" + word.replace("'", "'\\''") + "'"
