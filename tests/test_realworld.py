@@ -670,3 +670,18 @@ def test_args_on_an_image_whose_entry_point_is_vllm_s_api_server(text: str) -> N
     reading = reading_of(engine).to_json()
     assert (reading["model"], reading["block_size"], reading["tensor"]) == ("Qwen/Qwen3-8B", 128, 2)
     assert engine.parser == "api_server"
+
+
+def test_a_knative_service_is_a_workload() -> None:
+    """Knative's ``Service`` (``serving.knative.dev/v1``, what KServe's serverless mode
+    deploys) holds a pod template under ``spec.template``; a core ``Service`` holds none."""
+    knative = (
+        "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: k}\nspec:\n"
+        "  template:\n    spec:\n      containers:\n      - image: vllm/vllm-openai:v0.33.0\n"
+        "        args: [--model, Qwen/Qwen3-8B, --block-size, '32']\n"
+    )
+    (engine,) = engines_in(knative, "knative")
+    assert (reading_of(engine).model, reading_of(engine).block_size) == ("Qwen/Qwen3-8B", 32)
+    core = knative.replace("serving.knative.dev/v1", "v1")
+    with pytest.raises(InputError, match="holds only Service"):
+        engines_in(core, "core")

@@ -74,7 +74,7 @@ def load_documents(
     skipped: list[str] = []
 
     def worth_reading(top: Mapping[str, str]) -> bool:
-        if top.get("kind") in _NO_PODS - _BASES and "apiVersion" in top:
+        if never_pods(top.get("kind"), top.get("apiVersion")) and top.get("kind") not in _BASES:
             skipped.append(top["kind"])
             return False
         return True
@@ -118,6 +118,16 @@ _NO_PODS = frozenset(
 )  # fmt: skip
 
 _BASES = frozenset({"LLMInferenceServiceConfig"})
+
+
+def never_pods(kind: Any, api_version: Any) -> bool:
+    """A Kubernetes kind that never holds a pod template (``_NO_PODS``); Knative's
+    ``Service`` (``serving.knative.dev``) is a workload whose ``spec.template`` is one."""
+    if not isinstance(kind, str) or api_version is None or kind not in _NO_PODS:
+        return False
+    return not (kind == "Service" and str(api_version).startswith("serving.knative.dev/"))
+
+
 """Kinds that hold no pod of their own but are read as bases of other resources
 (KServe's ``spec.baseRefs``): built, then skipped as engines."""
 

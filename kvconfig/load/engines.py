@@ -23,11 +23,11 @@ from typing import Any
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.documents import (
-    _NO_PODS,
     MAX_MANIFEST_BYTES,
     is_operator_file,
     kind_of,
     load_documents,
+    never_pods,
     read_file,
     read_stream,
 )
@@ -189,10 +189,7 @@ _NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
 
 def _no_pods(data: Any) -> bool:
     """A Kubernetes resource that never holds a pod template (skipped unbuilt)."""
-    if not isinstance(data, dict) or "apiVersion" not in data:
-        return False
-    kind = data.get("kind")
-    return isinstance(kind, str) and kind in _NO_PODS
+    return isinstance(data, dict) and never_pods(data.get("kind"), data.get("apiVersion"))
 
 
 def _looks_like_compose(text: str) -> bool:
