@@ -288,3 +288,21 @@ def test_env_does_not_reach_what_the_container_does_not_define() -> None:
     literal = _MANIFEST.replace(_FROM, "{name: TP, value: '4'}")
     (engine,) = engines_in(literal, "d.yaml", env={"TP": "2"})
     assert reading_of(engine).tensor == 4
+
+
+def test_a_service_link_variable_is_the_cluster_s() -> None:
+    """``$(PREFILL_SERVICE_HOST)`` is set by the kubelet for a Service of that name in the
+    pod's namespace: only the cluster knows whether it is, so it is a run-time value (KV403),
+    where a name of no such shape is undefined (bad input)."""
+    from kvconfig.errors import InputError
+    from kvconfig.load.engines import engines_in
+    from kvconfig.load.reading import reading_of
+
+    for name in ("PREFILL_SERVICE_HOST", "DECODE_SERVICE_PORT_HTTP", "VLLM_PORT_8000_TCP_ADDR"):
+        text = _MANIFEST.replace(_FROM, "{name: OTHER, value: x}").replace("$(TP)", f"$({name})")
+        (engine,) = engines_in(text, "d.yaml")
+        assert reading_of(engine).to_json()["run_time"] == {"tensor-parallel-size": f"$({name})"}
+    with pytest.raises(InputError, match=r"\$\(TP_HOST\) is not defined"):
+        engines_in(
+            _MANIFEST.replace(_FROM, "{name: O, value: x}").replace("(TP)", "(TP_HOST)"), "d"
+        )

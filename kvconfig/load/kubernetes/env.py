@@ -97,6 +97,16 @@ def container_env(
     return env
 
 
+_SERVICE_LINK = re.compile(
+    r"^[A-Z_][A-Z0-9_]*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?"
+    r"|PORT(_[0-9]+_(TCP|UDP|SCTP)(_PROTO|_PORT|_ADDR)?)?)$"
+)
+"""The variables the kubelet gives a container for each Service of its namespace
+(``{NAME}_SERVICE_HOST``, ``{NAME}_SERVICE_PORT``, the Docker-links ``{NAME}_PORT...``;
+Kubernetes "Service" docs, environment variables; with ``enableServiceLinks``, the
+default): defined or not by what the cluster holds, so only known where the pod runs."""
+
+
 def expand_k8s(text: str, env: ContainerEnv) -> tuple[str, list[tuple[str, str]]]:
     """``$(VAR)`` references expanded as Kubernetes does; (name, why) of those left."""
     left: list[tuple[str, str]] = []
@@ -107,7 +117,8 @@ def expand_k8s(text: str, env: ContainerEnv) -> tuple[str, list[tuple[str, str]]
         name = m.group(1)
         if name in env.known:
             return env.known[name]
-        left.append((name, "unknown" if name in env.unknown or env.sources else "undefined"))
+        cluster = name in env.unknown or env.sources or _SERVICE_LINK.match(name)
+        left.append((name, "unknown" if cluster else "undefined"))
         return m.group(0)
 
     return _K8S_VAR.sub(repl, text), left
