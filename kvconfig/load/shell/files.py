@@ -114,6 +114,10 @@ class _Files(_Dirs):
             return None
         while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
             node = node.items[0][0]
+        return self.output_of(node)
+
+    def output_of(self, node: N.Node) -> str | None:
+        """What ``$(...)`` of ``node`` prints, when kvconfig computes it."""
         pair = None
         if isinstance(node, N.AndOr) and [op for op, _ in node.rest] == ["&&"]:
             pair = (node.first, node.rest[0][1])  # $(cd DIR && pwd)

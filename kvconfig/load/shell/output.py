@@ -17,11 +17,9 @@ import contextlib
 import dataclasses
 import re
 
-from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
-from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.files import _Files
 from kvconfig.load.shell.words import _Word
 
@@ -33,20 +31,14 @@ class _Output(_Files):
     printing_when: tuple[str, ...] = ()
     """The run-time conditions in force when that function was called."""
 
-    def substituted(self, text: str) -> str | None:
-        try:
-            node: N.Node = p.parse(self.lexer(text))
-        except InputError:
-            return None
-        while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
-            node = node.items[0][0]
+    def output_of(self, node: N.Node) -> str | None:
         if isinstance(node, N.Simple):
             words = self.program_words(node, functions=True)
             if words and words[0] in self.state.functions:
                 return self.function_output(words)
         if isinstance(node, N.Pipeline) and not node.negate and len(node.commands) == 2:
             return self.filtered(node.commands[0], node.commands[1])
-        return super().substituted(text)
+        return super().output_of(node)
 
     def filtered(self, first: N.Node, then: N.Node) -> str | None:
         """``$(echo TEXT | tr ...)``: the text ``echo`` prints, through ``tr``."""
