@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -133,10 +134,13 @@ class _Remote(_Output):
         it: after ``env``, ``NAME=$X`` is a setting known up to ``=`` (NAME itself may be
         one of several on the sides of a run-time choice: each may be set; unquoted, a
         blank in the value would end it, ``split``)."""
+        programs = set(map(os.path.basename, before))
+        if not programs & {"env", "ssh"}:  # the known text matters to neither: not computed
+            return [field]
         texts = self.expand_template(word)
         if len(texts) == 1 and HOLE.search(texts[0]):
             self.field_texts[len(before)] = texts[0]
-        if "env" not in map(os.path.basename, before):
+        if "env" not in programs:
             return [field]
         names = [re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", t) for t in texts]
         if not all(names):
@@ -166,7 +170,7 @@ class _Remote(_Output):
         if where.joined:
             text = " ".join(parts)
         else:  # argv: each word exactly as given
-            text = " ".join(w if HOLE.fullmatch(w) else _quote(w) for w in parts)
+            text = " ".join(w if HOLE.fullmatch(w) else shlex.quote(w) for w in parts)
         try:
             tree = p.parse(self.lexer(text))
         except InputError as err:
@@ -183,7 +187,3 @@ class _Remote(_Output):
         finally:
             self.state, self.unknown_rest, self.backgrounded = saved
         return None
-
-
-def _quote(word: str) -> str:
-    return "'" + word.replace("'", "'\\''") + "'"

@@ -15,7 +15,7 @@ from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.control import _Control
 from kvconfig.load.shell.fields import split_value
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEMPLATE, MAX_TEXTS
-from kvconfig.load.shell.words import HOLE, _Part, _Word, hole
+from kvconfig.load.shell.words import HOLE, _Word, hole
 from kvconfig.load.shell.wrappers import after_options, unknown_to_dash
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -160,7 +160,7 @@ class _Scope(_Control):
         return status
 
     def declared(
-        self, word: _Word, at: int, kept: list[tuple[str, tuple[str, ...]]]
+        self, word: _Word, name: str, value_word: _Word, kept: list[tuple[str, tuple[str, ...]]]
     ) -> tuple[list[str], list[str]]:
         """A ``NAME=value`` word after a declaration builtin (``local``, ``export`` ...),
         expanded as an assignment: one field (no splitting, no pathname expansion); a
@@ -170,9 +170,7 @@ class _Scope(_Control):
         value, what = self.expand_string(word)
         if value is not None:
             return [value], []
-        first = word.parts[0]
-        rest = _Word([_Part(first.text[at:], False, "lit"), *word.parts[1:]], word.line)
-        kept.append((first.text[:at].rstrip("=").rstrip("+"), self.expand_template(rest)))
+        kept.append((name, self.expand_template(value_word)))
         return [word.raw()], [what]
 
     def positional(self, words: list[str], known: bool, line: int | None) -> int | None:
@@ -182,7 +180,7 @@ class _Scope(_Control):
             if not known:
                 self.state.args = None
                 return 0
-            k, _letters = after_options(words, self.dialect)
+            k, _letters, _names = after_options(words, self.dialect)
             if self.dialect == "sh":
                 self.state.when = (*self.state.when, *unknown_to_dash(words))
             if k < len(words) or "--" in words[1:k]:

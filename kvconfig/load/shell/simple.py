@@ -21,7 +21,7 @@ from kvconfig.load.shell.dbracket import _Tests
 from kvconfig.load.shell.remote import remote_of
 from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
-from kvconfig.load.shell.words import HOLE, _Part, _Word, assignment_end, hole, one_field
+from kvconfig.load.shell.words import HOLE, _Word, assignment, hole, one_field
 from kvconfig.load.shell.wrappers import (
     SHELLS,
     dialect_of,
@@ -61,20 +61,14 @@ class _Shell(_Tests):
         split: list[str] = []
         while rest:
             word0 = rest[0]
-            first = word0.parts[0] if word0.parts else None
-            if first is None or first.kind != "lit" or first.quoted:
-                break
-            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=", first.text)
-            if not m:
+            found = assignment(word0)
+            if found is None:
                 break
             rest.pop(0)
-            name, append = m.group(1), bool(m.group(2))
+            name, append, value_word = found
             if len(word0.parts) > 1 and word0.parts[1].kind == "array":
                 self.assign_array(name, word0.parts[1].words, append)
                 continue
-            value_word = _Word(
-                [_Part(first.text[m.end() :], False, "lit"), *word0.parts[1:]], word0.line
-            )
             subst = subst or any(part.kind == "cmd" for part in word0.parts)
             if any(part.kind == "hole" and not part.quoted for part in word0.parts):
                 split.append(name)  # eval "X=$RUN_TIME cmd": a blank in it ends X='s word
@@ -89,8 +83,8 @@ class _Shell(_Tests):
         declares = bool(rest) and rest[0].raw() in DECLARE
         kept: list[tuple[str, tuple[str, ...]]] = []
         for w in rest:
-            if declares and w is not rest[0] and (split_at := assignment_end(w)):
-                fields, unknown = self.declared(w, split_at, kept)
+            if declares and w is not rest[0] and (found := assignment(w)):
+                fields, unknown = self.declared(w, found[0], found[2], kept)
             else:
                 fields, unknown = expand(w)
             for what in unknown:

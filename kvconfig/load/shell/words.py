@@ -64,7 +64,12 @@ def hole_what(text: str) -> str | None:
     """What names the run-time value ``text`` stands for when it is one hole (a function's
     argument only known at run time), else None."""
     m = HOLE.fullmatch(text)
-    return None if m is None else bytes.fromhex(m.group(1)).decode(errors="replace")
+    return None if m is None else _named(m)
+
+
+def _named(m: re.Match[str]) -> str:
+    """What a hole's mark names."""
+    return bytes.fromhex(m.group(1)).decode(errors="replace") or "a run-time value"
 
 
 def split_holes(word: _Word) -> None:
@@ -81,8 +86,7 @@ def split_holes(word: _Word) -> None:
         for m in HOLE.finditer(part.text):
             if m.start() > at:
                 parts.append(_Part(part.text[at : m.start()], part.quoted, "lit"))
-            what = bytes.fromhex(m.group(1)).decode(errors="replace") or "a run-time value"
-            parts.append(_Part("", part.quoted, "hole", what))
+            parts.append(_Part("", part.quoted, "hole", _named(m)))
             at = m.end()
         if at < len(part.text):
             parts.append(_Part(part.text[at:], part.quoted, "lit"))
@@ -100,10 +104,14 @@ def one_field(word: _Word) -> bool:
     )  # fmt: skip
 
 
-def assignment_end(word: _Word) -> int:
-    """Where ``NAME=`` ends in a word that starts with it unquoted (0: it does not)."""
+def assignment(word: _Word) -> tuple[str, bool, _Word] | None:
+    """(NAME, whether ``+=``, the value's word) of a word that starts with ``NAME=`` or
+    ``NAME+=`` unquoted; None for any other word."""
     first = word.parts[0] if word.parts else None
     if first is None or first.kind != "lit" or first.quoted:
-        return 0
-    m = re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", first.text)
-    return m.end() if m and len(word.parts[0].text) >= m.end() else 0
+        return None
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=", first.text)
+    if m is None:
+        return None
+    value = _Word([_Part(first.text[m.end() :], False, "lit"), *word.parts[1:]], word.line)
+    return m.group(1), bool(m.group(2)), value

@@ -91,13 +91,15 @@ def unwrap(
     return w, extra, replaces, removed
 
 
-def after_options(words: Sequence[str], dialect: str) -> tuple[int, str]:
-    """(index of the first word after a shell's options, the letters given with ``-``),
-    as bash and dash read their arguments and ``set`` its own: options come first, ``--``
-    ends them, ``-o NAME`` takes the next word (in a cluster: bash when it ends in ``o``,
-    ``-eo pipefail``; dash once per ``o``, its ``options()``), and so do bash's ``-O
-    NAME``, ``--rcfile FILE`` and ``--init-file FILE``."""
+def after_options(words: Sequence[str], dialect: str) -> tuple[int, str, list[str]]:
+    """(index of the first word after a shell's options, the letters given with ``-``,
+    the names ``-o``/``+o`` took), as bash and dash read their arguments and ``set`` its
+    own: options come first, ``--`` ends them, ``-o NAME`` takes the next word (in a
+    cluster: bash when it ends in ``o``, ``-eo pipefail``; dash once per ``o``, its
+    ``options()``), and so do bash's ``-O NAME``, ``--rcfile FILE`` and ``--init-file
+    FILE``."""
     letters = ""
+    names: list[str] = []
     i = 1
     while i < len(words):
         word = words[i]
@@ -111,11 +113,13 @@ def after_options(words: Sequence[str], dialect: str) -> tuple[int, str]:
             cluster = not word.startswith("--")
             if cluster and word[0] == "-":
                 letters += word[1:]
-            names = word.count("o") if dialect == "sh" else word.endswith("o")
-            i += 1 + (int(names) if cluster else 0)
+            taken = int(word.count("o") if dialect == "sh" else word.endswith("o"))
+            taken = taken if cluster else 0
+            names += words[i + 1 : i + 1 + taken]
+            i += 1 + taken
             continue
         break
-    return i, letters
+    return i, letters, names
 
 
 def script_of(words: Sequence[str]) -> int | None:
@@ -123,7 +127,7 @@ def script_of(words: Sequence[str]) -> int | None:
     ``-lc -- SCRIPT``): the first word after the options when ``-c`` was among them."""
     if not words or os.path.basename(words[0]) not in SHELLS:
         return None
-    i, letters = after_options(words, dialect_of(words[0]))
+    i, letters, _names = after_options(words, dialect_of(words[0]))
     return i if "c" in letters and i < len(words) else None
 
 
@@ -133,7 +137,7 @@ def file_of(words: Sequence[str]) -> int | None:
     input) was given (bash's "Invoking Bash", dash's argument rules)."""
     if not words or os.path.basename(words[0]) not in SHELLS:
         return None
-    i, letters = after_options(words, dialect_of(words[0]))
+    i, letters, _names = after_options(words, dialect_of(words[0]))
     return i if not {"c", "s"} & set(letters) and i < len(words) else None
 
 
@@ -171,15 +175,8 @@ _DASH_OPTIONS = frozenset(
 def unknown_to_dash(words: Sequence[str]) -> list[str]:
     """The conditions for a shell's options, or ``set``'s (``words``, the shell or ``set``
     first) to let dash go on: each ``-o NAME`` dash does not know."""
-    end, _letters = after_options(words, "sh")
-    names: list[str] = []
-    k = 1
-    while k < end:
-        word = words[k]
-        count = word.count("o") if word[:1] in "-+" and not word.startswith("--") else 0
-        names += [n for n in words[k + 1 : k + 1 + count] if n not in _DASH_OPTIONS]
-        k += 1 + count
     return [
         f"sh knowing 'set -o {name}' (dash, the sh of Debian and Ubuntu images, stops there)"
-        for name in names
+        for name in after_options(words, "sh")[2]
+        if name not in _DASH_OPTIONS
     ]
