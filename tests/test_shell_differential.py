@@ -731,3 +731,14 @@ def test_generated_scripts_against_real_shells(
     script: str, env: dict[str, str | None], bindir: Path
 ) -> None:
     check(script, env, bindir, BOTH)
+
+
+def test_a_tr_set_is_bounded() -> None:
+    """A hostile script's ``tr`` ranges are not expanded past ``MAX_SET`` characters: the
+    output is then only known at run time, computed in no time."""
+    from kvconfig.load.shell.output import MAX_SET, translate
+
+    assert translate(["-d", "a-z"], "abc1") == "1"
+    assert translate(["-d", "\x00-\U0010ffff"], "a") is None
+    assert translate(["-d", "a-" + chr(ord("a") + MAX_SET)], "a") is None
+    assert translate(["-d", "a-z" * (MAX_SET // 26 + 1)], "a") is None

@@ -139,30 +139,42 @@ def translate(args: list[str], text: str) -> str | None:
     return text.translate(str.maketrans(one, two[: len(one)]))
 
 
+_CLASS = re.compile(r"\[:([a-z]+):\]")
+_REPEAT = re.compile(r"\[.\*\d*\]|\[=.=\]")
+MAX_SET = 65536
+"""Most characters kvconfig expands a ``tr`` set to (``\\000-\\377`` is 256)."""
+
+
 def _set(spec: str) -> str | None:
     out: list[str] = []
+    size = 0
     k = 0
     while k < len(spec):
-        m = re.match(r"\[:([a-z]+):\]", spec[k:])
+        if size > MAX_SET:
+            return None
+        m = _CLASS.match(spec, k)
         if m:
             if m.group(1) not in _CLASSES:
                 return None
             out.append(_CLASSES[m.group(1)])
-            k += m.end()
+            size += len(out[-1])
+            k = m.end()
             continue
-        if spec[k] == "[" and re.match(r"\[.\*\d*\]|\[=.=\]", spec[k:]):
+        if spec[k] == "[" and _REPEAT.match(spec, k):
             return None
         c, k = _char(spec, k)
         if c is None:
             return None
         if spec[k : k + 1] == "-" and k + 1 < len(spec):
             end, k = _char(spec, k + 1)
-            if end is None or end < c:
+            if end is None or end < c or ord(end) - ord(c) > MAX_SET:
                 return None
             out.append("".join(chr(n) for n in range(ord(c), ord(end) + 1)))
+            size += len(out[-1])
             continue
         out.append(c)
-    return "".join(out)
+        size += 1
+    return "".join(out) if size <= MAX_SET else None
 
 
 def _char(spec: str, k: int) -> tuple[str | None, int]:
