@@ -44,8 +44,25 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _choice_cases() -> dict[str, list[str]]:
+    """For every option with choices in the installed release's facts: each choice, each
+    in upper and lower case, and a value that is none of them."""
+    from kvconfig.mirror import versions
+
+    cases: dict[str, list[str]] = {}
+    for option, spec in versions.facts(vllm.__version__).serve_options.items():
+        for k, choice in enumerate(spec.get("choices") or ()):
+            for text in {choice, choice.upper(), choice.lower()}:
+                cases[f"choice {option} {text}"] = ["m", option, text]
+            cases[f"choice {option} #{k}="] = ["m", f"{option}={choice}"]
+        if spec.get("choices"):
+            cases[f"choice {option} none of them"] = ["m", option, "zz-none-of-them"]
+    return cases
+
+
 def _cases(folder: Path) -> dict[str, list[str]]:
     cases = {name: argv for name, argv in CASES.items()}
+    cases.update(_choice_cases())
     cases.update({name: _cfg(argv, folder) for name, (argv, _) in CONFIG_CASES.items()})
     cases.update({name: argv for name, (argv, _) in REFUSED.items()})
     cases["__defaults__"] = ["m"]
@@ -314,3 +331,31 @@ def test_engine_keyword_arguments_as_words() -> None:
 def test_the_option_table_is_the_installed_parsers(vllm_says: dict[str, Any]) -> None:
     fresh = vllm_says["__options__"]
     assert {k: tuple(v) for k, v in fresh.items()} == dict(options("0.33.0"))
+
+
+def test_choices_are_checked_as_vllm_checks_them(vllm_says: dict[str, Any]) -> None:
+    """argparse refuses a value outside an option's choices (after vLLM's type, which
+    lowers some): kvconfig refuses only values vLLM refuses, and every single value
+    matching no choice in any case (a list option's values, and numeric choices, which
+    vLLM's int type checks first, are not checked)."""
+    cases = _choice_cases()
+    assert len([n for n in cases if n.endswith("none of them")]) >= 30
+    for name, argv in cases.items():
+        try:
+            parse_serve_args(argv)
+        except InputError as err:
+            assert "error" in vllm_says[name], (name, str(err))
+            assert "invalid choice" in str(err), (name, str(err))
+            continue
+        option = argv[1].split("=")[0]
+        lowered = {c.lower() for c in _choices_of(option)}
+        if options(vllm.__version__)[option][1] == "+" or any(c.isdigit() for c in lowered):
+            continue  # a list option, or numeric choices: vLLM's type checks them first
+        assert "ok" in vllm_says[name] or argv[-1].split("=")[-1].lower() in lowered, name
+        assert not name.endswith("none of them"), name
+
+
+def _choices_of(option: str) -> list[str]:
+    from kvconfig.mirror import versions
+
+    return [str(c) for c in versions.facts(vllm.__version__).serve_options[option]["choices"]]

@@ -80,12 +80,17 @@ def _engines(entry: dict[str, Any]) -> list[Any]:
 
 
 def _reading(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The readings of the engines that start; a command whose words vLLM's parser
+    refuses starts no server, and the entry's ``refused`` counts those (0 if absent)."""
     engines = _engines(entry)
-    readings = []
+    readings, refused = [], []
     for engine in engines:
         r = reading_of(engine).to_json()
-        assert r["unreadable"] is None, r["unreadable"]
+        if r["unreadable"] is not None:
+            refused.append(r["unreadable"])
+            continue
         readings.append({k: r[v] for k, v in FIELDS.items()})
+    assert len(refused) == entry.get("refused", 0), refused
     return readings
 
 

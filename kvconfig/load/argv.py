@@ -38,12 +38,11 @@ from kvconfig.load.argv_config import ConfigReader, _default_reader, config_toke
 from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
 from kvconfig.load.argv_table import options, third_is_not_append
 from kvconfig.mirror import versions
-from kvconfig.mirror.argtypes import human_readable_int
+from kvconfig.mirror.argtypes import human_readable_int, not_a_choice
 from kvconfig.mirror.json_options import refusal
 from kvconfig.mirror.model_config import DEFAULT_MODEL
 
-#: ``options`` is also read from here (``kvconfig.load.serve``).
-__all__ = ["options", "parse_serve_args"]
+__all__ = ["options", "parse_serve_args"]  # options: also read from here (load.serve)
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _MODEL_OPTION = re.compile(r"^--model(=.+|$)")
@@ -316,7 +315,7 @@ def parse_serve_args(
         if (
             isinstance(stored, str)
             and not _RUN_TIME.search(stored)
-            and (problem := refusal(dest, stored, version))
+            and (problem := refusal(dest, stored, version) or not_a_choice(dest, stored, version))
         ):
             if written_for is not None:
                 said = f" (vLLM {version} refuses it: {problem})"
@@ -328,7 +327,8 @@ def parse_serve_args(
                     )
                 )
                 continue
-            raise err(f"vLLM's parser refuses this value: {problem}", name, _JSON_HINT)
+            hint = "use one of them" if problem.startswith("invalid c") else _JSON_HINT
+            raise err(f"vLLM's parser refuses this value: {problem}", name, hint)
         key = dest.replace("_", "-")
         if third == "append":
             values[key] = [*values.get(key, []), stored]

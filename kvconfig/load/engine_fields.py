@@ -37,7 +37,18 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # OPEA's Gaudi image, built from HabanaAI/vllm-fork's Dockerfile.hpu
     # (GenAIComps comps/third_parties/vllm/src/build_docker_vllm.sh)
     (re.compile(r"(^|/)opea/vllm-gaudi$"), ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+    # llm-d's Intel XPU image, built from llm-d/llm-d docker/Dockerfile.xpu (the Makefile's
+    # ghcr.io/llm-d/llm-d-$(DEVICE)); its ENTRYPOINT is the API server
+    (
+        re.compile(r"(^|/)llm-d/llm-d-xpu(-dev)?$"),
+        ("python", "-m", "vllm.entrypoints.openai.api_server"),
+    ),
 )
+
+
+LLM_D_SIMULATOR = re.compile(r"(^|/)llm-d-inference-sim(:|@|$)")
+"""llm-d's vLLM simulator image (llm-d/llm-d-inference-sim): its entry point answers the
+OpenAI API without a model or a KV cache; the chart's ``imageDefault`` runs it as is."""
 
 
 def image_entry(image: str | None) -> tuple[str, ...] | None:

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kvconfig.errors import NoEngine, describe
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engine_fields import mapping
+from kvconfig.load.engine_fields import LLM_D_SIMULATOR, mapping
 from kvconfig.load.helm.values import _go, _Values, _ValuesShim
 from kvconfig.load.operator_engine import Engine
-
-_SIMULATOR = re.compile(r"(^|/)llm-d-inference-sim(:|@|$)")
-"""llm-d's vLLM simulator image (llm-d/llm-d-inference-sim): its entry point answers the
-OpenAI API without a model or a KV cache; the chart's ``imageDefault`` runs it as is."""
 
 
 def _model_arg(values: _Values, data: Mapping[str, Any]) -> tuple[str, str, dict[str, str]]:
@@ -201,7 +196,8 @@ def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = Non
                 parallelism["replicas"] = section["replicas"]
             shim = _ValuesShim(doc, path, pod_spec, given)
             pod = Pod(shim, (), role, role=role, parallelism=parallelism)  # type: ignore[arg-type]
-            simulated = mode == "imageDefault" and _SIMULATOR.search(str(container.get("image")))
+            image = str(container.get("image"))
+            simulated = mode == "imageDefault" and LLM_D_SIMULATOR.search(image)
             if simulated:
                 skipped.append(f"{label} runs {container.get('image')}, llm-d's simulator")
                 continue

@@ -42,9 +42,15 @@ def worker_engines(
     size: Any,
     env_base: Mapping[str, str],
     env_unknown: Sequence[str],
+    implicit_entry: bool = False,
 ) -> list[Engine]:
-    """The engines container ``index`` of a worker pod template starts, over its workers."""
-    first = read_container(pod, index, base, found, env_base=env_base, env_unknown=env_unknown)
+    """The engines container ``index`` of a worker pod template starts, over its workers
+    (``implicit_entry``: as ``read_container``)."""
+    label = "llm-d" if implicit_entry else None
+    first = read_container(
+        pod, index, base, found, env_base=env_base, env_unknown=env_unknown,
+        implicit_entry=implicit_entry, entry_label=label,
+    )  # fmt: skip
     if not first or _INDEX not in env_unknown or not isinstance(size, int):
         return first
     if not 2 <= size <= MAX_WORKERS + 1:
@@ -54,7 +60,10 @@ def worker_engines(
     read: dict[int, list[Engine]] = {}
     for worker in range(1, size):
         env = {**env_base, _INDEX: str(worker)}
-        engines = read_container(pod, index, base, [], env_base=env, env_unknown=unknown)
+        engines = read_container(
+            pod, index, base, [], env_base=env, env_unknown=unknown,
+            implicit_entry=implicit_entry, entry_label=label,
+        )  # fmt: skip
         read[worker] = engines
         by_key.setdefault(tuple(_key(e) for e in engines), []).append(worker)
     if len(by_key) == 1:

@@ -9,6 +9,7 @@ from typing import Any
 
 from kvconfig.errors import NoEngine
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.engine_fields import LLM_D_SIMULATOR
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
 from kvconfig.load.kubernetes.lws import worker_engines
@@ -206,19 +207,46 @@ def resource_engines(
         containers = pod.spec.get("containers")
         if not isinstance(containers, list):
             continue
-        for i in range(len(containers)):
+        chart = _image_default(res)
+        for i, container in enumerate(containers):
+            implicit = chart and _runs_image_default(container)
             if lws:  # each worker index read, for a script that branches on it
                 size = lws["leaderWorkerTemplate"].get("size", 1)
                 read = worker_engines(
-                    pod, i, base, found, size=size, env_base=env_base, env_unknown=env_unknown
-                )
+                    pod, i, base, found, size=size, env_base=env_base,
+                    env_unknown=env_unknown, implicit_entry=implicit,
+                )  # fmt: skip
             else:
                 read = read_container(
-                    pod, i, base, found, env_base=env_base, env_unknown=env_unknown
-                )
+                    pod, i, base, found, env_base=env_base, env_unknown=env_unknown,
+                    implicit_entry=implicit, entry_label="llm-d" if implicit else None,
+                )  # fmt: skip
             # a pod no label or role names is the side its kv-transfer config says
             out.extend(with_kv_role(e) for e in read)
     return _serving(out)
+
+
+def _image_default(res: Resource) -> bool:
+    """Whether the llm-d-modelservice chart rendered the resource (its ``helm.sh/chart``
+    label). The chart writes a container's ``command`` in its ``vllmServe`` and ``custom``
+    modes and fails to render ``custom`` without one (``templates/_helpers.tpl``,
+    ``customModelCommand``), so a container it rendered with arguments only comes from
+    ``modelCommand: imageDefault``: the image's own entry point runs them, as the values
+    reader reads that mode."""
+    meta = res.data.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    chart = labels.get("helm.sh/chart") if isinstance(labels, dict) else None
+    return isinstance(chart, str) and chart.startswith("llm-d-modelservice-")
+
+
+def _runs_image_default(container: Any) -> bool:
+    """A container given arguments only, on an image other than llm-d's simulator."""
+    return (
+        isinstance(container, dict)
+        and not container.get("command")
+        and bool(container.get("args"))
+        and not LLM_D_SIMULATOR.search(str(container.get("image")))
+    )
 
 
 def _serving(engines: list[Engine]) -> list[Engine]:

@@ -138,9 +138,15 @@ class _Scope(_Control):
                         is_set and name in self.state.vars,
                         old,
                         name in self.state.exported,
+                        self.state.arrays.get(name),
                     )
                     if not eq:
                         self.state.vars.pop(name, None)
+                        self.state.arrays.pop(name, None)
+            elements = self.declared_arrays.pop(name, None) if eq else None
+            if elements is not None and not ({"A", "i", "n"} & set(flags)):
+                self.assign_array(name, *elements)
+                continue
             if "a" in flags or "A" in flags or "i" in flags or "n" in flags:
                 self.assign(name, None, f"{head} {flags}")
                 continue
@@ -165,8 +171,11 @@ class _Scope(_Control):
         """A ``NAME=value`` word after a declaration builtin (``local``, ``export`` ...),
         expanded as an assignment: one field (no splitting, no pathname expansion); a
         run-time value's known text goes to ``kept``."""
-        if any(part.kind == "array" for part in word.parts):
-            return self.expand_word(word)
+        if len(word.parts) > 1 and word.parts[1].kind == "array":
+            # local A=(...) (bash): the builtin assigns the array, its words expanded as
+            # NAME=(...)'s are
+            self.declared_arrays[name] = (word.parts[1].words, word.parts[0].text.endswith("+="))
+            return [word.raw()], []
         value, what = self.expand_string(word)
         if value is not None:
             return [value], []
@@ -227,8 +236,12 @@ class _Scope(_Control):
         finally:
             self.depth -= 1
             frame = self.local_frames.pop()
-            for var, (was_set, old, exported) in frame.items():
+            for var, (was_set, old, exported, array) in frame.items():
                 self.state.templates.pop(var, None)
+                if array is None:
+                    self.state.arrays.pop(var, None)
+                else:
+                    self.state.arrays[var] = array
                 if was_set:
                     self.state.vars[var] = old
                 else:

@@ -82,6 +82,7 @@ class _Shell(_Tests):
         self.also_set, self.field_texts = [], {}
         declares = bool(rest) and rest[0].raw() in DECLARE
         kept: list[tuple[str, tuple[str, ...]]] = []
+        self.declared_arrays = {}
         for w in rest:
             if declares and w is not rest[0] and (found := assignment(w)):
                 fields, unknown = self.declared(w, found[0], found[2], kept)

@@ -13,7 +13,7 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.lexer import _Lexer
 from kvconfig.load.shell.state import Command, _State
-from kvconfig.load.shell.words import hole_what
+from kvconfig.load.shell.words import _Word, hole_what
 
 _DEFAULT_IFS = " \t\n"
 
@@ -66,7 +66,12 @@ class _Variables:
         self.choices = 0
         self.depth = 0
         self.last_unknown = ""
-        self.local_frames: list[dict[str, tuple[bool, str | None, bool]]] = []
+        # per local: (was set, its value, exported, its array or None) before the function
+        self.local_frames: list[
+            dict[str, tuple[bool, str | None, bool, list[str | None] | None]]
+        ] = []
+        # NAME=(...) words after a declaration builtin, for it to assign (bash)
+        self.declared_arrays: dict[str, tuple[list[_Word], bool]] = {}
 
     # ----- errors and lines -----------------------------------------------------------
     def at(self, line: int) -> int | None:
