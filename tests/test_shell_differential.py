@@ -483,6 +483,13 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"R": None},
         BOTH,
     ),
+    "an array declared local": (
+        'f() { local a="$1"; shift; local x=("$@") y=(k "$a"); declare -a z=(1 "$#")\n'
+        '  vllm serve m "${x[@]}" "${y[@]}" "${#x[@]}" "${z[@]}"; }\n'
+        'x=(out); f a --block-size "3 2"; f b; vllm serve "${x[@]}" "${y[@]-unset}" "${z[@]}"',
+        {},
+        ("bash",),
+    ),
     "a function called with a run-time argument": (
         'f() { local m=$1 k=$2; C="vllm serve $m --kv \'$k\' --n $#"; eval "$C &"; }\n'
         'f m "$KV_A"; f m $KV_A; for x; do :; done; wait',
