@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kvconfig.errors import InputError
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import hub, sources
 from kvconfig.load.argv_config import config_tokens
 from kvconfig.load.argv_table import options
@@ -680,6 +680,32 @@ def test_args_on_an_image_whose_entry_point_is_vllm_s_api_server(text: str) -> N
     reading = reading_of(engine).to_json()
     assert (reading["model"], reading["block_size"], reading["tensor"]) == ("Qwen/Qwen3-8B", 128, 2)
     assert engine.parser == "api_server"
+
+
+def _modelservice(image: str, chart: str = "llm-d-modelservice-v0.4.12") -> str:
+    return (
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  labels:\n"
+        f"    helm.sh/chart: {chart}\nspec:\n  template:\n    metadata:\n      labels:\n"
+        f"        llm-d.ai/role: decode\n    spec:\n      containers:\n      - name: vllm\n"
+        f"        image: {image}\n        args: {json.dumps(_GAUDI_ARGS)}\n"
+    )
+
+
+def test_args_in_a_modelservice_rendered_pod_run_the_image_s_entry_point() -> None:
+    """The llm-d-modelservice chart renders a container without ``command`` only in its
+    ``imageDefault`` mode: the image's entry point serves vLLM, on any image but llm-d's
+    simulator; without the chart's label, an unknown image given args is no engine."""
+    (engine,) = engines_in(_modelservice("example.com/any/vllm-image:1"), "ms")
+    reading = reading_of(engine).to_json()
+    assert (reading["model"], reading["block_size"], reading["role"]) == (
+        "Qwen/Qwen3-8B",
+        128,
+        "decode",
+    )
+    with pytest.raises(NoEngine):
+        engines_in(_modelservice("ghcr.io/llm-d/llm-d-inference-sim:v0.5"), "sim")
+    with pytest.raises(NoEngine):
+        engines_in(_modelservice("example.com/any/vllm-image:1", "other-chart-1.0"), "other")
 
 
 def test_a_knative_service_is_a_workload() -> None:

@@ -536,6 +536,14 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         ("bash",),
     ),
+    "a run-time path that names vllm, and printf": (
+        'R=$(dirname "$(command -v vllm)"); "$R/vllm" serve a; $R/vllm serve a2\n'
+        'V=$(command -v vllm); C="KV_A=1 $V serve b"; eval "$C &"; wait\n'
+        'f() { printf \'{"p":%s,"h":"%s"}\' "$1" "$2"; }; K=$(f 7 h)\n'
+        'vllm serve "$K" "$(printf \'%s-%s\\n\' x y z)" "$(printf \'a%%b\')"',
+        {},
+        BOTH,
+    ),
     "return inside a loop leaves the function": (
         "f() { for i in 1 2; do while true; do return; done; vllm serve no; done; }\n"
         "f; vllm serve yes",
@@ -573,6 +581,47 @@ def test_eval_reads_the_known_text_around_run_time_values() -> None:
     first = read_script(script, {"GPU": None}).commands[0]
     assert first.words == ("vllm", "serve", "m") and first.env["CUDA_VISIBLE_DEVICES"] is None
     assert first.when  # a blank in $GPU would end the assignment: bash would run another program
+
+
+def test_a_run_time_path_naming_vllm_and_printf_are_read() -> None:
+    script = TABLE["a run-time path that names vllm, and printf"][0]
+    for dialect in ("bash", "sh"):
+        reading = read_script(script, {}, dialect=dialect)
+        runs = {c.words: c for c in reading.commands if c.words[0] == "vllm"}
+        assert set(runs) == {
+            ("vllm", "serve", "a"),
+            ("vllm", "serve", "a2"),
+            ("vllm", "serve", "b"),
+            ("vllm", "serve", '{"p":7,"h":"h"}', "$(printf '%s-%s\\n' x y z)", "$(printf 'a%%b')"),
+        }  # a function's printf output is computed; printf's own in $(...) is not
+        assert runs[("vllm", "serve", "a")].when == ()  # quoted: one word, whatever the path
+        assert runs[("vllm", "serve", "a2")].when  # unquoted: a blank in the path splits it
+        assert runs[("vllm", "serve", "b")].background and runs[("vllm", "serve", "b")].env
+
+
+def test_each_eval_of_a_run_time_program_starts_one_server() -> None:
+    """Two evals of a command whose program is one of three run-time paths: each eval
+    starts one server whichever path it is, so the script starts two."""
+    from kvconfig.load.shell import servers
+
+    script = (
+        'if [ -x "$R/.venv/bin/vllm" ]; then V="$R/.venv/bin/vllm"; elif [ -x /w/vllm ]; then\n'
+        "  V=/w/vllm; else V=$(command -v vllm); fi\n"
+        'for p in 1 2; do C="KV_A=$p $V serve m --port $p"; eval "$C &"; done'
+    )
+    cmds = read_script(script, {"R": None}, dialect="bash").commands
+    assert len(cmds) == 6
+    found, problem = servers(cmds, lambda c: "serve" in c.words)
+    assert problem == ""
+    assert [c.words[1:] for c in found] == [
+        ("serve", "m", "--port", "1"),
+        ("serve", "m", "--port", "2"),
+    ]
+    # two servers on one side of a choice, one on the other: how many run is not known
+    script = 'if [ "$X" = a ]; then vllm serve p & vllm serve d & else vllm serve x & fi'
+    cmds = read_script(script, {"X": None}, dialect="bash").commands
+    found, problem = servers(cmds, lambda c: True)
+    assert "depends on values only known at run time" in problem
 
 
 def test_a_function_s_output_is_read_when_it_only_echoes() -> None:

@@ -34,7 +34,9 @@ differing words are only known at run time.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from kvconfig.load.shell.script import Command
 
@@ -48,13 +50,17 @@ def servers(
         return found, ""
     exclusive = any(_exclusive(a, b) for k, a in enumerate(found) for b in found[k + 1 :])
     if exclusive:
-        merged = _merge(found)
-        if merged is not None:
-            return [merged], ""
-        lines = _lines(found)
-        return found, (
-            f"which of the vLLM commands ({lines}) runs depends on values only known at run time"
-        )
+        groups = _alternatives(found)
+        merged = [_merge(g) for g in groups] if groups is not None else [None]
+        if None in merged:
+            lines = _lines(found)
+            return found, (
+                f"which of the vLLM commands ({lines}) runs depends on values only known at "
+                "run time"
+            )
+        found = [m for m in merged if m is not None]
+        if len(found) == 1:
+            return found, ""
     blocking = [c for c in found[:-1] if not c.background]
     if blocking:
         lines = _lines(found)
@@ -78,11 +84,37 @@ def _exclusive(a: Command, b: Command) -> bool:
     return any(choice in taken and taken[choice] != k for choice, k in b.branch)
 
 
+def _alternatives(found: Sequence[Command]) -> list[list[Command]] | None:
+    """The commands as groups of alternatives: each one's commands exclusive of each
+    other and of no other group's (the sides of each ``eval`` of a text a run-time choice
+    made: each eval starts one of its own). None when they are not so (two servers on
+    one side of a choice, one on the other)."""
+    groups: list[list[Command]] = []
+    for c in found:
+        home = next((g for g in groups if all(_exclusive(c, o) for o in g)), None)
+        if home is None:
+            groups.append([c])
+        else:
+            home.append(c)
+    for k, g in enumerate(groups):
+        others = [o for h in groups[:k] + groups[k + 1 :] for o in h]
+        if any(_exclusive(c, o) for c in g for o in others):
+            return None
+    return groups
+
+
 def _merge(found: Sequence[Command]) -> Command | None:
-    """Alternatives that differ only in some words: one command, those words unknown."""
+    """Alternatives that differ only in some words: one command, those words unknown (a
+    program named alike on every side, ``/venv/bin/vllm`` or ``vllm``, is that program)."""
     first = found[0]
-    if any(len(c.words) != len(first.words) or c.words[:2] != first.words[:2] for c in found):
+    if len(found) == 1:
+        return first
+    names = {os.path.basename(c.words[0]) for c in found if c.words}
+    if len(names) != 1 or any(
+        len(c.words) != len(first.words) or c.words[1:2] != first.words[1:2] for c in found
+    ):
         return None
+    found = [replace(c, words=first.words[:1] + c.words[1:]) for c in found]
     unknown = dict(first.unknown)
     words = list(first.words)
     for c in found[1:]:

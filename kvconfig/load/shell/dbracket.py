@@ -5,10 +5,14 @@ on."""
 
 from __future__ import annotations
 
+import re
+
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.regex import regex_match
 from kvconfig.load.shell.remote import _Remote
-from kvconfig.load.shell.words import _Word
+from kvconfig.load.shell.words import _source_form, _Word
+
+_PROGRAM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 
 class _Tests(_Remote):
@@ -64,15 +68,25 @@ class _Tests(_Remote):
         self.last_unknown = what if subject is None else f"the match of {right.raw()}"
         return None
 
-    def program_of(self, word: _Word) -> str | None:
-        """The program a command word ``"$NAME"`` runs when NAME is only known at run time
-        but names one program (``_State.programs``); quoted, so it is one word."""
-        if len(word.parts) != 1 or word.parts[0].kind != "param" or not word.parts[0].quoted:
+    def program_of(self, word: _Word) -> tuple[str, str] | None:
+        """(the program, "" or the unquoted run-time part a blank in which would split the
+        word) a command word only known at run time runs when it names one program all
+        the same: ``$NAME`` where NAME names one (``_State.programs``), or a word whose
+        known text ends with ``/NAME`` (``"$ROOT/bin/vllm"``, the ``<run time>/bin/vllm``
+        of an eval'd text): a path's last part."""
+        parts = word.parts
+        if len(parts) == 1 and parts[0].kind == "param":
+            name = parts[0].text
+            if self.state.vars.get(name, "") is not None or name not in self.state.programs:
+                return None
+            return self.state.programs[name], "" if parts[0].quoted else _source_form(parts[0])
+        if len(parts) < 2 or parts[-1].kind != "lit" or any(p.kind == "cmd" for p in parts):
             return None
-        name = word.parts[0].text
-        if self.state.vars.get(name, "") is not None:
+        _, slash, tail = parts[-1].text.rpartition("/")
+        if not slash or not _PROGRAM.fullmatch(tail):
             return None
-        return self.state.programs.get(name)
+        loose = [p for p in parts[:-1] if p.kind != "lit" and not p.quoted]
+        return tail, (_source_form(loose[0]) if loose else "")
 
     def compound_test(self, words: list[_Word]) -> int | None:
         """``[[ A && B || C ]]``: ``&&`` binds tighter than ``||`` (bash manual,

@@ -1,7 +1,7 @@
 """What a function of the script prints, for ``$(f ARGS)``: the shell runs ``f`` in a
 subshell and the substitution is what it writes to its output, trailing newlines removed
 (POSIX "Command Substitution"). kvconfig computes it when ``f`` only prints text it knows
-with ``echo`` (or ``printf '%s\\n' WORD``): no program run in it, no redirection of its
+with ``echo`` (or ``printf`` of ``%s``): no program run in it, no redirection of its
 output, no pipe or background command, nothing printed under a run-time choice.
 Otherwise, as for any other command, the output is only known at run time.
 
@@ -75,8 +75,7 @@ class _Output(_Files):
         if not known or self.state.when != self.printing_when:
             self.printed.append(None)
         elif words[0] == "printf":
-            plain = len(words) == 3 and words[1] in ("%s", "%s\\n")
-            self.printed.append(words[2] + "\n" * (words[1] == "%s\\n") if plain else None)
+            self.printed.append(_printf(words[1], words[2:]) if len(words) > 1 else None)
         else:
             self.printed.append(self.echoed(words[1:]))
 
@@ -93,6 +92,30 @@ class _Output(_Files):
         if escapes and "\\" in text:
             return None
         return text + "\n" * newline
+
+
+_CONVERSION = re.compile(r"%(.)")
+
+
+def _printf(form: str, args: list[str]) -> str | None:
+    """POSIX ``printf FORMAT ARGS`` for a format of plain text, ``%s``, ``%%`` and ``\\n``:
+    each ``%s`` takes the next argument (none left: empty), and the format is used again
+    while arguments remain; None for any other format (its conversions, flags, escapes)."""
+    if "\\" in form.replace("\\n", "") or any(c not in "s%" for c in _CONVERSION.findall(form)):
+        return None
+    if form.endswith("%") and not form.endswith("%%"):
+        return None
+    form = form.replace("\\n", "\n")
+    out, rest = "", list(args)
+    while True:
+        takes = _CONVERSION.findall(form).count("s")
+
+        def fill(m: re.Match[str]) -> str:
+            return "%" if m.group(1) == "%" else (rest.pop(0) if rest else "")
+
+        out += _CONVERSION.sub(fill, form)
+        if not takes or not rest:
+            return out
 
 
 def _prints_plainly(body: object) -> bool:

@@ -14,8 +14,8 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.control import _Control
 from kvconfig.load.shell.fields import split_value
-from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEMPLATE, MAX_TEXTS
-from kvconfig.load.shell.words import HOLE, _Word, hole
+from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEXTS
+from kvconfig.load.shell.words import HOLE, _Word
 from kvconfig.load.shell.wrappers import after_options, unknown_to_dash
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -250,21 +250,6 @@ class _Scope(_Control):
                     self.state.exported.add(var)
             self.state.args = saved_args
         return status
-
-    def template_of(self, name: str) -> tuple[str, ...]:
-        """The texts of a variable as ``eval`` reads it: its value, or its known text with
-        the run-time parts marked (a whole run-time value is one mark; unset: nothing)."""
-        is_set, value = self.lookup(name)
-        if value is not None or not is_set:
-            return (value or "",)
-        return self.state.templates.get(name) or (hole(self.unknown_why(name)),)
-
-    def keep_template(self, name: str, texts: tuple[str, ...]) -> None:
-        """Keep the known text of a run-time value, when some of it is known."""
-        texts = tuple(dict.fromkeys(texts))
-        small = len(texts) <= MAX_TEXTS and sum(len(t) for t in texts) <= MAX_TEMPLATE
-        if small and all(HOLE.sub("", t).strip() for t in texts):
-            self.state.templates[name] = texts
 
     def eval_parts(self, words: list[_Word], first: str, line: int | None) -> int | None:
         """``eval`` of a text partly only known at run time (``eval "$CMD &"``, ``$CMD``

@@ -110,8 +110,9 @@ class _Shell(_Tests):
             return 0
         program = self.program_of(rest[0])
         if program and [i for i, _ in unknown_at].count(0) == 1:
-            expanded[0] = program  # "$VLLM_BIN": a run-time path that names vllm
+            expanded[0] = program[0]  # "$VLLM_BIN": a run-time path that names vllm
             unknown_at = [(i, what) for i, what in unknown_at if i != 0]
+            split += [program[1]] if program[1] else []
         if any(i == 0 for i, _ in unknown_at):
             self.last_unknown = unknown_at[0][1]
             self.blind.append(f"the command {words[0].raw()!r} ({self.last_unknown})")

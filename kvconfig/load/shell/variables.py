@@ -12,8 +12,8 @@ from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.lexer import _Lexer
-from kvconfig.load.shell.state import Command, _State
-from kvconfig.load.shell.words import _Word, hole_what
+from kvconfig.load.shell.state import MAX_TEMPLATE, MAX_TEXTS, Command, _State
+from kvconfig.load.shell.words import HOLE, _Word, hole, hole_what
 
 _DEFAULT_IFS = " \t\n"
 
@@ -138,6 +138,7 @@ class _Variables:
             m = _LOOKUP.fullmatch(why)
             if m:  # command -v prints the path of the program it finds (or nothing)
                 st.programs[name] = m.group(1)
+                st.templates[name] = (hole(st.why[name]) + "/" + m.group(1),)
         else:
             st.why.pop(name, None)
 
@@ -156,3 +157,25 @@ class _Variables:
             return arith(value, self.arith_var, depth=1)
         except ValueError:
             return None
+
+    def template_of(self, name: str) -> tuple[str, ...]:
+        """The texts of a variable as ``eval`` reads it: its value, or its known text with
+        the run-time parts marked (a whole run-time value is one mark; unset: nothing)."""
+        is_set, value = self.lookup(name)
+        if value is not None or not is_set:
+            return (value or "",)
+        return self.state.templates.get(name) or (hole(self.unknown_why(name)),)
+
+    def keep_template(self, name: str, texts: tuple[str, ...]) -> None:
+        """Keep the known text of a run-time value, when some of it is known."""
+        texts = tuple(dict.fromkeys(texts))
+        small = len(texts) <= MAX_TEXTS and sum(len(t) for t in texts) <= MAX_TEMPLATE
+        if small and all(HOLE.sub("", t).strip() for t in texts):
+            self.state.templates[name] = texts
+            tails = {t.rpartition("/")[2] for t in texts}  # "$ROOT/bin/vllm" names vllm
+            if (
+                len(tails) == 1
+                and all("/" in t for t in texts)
+                and not HOLE.search(t := tails.pop())
+            ):
+                self.state.programs[name] = t
