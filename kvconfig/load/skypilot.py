@@ -11,7 +11,8 @@ launches the task on one of the alternatives; when their GPU counts differ, the 
 script sees a different ``SKYPILOT_NUM_GPUS_PER_NODE`` on each, so the task is read as
 one engine per count (``skypilot/NAME (4 GPUs)``), each with the GPUs of that count. A
 task without a ``service`` section runs once (one replica); with one, the count depends
-on the command (``sky launch`` or ``sky serve up``), so it is left open. The vLLM version
+on the command (``sky launch`` or ``sky serve up``), so it is left open unless the service
+keeps one fixed replica, one either way. The vLLM version
 comes from a ``docker:vllm/vllm-openai:vX.Y.Z`` ``image_id``, or from a pinned
 ``vllm==X.Y.Z`` in ``setup``. A ``run`` script that starts vLLM with ``docker run`` of a
 vLLM image is read as a launch script's (``kvconfig.load.docker_run``): the image's ``vllm
@@ -215,10 +216,11 @@ def _engine(
         parallelism["gpus"] = int(env["SKYPILOT_NUM_GPUS_PER_NODE"])
     if isinstance(nodes, int) and nodes > 1:
         parallelism["nodes"] = nodes
-    if data.get("service") is None:
+    if data.get("service") is None or _serve_count(data["service"]) == 1:
         # only 'sky serve up' runs replicas, and it refuses a task without a service
         # section (skypilot sky/serve/server/impl.py: "Service section not found."):
-        # 'sky launch' and 'sky jobs launch' run the task once
+        # 'sky launch' and 'sky jobs launch' run the task once; a service of one fixed
+        # replica is one either way
         parallelism["replicas"] = 1
     env_of = container.env if container is not None else cmd.env
     run_env = {k: v for k, v in env_of.items() if v is not None and not k.startswith("SKYPILOT_")}
@@ -240,3 +242,24 @@ def _engine(
         base=str(base),
         notes=tuple(notes),
     )
+
+
+def _serve_count(service: Any) -> int | None:
+    """The replicas ``sky serve up`` keeps for a ``service`` section
+    (``sky/serve/service_spec.py``, ``from_yaml_config``): ``replicas: N``, else
+    ``replica_policy.min_replicas`` when ``max_replicas`` is absent or the same ("Fixed N
+    replicas"), else ``DEFAULT_MIN_REPLICAS``, 1; None when it autoscales or a count is
+    not a number."""
+    if not isinstance(service, dict):
+        return None
+    policy = service.get("replica_policy")
+    if service.get("replicas") is not None or policy is None:
+        count = service.get("replicas", 1)
+    elif isinstance(policy, dict) and policy.get("max_replicas") in (
+        None,
+        policy.get("min_replicas"),
+    ):
+        count = policy.get("min_replicas")
+    else:
+        return None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
