@@ -227,6 +227,25 @@ def test_a_run_time_word_in_an_extra_config_no_plan_reads_is_no_unknown(tmp_path
         assert plan["operator_engine"]["reading"]["connector"] == connector
 
 
+def test_a_run_time_address_leaves_the_plan_known(tmp_path: Path) -> None:
+    """Where a connector listens (``kv_ip``, ``kv_port``) changes no page size: the pod's
+    address there leaves the plan known, for every connector; in ``kv_role`` it does not."""
+    text = _EXTRA.replace('"kv_connector_extra_config": {"port": "\'"$(hostname)"\'"}}', "KV}")
+    assert text != _EXTRA
+    cases = (
+        ("NixlConnector", '"kv_ip": "\'"$(hostname)"\'", "kv_port": "\'"$PORT"\'"', "ok"),
+        ("P2pNcclConnector", '"kv_ip": "\'"$(hostname)"\'"', "ok"),
+        ("NixlConnector", '"engine_id": "\'"$(hostname)"\'"', "unknown"),
+    )
+    for connector, extra, verdict in cases:
+        path = _file(tmp_path, text.replace("CONNECTOR", connector).replace("KV", extra))
+        code, out, err = _run("lint", "--format", "json", "--model-path", QWEN, path)
+        assert code == 0, err
+        plan = json.loads(out)
+        assert plan["verdict"] == verdict, (connector, extra, plan["findings"])
+        assert plan["operator_engine"]["reading"]["kv_role"] == "kv_producer"
+
+
 # ----- --env for what the cluster sets ---------------------------------------------------
 _FROM = "{name: TP, valueFrom: {configMapKeyRef: {name: c, key: tp}}}"
 

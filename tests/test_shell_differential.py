@@ -540,7 +540,8 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         'R=$(dirname "$(command -v vllm)"); "$R/vllm" serve a; $R/vllm serve a2\n'
         'V=$(command -v vllm); C="KV_A=1 $V serve b"; eval "$C &"; wait\n'
         'f() { printf \'{"p":%s,"h":"%s"}\' "$1" "$2"; }; K=$(f 7 h)\n'
-        'vllm serve "$K" "$(printf \'%s-%s\\n\' x y z)" "$(printf \'a%%b\')"',
+        'vllm serve "$K" "$(printf \'%s-%s\\n\' x y z)" "$(printf \'a%%b\')" "$(echo e f)" \\\n'
+        '  "$(printf -- -%s x)"',
         {},
         BOTH,
     ),
@@ -592,8 +593,8 @@ def test_a_run_time_path_naming_vllm_and_printf_are_read() -> None:
             ("vllm", "serve", "a"),
             ("vllm", "serve", "a2"),
             ("vllm", "serve", "b"),
-            ("vllm", "serve", '{"p":7,"h":"h"}', "$(printf '%s-%s\\n' x y z)", "$(printf 'a%%b')"),
-        }  # a function's printf output is computed; printf's own in $(...) is not
+            ("vllm", "serve", '{"p":7,"h":"h"}', "x-y\nz-", "a%b", "e f", "$(printf -- -%s x)"),
+        }  # printf with an option (--) is left to run time
         assert runs[("vllm", "serve", "a")].when == ()  # quoted: one word, whatever the path
         assert runs[("vllm", "serve", "a2")].when  # unquoted: a blank in the path splits it
         assert runs[("vllm", "serve", "b")].background and runs[("vllm", "serve", "b")].env

@@ -85,8 +85,7 @@ def _method_and_layers(
             did_you_mean(method, f.speculative_methods) or "e.g. eagle3, mtp, draft_model, ngram",
         )
     known = f.architectures
-    if method in f.mtp_methods:
-        method = "mtp"
+    method = speculative.canonical(method, f.mtp_methods)
     if method in speculative.WITHOUT_DRAFT_MODEL or model in ("ngram", "[ngram]"):
         return (method or "ngram"), []
     if method in ("custom_class", "extract_hidden_states") or (

@@ -228,20 +228,29 @@ def run_time_words(
                 yield option, what, note.line if note.line is not None else engine.line
 
 
+_ADDRESSES = frozenset({"kv_ip", "kv_port", "kv_rank", "kv_parallel_size", "kv_buffer_size"})
+"""``KVTransferConfig`` fields no plan or fleet rule reads: where a connector listens and
+its transfer buffer's size (a pod's ``$(POD_IP)`` in ``kv_ip``)."""
+
+
 def _inert(text: str, word: str) -> bool:
-    """Whether a word only known at run time sits only in a string of the
-    ``kv_connector_extra_config`` of a connector whose extra configuration no plan reads
-    (``kvconfig.mirror.connectors.registry.EXTRA_CONFIG_READ``): LMCache's RPC port, a
-    P2P address. The connector and its role stay known, and so does the plan."""
+    """Whether a word only known at run time sits only in strings no plan reads: the
+    addresses of ``_ADDRESSES``, or the ``kv_connector_extra_config`` of a connector whose
+    extra configuration no plan reads (``kvconfig.mirror.connectors.registry.
+    EXTRA_CONFIG_READ``): LMCache's RPC port, a P2P address. The connector and its role
+    stay known, and so does the plan."""
     from kvconfig.mirror.connectors.registry import EXTRA_CONFIG_READ
 
     try:
         data = json.loads(text)
     except ValueError:
         return False  # the word breaks the JSON: what it holds is not known
-    if not isinstance(data, dict) or data.get("kv_connector") in EXTRA_CONFIG_READ:
+    if not isinstance(data, dict):
         return False
-    rest = {k: v for k, v in data.items() if k != "kv_connector_extra_config"}
+    unread = set(_ADDRESSES)
+    if data.get("kv_connector") not in EXTRA_CONFIG_READ:
+        unread.add("kv_connector_extra_config")
+    rest = {k: v for k, v in data.items() if k not in unread}
     return word not in json.dumps(rest, ensure_ascii=False)
 
 

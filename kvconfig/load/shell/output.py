@@ -1,6 +1,7 @@
 """What a function of the script prints, for ``$(f ARGS)``: the shell runs ``f`` in a
 subshell and the substitution is what it writes to its output, trailing newlines removed
-(POSIX "Command Substitution"). kvconfig computes it when ``f`` only prints text it knows
+(POSIX "Command Substitution"). kvconfig computes it (and ``$(echo ...)``, ``$(printf
+...)``) when ``f`` only prints text it knows
 with ``echo`` (or ``printf`` of ``%s``): no program run in it, no redirection of its
 output, no pipe or background command, nothing printed under a run-time choice.
 Otherwise, as for any other command, the output is only known at run time.
@@ -36,6 +37,11 @@ class _Output(_Files):
             words = self.program_words(node, functions=True)
             if words and words[0] in self.state.functions:
                 return self.function_output(words)
+            if words and words[0] in ("echo", "printf") and _prints_plainly(node):
+                printed = self.echoed(words[1:]) if words[0] == "echo" else None
+                if words[0] == "printf" and len(words) > 1 and not words[1].startswith("-"):
+                    printed = _printf(words[1], words[2:])
+                return None if printed is None else printed.rstrip("\n")
         if isinstance(node, N.Pipeline) and not node.negate and len(node.commands) == 2:
             return self.filtered(node.commands[0], node.commands[1])
         return super().output_of(node)
