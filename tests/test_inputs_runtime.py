@@ -274,6 +274,44 @@ def test_env_settles_a_variable_the_cluster_sets(env: str) -> None:
     assert (reading.tensor, reading.run_time) == (2, {})
 
 
+def _with_map(namespace: str = "", data: str = "{tp: '4'}") -> str:
+    meta = f"{{name: c, namespace: {namespace}}}" if namespace else "{name: c}"
+    return f"apiVersion: v1\nkind: ConfigMap\nmetadata: {meta}\ndata: {data}\n---\n{_MANIFEST}"
+
+
+@pytest.mark.parametrize(
+    ("text", "tensor"),
+    [
+        (_with_map(), 4),
+        (_with_map(data="{other: '4'}"), None),  # the key is not in it: the cluster decides
+        (_with_map(namespace="elsewhere"), None),  # another namespace's ConfigMap
+        (
+            _with_map(data="{P_TP: '8'}")
+            .replace(
+                "{name: TP, valueFrom: {configMapKeyRef: {name: c, key: tp}}}",
+                "{name: OTHER, value: x}\n"
+                "          envFrom: [{configMapRef: {name: c}, prefix: P_}]",
+            )
+            .replace("$(TP)", "$(P_P_TP)"),
+            8,
+        ),
+    ],
+    ids=["key", "missing key", "other namespace", "envFrom with a prefix"],
+)
+def test_a_config_map_of_the_input_gives_the_pod_its_values(text: str, tensor: int | None) -> None:
+    """A ``configMapKeyRef`` (or ``envFrom``) to a ConfigMap the same input creates in the
+    pod's namespace takes its value, as the kubelet gives it; otherwise the cluster's."""
+    from kvconfig.load.engines import engines_in
+    from kvconfig.load.reading import reading_of
+
+    (engine,) = engines_in(text, "d.yaml")
+    reading = reading_of(engine)
+    if tensor is None:
+        assert reading.run_time, reading
+    else:
+        assert (reading.tensor, reading.run_time) == (tensor, {})
+
+
 def test_lint_and_the_fleet_take_the_given_value(tmp_path: Path) -> None:
     path = _file(tmp_path, _MANIFEST)
     code, out, _ = _run("lint", "--format", "json", "--model-path", QWEN, path)

@@ -14,6 +14,7 @@ import yaml
 
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import hub, sources
+from kvconfig.load.argv import parse_serve_args
 from kvconfig.load.argv_config import config_tokens
 from kvconfig.load.argv_table import options
 from kvconfig.load.engines import engines_in
@@ -68,11 +69,15 @@ def test_provenance(entry: dict[str, Any]) -> None:
 def _engines(entry: dict[str, Any]) -> list[Any]:
     """The file's engines, read with the environment its caller gives (``env``); a
     ``vllm serve --config`` file's one engine gets the words vLLM's ``load_config_file``
-    makes of it, as ``kvconfig lint`` reads it."""
+    makes of it, as ``kvconfig lint`` reads it (a file without a model is refused, as vLLM's
+    parser refuses ``vllm serve --config FILE`` then)."""
     path = ROOT / "files" / entry["file"]
     found = sources.read_file(path, entry["file"], env=entry.get("env"))
     if isinstance(found, list):
         return found
+    repo = ROOT.parent.parent
+    # vllm serve --config FILE: vLLM's parser refuses a file without a model (InputError)
+    parse_serve_args(["--config", str(path.relative_to(repo))], base=repo)
     words, _ = config_tokens(found.data, options(versions.KNOWN[-1]), entry["file"])
     return [
         Engine("vllm serve --config", entry["file"], 1, tuple(words), parallelism={"replicas": 1})
@@ -330,7 +335,7 @@ def test_standalone_dynamo_router(extra: str, block: int) -> None:
 def test_prefill_router_in_a_script(args: str, block: int) -> None:
     """The older dynamo.prefill_router is a KV router over the prefill workers in blocks of
     its own --block-size (argparse, default 128), started by a launch script as by a graph."""
-    from kvconfig.load.routers import script_routers
+    from kvconfig.load.router_scripts import script_routers
 
     text = f"#!/bin/bash\nB=48\npython -m dynamo.prefill_router --namespace dynamo{args} &\n"
     got = script_routers(text, "launch.sh")
@@ -706,6 +711,42 @@ def test_args_in_a_modelservice_rendered_pod_run_the_image_s_entry_point() -> No
         engines_in(_modelservice("ghcr.io/llm-d/llm-d-inference-sim:v0.5"), "sim")
     with pytest.raises(NoEngine):
         engines_in(_modelservice("example.com/any/vllm-image:1", "other-chart-1.0"), "other")
+
+
+def test_a_core_workload_s_container_without_an_image_is_refused() -> None:
+    """The API server requires a container's image in the pods of core kinds (a kustomize
+    patch alone has none); an operator's resource gets its image from the operator."""
+    deployment = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: vllm\n"
+        "        command: [vllm, serve, Qwen/Qwen3-8B]\n"
+    )
+    with pytest.raises(InputError, match="no image, which the API server refuses"):
+        engines_in(deployment, "patch")
+    (engine,) = engines_in(
+        deployment.replace("- name: vllm", "- name: vllm\n        image: x"), "d"
+    )
+    assert reading_of(engine).model == "Qwen/Qwen3-8B"
+
+
+@pytest.mark.parametrize(
+    ("service", "replicas"),
+    [
+        ("", 1),
+        ("service:\n  replicas: 1\n", 1),
+        ("service:\n  readiness_probe: /health\n", 1),
+        ("service:\n  replicas: 2\n", None),
+        ("service:\n  replica_policy: {min_replicas: 1, max_replicas: 1}\n", 1),
+        ("service:\n  replica_policy: {min_replicas: 1, max_replicas: 3}\n", None),
+    ],
+)
+def test_a_skypilot_service_of_one_fixed_replica_is_one(service: str, replicas: int | None) -> None:
+    """``sky launch`` runs a task once; ``sky serve up`` keeps the service's replicas, fixed
+    (``replicas: N``, or a policy without a larger maximum; SkyServe's default is one) or
+    autoscaled: one either way only when that is one."""
+    task = "resources:\n  accelerators: H100:1\nrun: vllm serve Qwen/Qwen3-8B\n" + service
+    (engine,) = engines_in(task, "task.yaml")
+    assert engine.parallelism.get("replicas") == replicas
 
 
 def test_a_knative_service_is_a_workload() -> None:

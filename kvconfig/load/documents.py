@@ -76,7 +76,7 @@ def load_documents(
     def worth_reading(top: Mapping[str, str]) -> bool:
         if never_pods(top.get("kind"), top.get("apiVersion")) and top.get("kind") not in _BASES:
             skipped.append(top["kind"])
-            return False
+            return top.get("kind") == "ConfigMap"  # skipped, but read for the pods' env
         return True
 
     try:

@@ -107,8 +107,15 @@ def engines_of(
     if len(docs) == 1 and kustomize.is_kustomization(docs[0].data):
         built = kustomize.build(docs[0].data, folder, source)
         return engines_of(built, source, folder, env=env)
+    from kvconfig.load.kubernetes import workloads
+
+    maps = workloads.config_maps(workloads.resources_of(docs))
+    configmaps = [d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == "ConfigMap"]
     kept = [d for d in docs if not _no_pods(d.data)]
-    skipped = [*skipped, *(str(d.data["kind"]) for d in docs if _no_pods(d.data))]
+    skipped = [  # a ConfigMap is read for the pods' env, and counted skipped already
+        *skipped,
+        *(str(d.data["kind"]) for d in docs if _no_pods(d.data) and d not in configmaps),
+    ]
     docs = kept
     if not docs:
         if skipped:
@@ -130,9 +137,7 @@ def engines_of(
                     hint="keep one document per file for chart values, compose, SkyPilot "
                     "and Ray Serve files",
                 )
-        from kvconfig.load.kubernetes import workloads
-
-        return workloads.engines(docs, folder, skipped, text, configs, given=env)
+        return workloads.engines(docs, folder, skipped, text, configs, given=env, maps=maps)
     kind = kinds[0]
     doc = docs[0]
     if kind is None:

@@ -213,6 +213,10 @@ def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Route
                 found = _frontend(name, words, env)
             if found is None and kind == "epp":
                 found = _epp(name, env)
+            if found is None:  # sh -c SCRIPT: the routers its commands start
+                from kvconfig.load.router_scripts import in_shell
+
+                found = next(iter(in_shell(name, words, cenv)), None)
             if found is not None:
                 yield found
                 break
@@ -301,52 +305,6 @@ def _walk(node: Any, depth: int = 0) -> Iterator[Router]:
         yield from _walk(inner, depth + 1)
 
 
-def _module(words: list[str]) -> str | None:
-    """The module ``python -m MODULE`` runs, else None."""
-    import os
-    import re
-
-    if not words or not re.match(r"^python(\d+(\.\d+)?)?$", os.path.basename(words[0])):
-        return None
-    for i, w in enumerate(words[1:-1], start=1):
-        if w == "-m":
-            return words[i + 1]
-        if not w.startswith("-"):
-            return None
-    return None
-
-
-def script_routers(
-    text: str, source: str, env: Mapping[str, str] | None = None, path: str | None = None
-) -> list[Router]:
-    """The Dynamo frontends and standalone routers a launch script starts, each read with
-    the environment its command runs in (a variable only known at run time keeps its
-    ``$NAME``: neither mode nor block size is guessed)."""
-    from pathlib import Path
-
-    from kvconfig.load.script_file import script_dialect
-    from kvconfig.load.shell.script import commands
-
-    label = Path(source).name or "script"
-    dialect = script_dialect(text, source) or "sh"
-    cmds = commands(
-        text, dict(env or {}), source=source, line=1, key=label, dialect=dialect, path=path
-    )
-    out: list[Router] = []
-    for cmd in cmds:
-        words = list(cmd.words)
-        module = _module(words)
-        known = {k: v if v is not None else f"${k}" for k, v in cmd.env.items()}
-        found = None
-        if module in ("dynamo.router", "dynamo.prefill_router"):
-            found = _standalone(label, words, known)
-        elif module == "dynamo.frontend":
-            found = _frontend(f"{label}/dynamo.frontend", words, known)
-        if found is not None:
-            out.append(found)
-    return out
-
-
 def routers_in_file(
     text: str, source: str, env: Mapping[str, str] | None = None, path: str | None = None
 ) -> list[Router]:
@@ -358,6 +316,8 @@ def routers_in_file(
     from kvconfig.load.script_file import script_dialect
 
     if script_dialect(text, source) is not None:
+        from kvconfig.load.router_scripts import script_routers
+
         return script_routers(text, source, env, path)
     try:
         docs = list(yaml.safe_load_all(text))

@@ -226,12 +226,36 @@ def read_container(
     if not starts:
         found.append(Found(name, runs, line))
         return []
+    if not image and _validated(res):
+        raise res.err(
+            "the container has no image, which the API server refuses (containers[].image: "
+            "Required value): no pod runs it; a kustomize patch is applied by its "
+            "kustomization",
+            cpath,
+            name,
+            "give the image, or lint the kustomization that applies this patch",
+        )
     if len(starts) > 1:
         engines: list[Engine] = []
         for k, one in enumerate(starts):
             engines += _engine(pod, index, base, [one], f"{name}#{k + 1}", env, when, entry_label)
         return engines
     return _engine(pod, index, base, starts, name, env, when, entry_label)
+
+
+_VALIDATED = {
+    "v1": {"Pod", "ReplicationController"},
+    "apps/v1": {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"},
+    "batch/v1": {"Job", "CronJob"},
+}
+"""Core kinds whose pod templates the API server validates (``ValidateContainers``: a
+container's ``image`` is required); an operator's resource gets its image from the
+operator (a Dynamo graph, KServe's runtimes), so it is left alone."""
+
+
+def _validated(res: Any) -> bool:
+    data = res.data if isinstance(res.data, dict) else {}
+    return str(data.get("kind")) in _VALIDATED.get(str(data.get("apiVersion")), set())
 
 
 def _engine(  # noqa: PLR0917 (the container's facts)

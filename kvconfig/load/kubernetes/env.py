@@ -37,8 +37,10 @@ def container_env(
     """``env`` and ``envFrom`` of a container: literal values (``$(VAR)`` of earlier
     variables expanded, as Kubernetes does), names set from elsewhere, and whole sources.
 
-    A variable the cluster sets (``valueFrom``: a Secret, a ConfigMap, the pod; or any
-    name an ``envFrom`` source may hold) takes the value the user gives for it
+    A ``configMapKeyRef`` or ``envFrom`` ``configMapRef`` to a ConfigMap the input creates
+    in the pod's namespace takes that ConfigMap's value (``envFrom`` keys with their
+    ``prefix``). Any other variable the cluster sets (``valueFrom``: a Secret, a ConfigMap,
+    the pod; or any name an ``envFrom`` source may hold) takes the value the user gives for it
     (``res.given``, ``--env NAME=VALUE``), as the kubelet gives the container the
     cluster's value before it expands ``$(VAR)`` (``makeEnvironmentVariables``,
     ``pkg/kubelet/kubelet_pods.go``: ``envFrom`` first, then ``env`` in order, each
@@ -52,8 +54,17 @@ def container_env(
             if not isinstance(item, dict):
                 continue
             for ref in ("configMapRef", "secretRef"):
-                if isinstance(item.get(ref), dict):
+                if not isinstance(item.get(ref), dict):
+                    continue
+                found = _config_map(res, item[ref]) if ref == "configMapRef" else None
+                if found is None:
                     env.sources.append(f"{ref} {item[ref].get('name', '?')}")
+                    continue
+                given_prefix = item.get("prefix")
+                prefix = given_prefix if isinstance(given_prefix, str) else ""
+                for k, v in found.items():  # every key a variable name, as the kubelet takes
+                    if _ENV_NAME.fullmatch(prefix + k):
+                        env.known[prefix + k] = v
     if env.sources:
         env.known.update(given)
     items = container.get("env") or []
@@ -71,6 +82,15 @@ def container_env(
                 f"env[{i}]: expected a mapping with a name", where, key, "write {name: X, value: Y}"
             )
         name = item["name"]
+        if "valueFrom" in item and name not in given:
+            value_from = item["valueFrom"] if isinstance(item["valueFrom"], dict) else {}
+            key_ref = value_from.get("configMapKeyRef")
+            held = _config_map(res, key_ref) if isinstance(key_ref, dict) else None
+            if held is not None and isinstance(key_ref, dict) and key_ref.get("key") in held:
+                env.known[name] = held[str(key_ref["key"])]  # the input's ConfigMap: not expanded
+                if name in env.unknown:
+                    env.unknown.remove(name)
+                continue
         if "valueFrom" in item:
             if name in given:  # the cluster's value, as given: not expanded again
                 env.known[name] = given[name]
@@ -95,6 +115,19 @@ def container_env(
             env.unknown.remove(name)
         env.known[name] = expanded
     return env
+
+
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+"""A name the kubelet takes as an environment variable (``IsEnvVarName``)."""
+
+
+def _config_map(res: Resource, ref: Mapping[str, Any]) -> Mapping[str, str] | None:
+    """The data of the ConfigMap ``ref`` names when the input creates it in the pod's own
+    namespace (both unset, or the same), else None: then the cluster's."""
+    name = ref.get("name")
+    if not isinstance(name, str):
+        return None
+    return getattr(res, "config_maps", {}).get((res.namespace, name))
 
 
 _SERVICE_LINK = re.compile(

@@ -19,6 +19,15 @@ class Resource:
     given: Mapping[str, str] = field(default_factory=dict)
     """Values the user gives (``--env``) for variables the manifest leaves to the cluster
     (``valueFrom``, ``envFrom``): ``kvconfig.load.kubernetes.env.container_env``."""
+    config_maps: Mapping[tuple[str, str], Mapping[str, str]] = field(default_factory=dict)
+    """The ConfigMaps of the same input, (namespace or "", name) -> their ``data``: what a
+    pod's ``configMapKeyRef`` and ``envFrom`` read when the input creates them."""
+
+    @property
+    def namespace(self) -> str:
+        meta = self.data.get("metadata") if isinstance(self.data, dict) else None
+        ns = meta.get("namespace") if isinstance(meta, dict) else None
+        return ns if isinstance(ns, str) else ""
 
     @property
     def data(self) -> Any:

@@ -249,6 +249,39 @@ def _runs_image_default(container: Any) -> bool:
     )
 
 
+def resources_of(
+    docs: Sequence[_yaml.Document], given: Mapping[str, str] | None = None
+) -> list[Resource]:
+    """The resources of the documents (a ``List``'s items each)."""
+    resources: list[Resource] = []
+    for doc in docs:
+        if isinstance(doc.data, dict) and doc.data.get("kind") == "List":
+            items = doc.data.get("items")
+            for i, item in enumerate(items if isinstance(items, list) else []):
+                if isinstance(item, dict) and "kind" in item:
+                    resources.append(Resource(doc, ("items", i), dict(given or {})))
+        elif isinstance(doc.data, dict):
+            resources.append(Resource(doc, given=dict(given or {})))
+    return resources
+
+
+def config_maps(resources: Sequence[Resource]) -> dict[tuple[str, str], dict[str, str]]:
+    """The ConfigMaps among ``resources``: (namespace or "", name) -> their string ``data``
+    (a name given twice: the last, as ``kubectl apply`` leaves it)."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for res in resources:
+        data = res.data
+        if data.get("kind") != "ConfigMap" or data.get("apiVersion") != "v1":
+            continue
+        meta = data.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        items = data.get("data")
+        if isinstance(name, str) and (items is None or isinstance(items, dict)):
+            values = (items or {}).items()
+            out[(res.namespace, name)] = {k: v for k, v in values if isinstance(v, str)}
+    return out
+
+
 def _serving(engines: list[Engine]) -> list[Engine]:
     """The engines that serve: ``vllm serve --headless`` starts no API server, only the
     engine cores of a group whose API server another pod runs (``vllm/entrypoints/cli/
@@ -309,23 +342,18 @@ def engines(
     configs: Mapping[str, Any] | None = None,
     *,
     given: Mapping[str, str] | None = None,
+    maps: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
 ) -> list[Engine]:
     """Every vLLM engine of a Kubernetes manifest's documents; ``configs`` are the
     ``LLMInferenceServiceConfig`` specs of the input by name (for ``spec.baseRefs``);
-    ``given``: the values the user gives (``--env``) for variables the cluster sets."""
+    ``given``: the values the user gives (``--env``) for variables the cluster sets;
+    ``maps``: the input's ConfigMaps (``config_maps``)."""
     out: list[Engine] = []
     found: list[Found] = []
     blocks = block_scalar_lines(text) if text else frozenset()
-    resources: list[Resource] = []
-    for doc in docs:
-        if isinstance(doc.data, dict) and doc.data.get("kind") == "List":
-            items = doc.data.get("items")
-            for i, item in enumerate(items if isinstance(items, list) else []):
-                if isinstance(item, dict) and "kind" in item:
-                    resources.append(Resource(doc, ("items", i), dict(given or {})))
-        else:
-            resources.append(Resource(doc, given=dict(given or {})))
+    resources = resources_of(docs, given)
     for res in resources:
+        res.config_maps = maps if maps is not None else config_maps(resources)
         kind = res.data.get("kind")
         if kind == "LLMInferenceService":
             from kvconfig.load import kserve
