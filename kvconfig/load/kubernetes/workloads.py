@@ -182,8 +182,7 @@ def resource_engines(
         if role not in ("prefill", "decode") and has_routing_sidecar(pod.spec):
             role = "decode"
         pod.role = role if role in ("prefill", "decode") else None
-        env_base: dict[str, str] = {}
-        env_unknown: list[str] = []
+        env_base, env_unknown = _kthena_env(res, path)
         if lws:
             size = lws["leaderWorkerTemplate"].get("size", 1)
             if isinstance(size, int):
@@ -258,6 +257,32 @@ def _serving(engines: list[Engine]) -> list[Engine]:
     if not headless or len(headless) == len(engines):
         return engines
     return [e for e in engines if e not in headless]
+
+
+def _kthena_env(res: Resource, path: tuple[str | int, ...]) -> tuple[dict[str, str], list[str]]:
+    """The variables Kthena's ``ModelServing`` controller adds to every container of a
+    role's entry and worker pods (volcano-sh/kthena ``pkg/model-serving-controller/utils``:
+    ``createCommonEnvVars``, ``addPodEnvVars``): ``GROUP_SIZE`` (``workerReplicas`` + 1),
+    ``ENTRY_ADDRESS`` (the entry pod's address, known at run time) and ``WORKER_INDEX``
+    (0 on the entry pod, the worker's index otherwise); none for any other resource."""
+    data = res.data
+    if data.get("kind") != "ModelServing" or not str(data.get("apiVersion", "")).startswith(
+        "workload.serving.volcano.sh/"
+    ):
+        return {}, []
+    if len(path) < 3 or path[-2] not in ("entryTemplate", "workerTemplate"):
+        return {}, []
+    node: Any = data
+    for p in path[:-2]:
+        node = node[p]
+    workers = node.get("workerReplicas", 0) if isinstance(node, dict) else None
+    known = {"GROUP_SIZE": str(workers + 1)} if isinstance(workers, int) else {}
+    unknown = ["ENTRY_ADDRESS"] + ([] if known else ["GROUP_SIZE"])
+    if path[-2] == "entryTemplate":
+        known["WORKER_INDEX"] = "0"
+    else:
+        unknown.append("WORKER_INDEX")
+    return known, unknown
 
 
 def _lws_env(size: Any, part: str) -> tuple[dict[str, str], list[str]]:
