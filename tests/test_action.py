@@ -267,7 +267,7 @@ def test_fail_on_none_reports_and_passes(tmp_path: Path, workspace: Path) -> Non
 def test_fail_on_warning_fails_on_a_warning(
     tmp_path: Path, workspace: Path, fail_on: str, code: int
 ) -> None:
-    # the prefill engine's variables come from a ConfigMap: KV804, a warning
+    # the prefill engine takes variables from a Secret only the cluster holds: KV804, a warning
     job = run_action(
         tmp_path,
         workspace,

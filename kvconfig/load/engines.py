@@ -108,8 +108,9 @@ def engines_of(
         built = kustomize.build(docs[0].data, folder, source)
         return engines_of(built, source, folder, env=env)
     from kvconfig.load.kubernetes import workloads
+    from kvconfig.load.kubernetes.resources import config_maps, resources_of
 
-    maps = workloads.config_maps(workloads.resources_of(docs))
+    maps = config_maps(resources_of(docs))
     configmaps = [d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == "ConfigMap"]
     kept = [d for d in docs if not _no_pods(d.data)]
     skipped = [  # a ConfigMap is read for the pods' env, and counted skipped already

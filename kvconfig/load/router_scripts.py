@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kvconfig.errors import InputError
-from kvconfig.load.routers import Router, _frontend, _standalone
+from kvconfig.load.router_rules import Router, frontend, standalone
 
 
 def _module(words: list[str]) -> str | None:
@@ -76,9 +76,9 @@ def _started(label: str, cmds: Sequence[Any]) -> list[Router]:
         known = {k: v if v is not None else f"${k}" for k, v in cmd.env.items()}
         found = None
         if module in ("dynamo.router", "dynamo.prefill_router"):
-            found = _standalone(label, words, known)
+            found = standalone(label, words, known)
         elif module == "dynamo.frontend":
-            found = _frontend(f"{label}/dynamo.frontend", words, known)
+            found = frontend(f"{label}/dynamo.frontend", words, known)
         if found is not None:
             out.append(found)
     return out

@@ -40,47 +40,21 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kvconfig.load.engine_fields import listing, mapping
+from kvconfig.load.router_rules import (
+    Router,
+    as_int,
+    epp,
+    frontend,
+    standalone,
+)
 
 PREFIX_PLUGINS = frozenset({"precise-prefix-cache-scorer", "precise-prefix-cache-producer"})
 """llm-d endpoint-picker plugins that hash prompt tokens into the engines' KV blocks (the
 approximate ``prefix-cache-scorer`` hashes its own character blocks, or scores what a
 precise producer found, and is not read)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Router:
-    """A KV-aware router found in an operator file."""
-
-    kind: str
-    """``dynamo`` (the frontend or the standalone router), ``llm-d`` or
-    ``production-stack``."""
-    name: str
-    """Where it is: ``DynamoGraphDeployment/NAME/Frontend``, ``EndpointPickerConfig/PLUGIN``."""
-    block_size: int | None
-    """The block size it hashes with; None: taken from the engines (Dynamo) or the
-    router's default (llm-d, 16)."""
-    hash_seed: str | None = None
-    """llm-d's ``hashSeed`` (must equal the engines' ``PYTHONHASHSEED``)."""
-    run_time: str | None = None
-    """The word that sets the block size when it is only known at run time (``$BS``,
-    ``$(BLOCK)`` from a Secret): ``block_size`` is then None and nothing is assumed."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The router as JSON."""
-        keys = ("kind", "name", "block_size", "hash_seed", "run_time")
-        return {k: getattr(self, k) for k in keys}
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
 
 
 def _container_env(given: Mapping[str, str], *lists: Any) -> tuple[Any, dict[str, str]]:
@@ -103,68 +77,6 @@ def _container_env(given: Mapping[str, str], *lists: Any) -> tuple[Any, dict[str
     return env, {**{n: f"$({n})" for n in env.unknown}, **env.known}
 
 
-def _option(words: list[str], name: str) -> str | None:
-    for i, w in enumerate(words):
-        if w == name and i + 1 < len(words):
-            return words[i + 1]
-        if w.startswith(name + "="):
-            return w.split("=", 1)[1]
-    return None
-
-
-def _sized(kind: str, name: str, value: str | None, default: int | None) -> Router:
-    """A router whose block size is ``value`` as written: a number; unset, ``default``; a
-    word only known at run time (``$BS``, ``$(BLOCK)``, ``$(cat f)``: anything else, which
-    the router's integer option would refuse as written) leaves it unknown, never the
-    default."""
-    if value is None:
-        return Router(kind, name, default)
-    size = _int(value)
-    return Router(kind, name, size, run_time=None if size is not None else value)
-
-
-def _frontend(name: str, words: list[str], env: Mapping[str, str]) -> Router | None:
-    mode = _option(words, "--router-mode") or env.get("DYN_ROUTER_MODE")
-    if mode != "kv":
-        return None
-    size = _option(words, "--kv-cache-block-size") or env.get("DYN_KV_CACHE_BLOCK_SIZE")
-    return _sized("dynamo", name, size, None)
-
-
-def _epp(name: str, env: Mapping[str, str]) -> Router:
-    """Dynamo's endpoint picker: Dynamo's KV router in blocks of DYN_KV_CACHE_BLOCK_SIZE."""
-    return _sized("dynamo", f"{name}/epp", env.get("DYN_KV_CACHE_BLOCK_SIZE"), None)
-
-
-STANDALONE_BLOCK_SIZE = 128
-"""``dynamo.router``'s ``--router-block-size`` default (``DynamoRouterArgGroup``)."""
-
-
-def _standalone(name: str, words: list[str], env: Mapping[str, str]) -> Router | None:
-    """``python -m dynamo.router``: its own block size, 128 unless set; the older
-    ``python -m dynamo.prefill_router`` likewise (``_prefill_router``)."""
-    if "dynamo.prefill_router" in words:
-        return _prefill_router(name, words)
-    if "dynamo.router" not in words:
-        return None
-    size = (
-        _option(words, "--router-block-size")
-        or _option(words, "--block-size")
-        or env.get("DYN_ROUTER_BLOCK_SIZE")
-    )
-    return _sized("dynamo", f"{name}/dynamo.router", size, STANDALONE_BLOCK_SIZE)
-
-
-def _prefill_router(name: str, words: list[str]) -> Router:
-    """Dynamo's centralized prefill router (``python -m dynamo.prefill_router``, before
-    ``dynamo.router``): a ``KvRouter`` over the prefill workers in blocks of its argparse
-    ``--block-size`` (an int, default 128; no environment variable), which must equal the
-    workers' (``components/prefill_router/src/dynamo/prefill_router/__main__.py`` and
-    ``README.md``, ai-dynamo/dynamo 0c13c49)."""
-    size = _option(words, "--block-size")
-    return _sized("dynamo", f"{name}/dynamo.prefill_router", size, STANDALONE_BLOCK_SIZE)
-
-
 def _expanded(words: list[str], env: Any) -> list[str]:
     """A container's words with ``$(VAR)`` expanded as Kubernetes expands them
     (``kvconfig.load.kubernetes.env``); a reference left is run-time text."""
@@ -184,11 +96,11 @@ def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Route
         words = [p for w in words for p in w.split()]
         cenv, env = _container_env(given, spec.get("envs"), service.get("envs"), main.get("env"))
         words = _expanded(words, cenv)
-        found = _standalone(f"{rname}/{sname}", words, env)
+        found = standalone(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "frontend":
-            found = _frontend(f"{rname}/{sname}", words, env)
+            found = frontend(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "epp":
-            found = _epp(f"{rname}/{sname}", env)
+            found = epp(f"{rname}/{sname}", env)
         if found is not None:
             yield found
     for component in listing(spec.get("components")):
@@ -208,11 +120,11 @@ def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Route
                 given, spec.get("envs"), component.get("envs"), container.get("env")
             )
             words = _expanded(words, cenv)
-            found = _standalone(name, words, env)
+            found = standalone(name, words, env)
             if found is None and kind == "frontend":
-                found = _frontend(name, words, env)
+                found = frontend(name, words, env)
             if found is None and kind == "epp":
-                found = _epp(name, env)
+                found = epp(name, env)
             if found is None:  # sh -c SCRIPT: the routers its commands start
                 from kvconfig.load.router_scripts import in_shell
 
@@ -228,7 +140,7 @@ def _picker(config: Mapping[str, Any]) -> Iterator[Router]:
             continue
         params = mapping(plugin.get("parameters"))
         tokens = mapping(params.get("tokenProcessorConfig"))
-        size = _int(tokens.get("blockSize", params.get("blockSize")))
+        size = as_int(tokens.get("blockSize", params.get("blockSize")))
         seed = tokens.get("hashSeed", params.get("hashSeed"))
         yield Router(
             "llm-d",

@@ -82,7 +82,8 @@ def has_routing_sidecar(spec: Mapping[str, Any]) -> bool:
     """Whether the pod runs llm-d's routing sidecar, which only the decode pods of llm-d's
     prefill/decode disaggregation run."""
     for key in ("initContainers", "containers"):
-        for c in spec.get(key) or []:
+        containers = spec.get(key)
+        for c in containers if isinstance(containers, list) else []:
             image = str(c.get("image", "")) if isinstance(c, dict) else ""
             if any(s in image for s in _SIDECARS):
                 return True

@@ -13,7 +13,7 @@ from kvconfig.load.engine_fields import LLM_D_SIMULATOR
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
 from kvconfig.load.kubernetes.lws import worker_engines
-from kvconfig.load.kubernetes.resources import Found, Pod, Resource
+from kvconfig.load.kubernetes.resources import Found, Pod, Resource, config_maps, resources_of
 from kvconfig.load.operator_engine import Engine
 from kvconfig.load.script_file import with_kv_role
 
@@ -247,39 +247,6 @@ def _runs_image_default(container: Any) -> bool:
         and bool(container.get("args"))
         and not LLM_D_SIMULATOR.search(str(container.get("image")))
     )
-
-
-def resources_of(
-    docs: Sequence[_yaml.Document], given: Mapping[str, str] | None = None
-) -> list[Resource]:
-    """The resources of the documents (a ``List``'s items each)."""
-    resources: list[Resource] = []
-    for doc in docs:
-        if isinstance(doc.data, dict) and doc.data.get("kind") == "List":
-            items = doc.data.get("items")
-            for i, item in enumerate(items if isinstance(items, list) else []):
-                if isinstance(item, dict) and "kind" in item:
-                    resources.append(Resource(doc, ("items", i), dict(given or {})))
-        elif isinstance(doc.data, dict):
-            resources.append(Resource(doc, given=dict(given or {})))
-    return resources
-
-
-def config_maps(resources: Sequence[Resource]) -> dict[tuple[str, str], dict[str, str]]:
-    """The ConfigMaps among ``resources``: (namespace or "", name) -> their string ``data``
-    (a name given twice: the last, as ``kubectl apply`` leaves it)."""
-    out: dict[tuple[str, str], dict[str, str]] = {}
-    for res in resources:
-        data = res.data
-        if data.get("kind") != "ConfigMap" or data.get("apiVersion") != "v1":
-            continue
-        meta = data.get("metadata")
-        name = meta.get("name") if isinstance(meta, dict) else None
-        items = data.get("data")
-        if isinstance(name, str) and (items is None or isinstance(items, dict)):
-            values = (items or {}).items()
-            out[(res.namespace, name)] = {k: v for k, v in values if isinstance(v, str)}
-    return out
 
 
 def _serving(engines: list[Engine]) -> list[Engine]:
