@@ -12,6 +12,7 @@ from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import LLM_D_SIMULATOR
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
+from kvconfig.load.kubernetes.kthena import kthena_env, ranks_of_one_group
 from kvconfig.load.kubernetes.lws import worker_engines
 from kvconfig.load.kubernetes.resources import Found, Pod, Resource, config_maps, resources_of
 from kvconfig.load.operator_engine import Engine
@@ -182,7 +183,7 @@ def resource_engines(
         if role not in ("prefill", "decode") and has_routing_sidecar(pod.spec):
             role = "decode"
         pod.role = role if role in ("prefill", "decode") else None
-        env_base, env_unknown = _kthena_env(res, path)
+        env_base, env_unknown = kthena_env(res, path)
         if lws:
             size = lws["leaderWorkerTemplate"].get("size", 1)
             if isinstance(size, int):
@@ -222,7 +223,7 @@ def resource_engines(
                 )  # fmt: skip
             # a pod no label or role names is the side its kv-transfer config says
             out.extend(with_kv_role(e) for e in read)
-    return _serving(out)
+    return _serving(ranks_of_one_group(res, out))
 
 
 def _image_default(res: Resource) -> bool:
@@ -257,32 +258,6 @@ def _serving(engines: list[Engine]) -> list[Engine]:
     if not headless or len(headless) == len(engines):
         return engines
     return [e for e in engines if e not in headless]
-
-
-def _kthena_env(res: Resource, path: tuple[str | int, ...]) -> tuple[dict[str, str], list[str]]:
-    """The variables Kthena's ``ModelServing`` controller adds to every container of a
-    role's entry and worker pods (volcano-sh/kthena ``pkg/model-serving-controller/utils``:
-    ``createCommonEnvVars``, ``addPodEnvVars``): ``GROUP_SIZE`` (``workerReplicas`` + 1),
-    ``ENTRY_ADDRESS`` (the entry pod's address, known at run time) and ``WORKER_INDEX``
-    (0 on the entry pod, the worker's index otherwise); none for any other resource."""
-    data = res.data
-    if data.get("kind") != "ModelServing" or not str(data.get("apiVersion", "")).startswith(
-        "workload.serving.volcano.sh/"
-    ):
-        return {}, []
-    if len(path) < 3 or path[-2] not in ("entryTemplate", "workerTemplate"):
-        return {}, []
-    node: Any = data
-    for p in path[:-2]:
-        node = node[p]
-    workers = node.get("workerReplicas", 0) if isinstance(node, dict) else None
-    known = {"GROUP_SIZE": str(workers + 1)} if isinstance(workers, int) else {}
-    unknown = ["ENTRY_ADDRESS"] + ([] if known else ["GROUP_SIZE"])
-    if path[-2] == "entryTemplate":
-        known["WORKER_INDEX"] = "0"
-    else:
-        unknown.append("WORKER_INDEX")
-    return known, unknown
 
 
 def _lws_env(size: Any, part: str) -> tuple[dict[str, str], list[str]]:

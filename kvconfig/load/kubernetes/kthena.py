@@ -1,0 +1,64 @@
+"""Volcano Kthena's ``ModelServing`` (``workload.serving.volcano.sh``): what its controller
+gives a role's entry and worker pods, and the data-parallel ranks they run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvconfig.load.kubernetes.resources import Resource
+from kvconfig.load.operator_engine import Engine
+
+
+def ranks_of_one_group(res: Resource, engines: list[Engine]) -> list[Engine]:
+    """A Kthena role whose entry and worker pods run the same server but for its
+    ``--data-parallel-rank``: the ranks of one data-parallel engine, one pod each (read as
+    a LeaderWorkerSet's one-pod-per-rank group is), so the entry's engine stands for it."""
+    if res.data.get("kind") != "ModelServing" or len(engines) < 2:
+        return engines
+
+    def rest(e: Engine) -> tuple[str, ...]:
+        words = list(e.argv)
+        for i, w in enumerate(words):
+            if w == "--data-parallel-rank" and i + 1 < len(words):
+                words[i + 1] = "RANK"
+            elif w.startswith("--data-parallel-rank="):
+                words[i] = "--data-parallel-rank=RANK"
+        return (e.entry, *words)
+
+    out: list[Engine] = []
+    for e in engines:
+        role = e.name.split("/")[2].split(".")[:2] if e.name.count("/") >= 2 else []
+        same = [
+            o for o in out
+            if o.name.split("/")[2].split(".")[:2] == role and rest(o) == rest(e)
+            and "RANK" in " ".join(rest(e))
+        ]  # fmt: skip
+        if not same:
+            out.append(e)
+    return out
+
+
+def kthena_env(res: Resource, path: tuple[str | int, ...]) -> tuple[dict[str, str], list[str]]:
+    """The variables Kthena's ``ModelServing`` controller adds to every container of a
+    role's entry and worker pods (volcano-sh/kthena ``pkg/model-serving-controller/utils``:
+    ``createCommonEnvVars``, ``addPodEnvVars``): ``GROUP_SIZE`` (``workerReplicas`` + 1),
+    ``ENTRY_ADDRESS`` (the entry pod's address, known at run time) and ``WORKER_INDEX``
+    (0 on the entry pod, the worker's index otherwise); none for any other resource."""
+    data = res.data
+    if data.get("kind") != "ModelServing" or not str(data.get("apiVersion", "")).startswith(
+        "workload.serving.volcano.sh/"
+    ):
+        return {}, []
+    if len(path) < 3 or path[-2] not in ("entryTemplate", "workerTemplate"):
+        return {}, []
+    node: Any = data
+    for p in path[:-2]:
+        node = node[p]
+    workers = node.get("workerReplicas", 0) if isinstance(node, dict) else None
+    known = {"GROUP_SIZE": str(workers + 1)} if isinstance(workers, int) else {}
+    unknown = ["ENTRY_ADDRESS"] + ([] if known else ["GROUP_SIZE"])
+    if path[-2] == "entryTemplate":
+        known["WORKER_INDEX"] = "0"
+    else:
+        unknown.append("WORKER_INDEX")
+    return known, unknown
