@@ -111,11 +111,14 @@ def engines_of(
     from kvconfig.load.kubernetes.resources import config_maps, resources_of
 
     maps = config_maps(resources_of(docs))
-    configmaps = [d for d in docs if isinstance(d.data, dict) and d.data.get("kind") == "ConfigMap"]
     kept = [d for d in docs if not _no_pods(d.data)]
     skipped = [  # a ConfigMap is read for the pods' env, and counted skipped already
         *skipped,
-        *(str(d.data["kind"]) for d in docs if _no_pods(d.data) and d not in configmaps),
+        *(
+            str(d.data["kind"])
+            for d in docs
+            if _no_pods(d.data) and d.data.get("kind") != "ConfigMap"
+        ),
     ]
     docs = kept
     if not docs:

@@ -16,25 +16,27 @@ def ranks_of_one_group(res: Resource, engines: list[Engine]) -> list[Engine]:
     if res.data.get("kind") != "ModelServing" or len(engines) < 2:
         return engines
 
-    def rest(e: Engine) -> tuple[str, ...]:
-        words = list(e.argv)
+    def key(e: Engine) -> tuple[str, ...] | None:
+        """The engine's role and words with its rank blanked; None without a rank."""
+        words, ranked = list(e.argv), False
         for i, w in enumerate(words):
             if w == "--data-parallel-rank" and i + 1 < len(words):
-                words[i + 1] = "RANK"
+                words[i + 1], ranked = "RANK", True
             elif w.startswith("--data-parallel-rank="):
-                words[i] = "--data-parallel-rank=RANK"
-        return (e.entry, *words)
+                words[i], ranked = "--data-parallel-rank=RANK", True
+        parts = e.name.split("/")
+        role = parts[2].split(".")[:2] if len(parts) > 2 else []
+        return (*role, e.entry, *words) if ranked else None
 
     out: list[Engine] = []
+    seen: set[tuple[str, ...]] = set()
     for e in engines:
-        role = e.name.split("/")[2].split(".")[:2] if e.name.count("/") >= 2 else []
-        same = [
-            o for o in out
-            if o.name.split("/")[2].split(".")[:2] == role and rest(o) == rest(e)
-            and "RANK" in " ".join(rest(e))
-        ]  # fmt: skip
-        if not same:
-            out.append(e)
+        k = key(e)
+        if k is not None and k in seen:
+            continue  # another rank of an engine already read
+        if k is not None:
+            seen.add(k)
+        out.append(e)
     return out
 
 

@@ -319,8 +319,9 @@ def engines(
     found: list[Found] = []
     blocks = block_scalar_lines(text) if text else frozenset()
     resources = resources_of(docs, given)
+    found_maps = maps if maps is not None else config_maps(resources)
     for res in resources:
-        res.config_maps = maps if maps is not None else config_maps(resources)
+        res.config_maps = found_maps
         kind = res.data.get("kind")
         if kind == "LLMInferenceService":
             from kvconfig.load import kserve
