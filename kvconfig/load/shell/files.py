@@ -27,7 +27,6 @@ import re
 from pathlib import Path
 
 from kvconfig.errors import InputError
-from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
 from kvconfig.load.shell import nodes as N
@@ -193,11 +192,7 @@ class _Files(_Dirs):
             if stack is not None:
                 self.state.arrays["BASH_SOURCE"] = [target, *stack]
             try:
-                return self.run_node(tree)
-            except _Jump as jump:
-                if jump.kind != "return":
-                    raise
-                return None
+                return self.within("function", lambda: self.run_node(tree))
             finally:
                 self.depth -= 1
                 self.sourcing -= 1

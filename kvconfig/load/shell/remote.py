@@ -182,7 +182,7 @@ class _Remote(_Output):
         self.unknown_rest = True
         self.backgrounded += int(background or where.detached)
         try:
-            with contextlib.suppress(_Stop, _Jump):
+            with contextlib.suppress(_Stop, _Jump), self.subshell():
                 self.run_node(tree)
         finally:
             self.state, self.unknown_rest, self.backgrounded = saved
