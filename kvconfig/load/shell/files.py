@@ -51,6 +51,17 @@ class _Files(_Dirs):
     """How deep the ``$(...)`` being computed now are nested (at most ``MAX_EVAL_DEPTH``)."""
     elsewhere = 0
     """How many functions of a sourced file are running now (their lines are that file's)."""
+    mounts: tuple[tuple[str, str], ...] = ()
+    """Folders of this machine the container running the commands sees, and where
+    (``docker run -v``, ``kvconfig.load.shell.remote``)."""
+
+    def mounted(self, name: str) -> str | None:
+        """The file of this machine a container sees at ``name`` through a bind mount."""
+        for source, target in sorted(self.mounts, key=lambda m: -len(m[1])):
+            inside_ = target.rstrip("/")
+            if name == inside_ or name.startswith(inside_ + "/"):
+                return source.rstrip("/") + name[len(inside_) :]
+        return None
 
     def start_file(self, path: str) -> None:
         """Read the script as the launch script at ``path`` (absolute), on this machine:
@@ -237,7 +248,9 @@ class _Files(_Dirs):
         if not known:
             return None, "its name is only known at run time"
         if not self.host:
-            return None, "a file of the machine that runs the script, not read here"
+            target = self.mounted(target) or ""
+            if not target:
+                return None, "a file of the machine that runs the script, not read here"
         if len(words) != 2:
             return None, "arguments given to the file" if len(words) > 2 else "no file named"
         if "/" not in target:

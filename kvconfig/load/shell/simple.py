@@ -284,7 +284,8 @@ class _Shell(_Tests):
             return None
         local = {**local, **extra}
         if (where := remote_of(inner)) is not None:  # docker exec, ssh: run elsewhere
-            return self.run_remote(inner, inner_unknown, where, background, unknown_shift)
+            shift = unknown_shift
+            return self.run_remote(inner, inner_unknown, where, background, shift, line=line)
         if inner and inner[0] != words[0] and inner[0] in self.state.functions and known:
             return self.call(inner[0], inner[1:], local)
         script_at = script_of(inner)
