@@ -283,6 +283,7 @@ class _Shell(_Tests):
             self.blind.append(f"the command {' '.join(words[:2])!r}")
             return None
         local = {**local, **extra}
+        self.input_read(inner, background or self.backgrounded > 0, self.own_input)
         if (where := remote_of(inner)) is not None:  # docker exec, ssh: run elsewhere
             shift = unknown_shift
             return self.run_remote(inner, inner_unknown, where, background, shift, line=line)
@@ -309,7 +310,6 @@ class _Shell(_Tests):
             return None
         env = self.exported_env()
         env.update(local)
-        self.input_read(inner, background or self.backgrounded > 0, self.own_input)
         self.commands.append(
             Command(
                 tuple(inner),
