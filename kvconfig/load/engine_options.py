@@ -149,10 +149,12 @@ def written_for(engine: Engine) -> str | None:
     images are such builds too: each Dynamo release bundles the vLLM it pins
     (ai-dynamo/dynamo ``docs/reference/release-artifacts.md``), not the newest, so the
     words ``dynamo.vllm`` hands to vLLM in one are read the same way. A known release, a
-    channel (``latest``, ``nightly``: the newest runs) or no image: None; a channel's tag
-    that names a day or a commit (``nightly_main_20250120``) is that old build, not the
-    newest, and is read as a build that names no release."""
-    from kvconfig.load.engine_fields import split_image
+    channel of vLLM's own images (``latest``, ``nightly``: the newest runs) or no image:
+    None; a channel's tag that names a day or a commit (``nightly_main_20250120``) is that
+    old build, not the newest, and is read as a build that names no release, as is another
+    image's channel (``opea/vllm-gaudi:latest`` is the newest build of HabanaAI's fork, not
+    of vLLM)."""
+    from kvconfig.load.engine_fields import is_vllm_image, split_image
     from kvconfig.mirror import versions
 
     said = engine.vllm_version
@@ -166,7 +168,8 @@ def written_for(engine: Engine) -> str | None:
     tag = split_image(engine.image)[1]
     if not tag:
         return None
-    if any(w in tag.lower() for w in _CHANNELS) and not _PINNED.search(tag.lower()):
+    channel = any(w in tag.lower() for w in _CHANNELS) and not _PINNED.search(tag.lower())
+    if channel and is_vllm_image(engine.image):
         return None
     return f"the vLLM of {engine.image}"
 

@@ -40,23 +40,43 @@ def ranks_of_one_group(res: Resource, engines: list[Engine]) -> list[Engine]:
     return out
 
 
+def role_of(res: Resource, path: tuple[str | int, ...]) -> dict[str, Any] | None:
+    """The ``ModelServing`` role whose entry or worker pod template is at ``path``."""
+    data = res.data
+    if data.get("kind") != "ModelServing" or not str(data.get("apiVersion", "")).startswith(
+        "workload.serving.volcano.sh/"
+    ):
+        return None
+    if len(path) < 3 or path[-2] not in ("entryTemplate", "workerTemplate"):
+        return None
+    node: Any = data
+    for p in path[:-2]:
+        node = node[p]
+    return node if isinstance(node, dict) else None
+
+
+def role_copies(res: Resource, path: tuple[str | int, ...]) -> int | None:
+    """How many copies of the role each serving group runs (its ``replicas``, default 1:
+    the CRD's "the number of a certain role"; the controller creates ``replicas`` entry
+    pods, each with its workers, in every group of ``spec.replicas``); None for any other
+    resource or a count that is not a number."""
+    role = role_of(res, path)
+    if role is None:
+        return None
+    copies = role.get("replicas", 1)
+    return copies if isinstance(copies, int) and not isinstance(copies, bool) else None
+
+
 def kthena_env(res: Resource, path: tuple[str | int, ...]) -> tuple[dict[str, str], list[str]]:
     """The variables Kthena's ``ModelServing`` controller adds to every container of a
     role's entry and worker pods (volcano-sh/kthena ``pkg/model-serving-controller/utils``:
     ``createCommonEnvVars``, ``addPodEnvVars``): ``GROUP_SIZE`` (``workerReplicas`` + 1),
     ``ENTRY_ADDRESS`` (the entry pod's address, known at run time) and ``WORKER_INDEX``
     (0 on the entry pod, the worker's index otherwise); none for any other resource."""
-    data = res.data
-    if data.get("kind") != "ModelServing" or not str(data.get("apiVersion", "")).startswith(
-        "workload.serving.volcano.sh/"
-    ):
+    node = role_of(res, path)
+    if node is None:
         return {}, []
-    if len(path) < 3 or path[-2] not in ("entryTemplate", "workerTemplate"):
-        return {}, []
-    node: Any = data
-    for p in path[:-2]:
-        node = node[p]
-    workers = node.get("workerReplicas", 0) if isinstance(node, dict) else None
+    workers = node.get("workerReplicas", 0)
     known = {"GROUP_SIZE": str(workers + 1)} if isinstance(workers, int) else {}
     unknown = ["ENTRY_ADDRESS"] + ([] if known else ["GROUP_SIZE"])
     if path[-2] == "entryTemplate":

@@ -12,7 +12,7 @@ from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import LLM_D_SIMULATOR
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
-from kvconfig.load.kubernetes.kthena import kthena_env, ranks_of_one_group
+from kvconfig.load.kubernetes.kthena import kthena_env, ranks_of_one_group, role_copies
 from kvconfig.load.kubernetes.lws import worker_engines
 from kvconfig.load.kubernetes.resources import Found, Pod, Resource, config_maps, resources_of
 from kvconfig.load.operator_engine import Engine
@@ -204,6 +204,10 @@ def resource_engines(
         if isinstance(storm.get("replicas"), int):
             scale = replicas if isinstance(replicas, int) and replicas else 1
             pod.parallelism["replicas"] = storm["replicas"] * scale
+        copies = role_copies(res, path)  # Kthena: each serving group runs the role's copies
+        if copies is not None:
+            groups = replicas if isinstance(replicas, int) else 1
+            pod.parallelism["replicas"] = copies * groups
         containers = pod.spec.get("containers")
         if not isinstance(containers, list):
             continue
