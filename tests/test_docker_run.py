@@ -103,7 +103,7 @@ def test_the_options_without_a_value_are_the_docker_clis() -> None:
     import shutil
     import subprocess
 
-    from kvconfig.load import docker_run
+    from kvconfig.load import docker_cli
 
     docker = shutil.which("docker")
     if docker is None:
@@ -113,9 +113,9 @@ def test_the_options_without_a_value_are_the_docker_clis() -> None:
     ).stdout
     flags = re.findall(r"^\s+(?:-(\w), )?(--[a-z0-9-]+)(?: ([a-z]\w*))?\s{2,}", text, re.M)
     assert len(flags) > 50
-    assert {long for _, long, kind in flags if not kind} == set(docker_run._BOOLEAN)
+    assert {long for _, long, kind in flags if not kind} == set(docker_cli._BOOLEAN)
     assert {short for short, _, kind in flags if short and not kind} == set(
-        docker_run._SHORT_BOOLEAN
+        docker_cli._SHORT_BOOLEAN
     )
 
 

@@ -172,6 +172,49 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         BOTH,
     ),
     "and-or": ("true && vllm serve a; false && vllm serve b; false || vllm serve c", {}, BOTH),
+    "while read over a here-string": (
+        "C='off 16\n\nw1  32'\n"
+        'while read -r label bs; do\n  [ -z "$label" ] && continue\n'
+        '  vllm serve m --block-size "$bs" --tag "$label"\ndone <<<"$C"\nvllm serve last "$label"',
+        {},
+        ("bash",),
+    ),
+    "while read over a here-document": (
+        "while IFS=, read -r a b; do vllm serve \"$a\" \"$b\"; done <<EOF\nx,16\ny,32,z\nEOF\n"
+        "vllm serve after",
+        {},
+        BOTH,
+    ),
+    "a program in the loop may read the input": (
+        "while read -r a; do vllm serve \"$a\"; cat >/dev/null; done <<EOF\none\ntwo\nEOF",
+        {},
+        BOTH,
+    ),
+    "a program with its own input leaves the loop's": (
+        "while read -r a; do cat </dev/null; vllm serve \"$a\"; done <<EOF\none\ntwo\nEOF",
+        {},
+        BOTH,
+    ),
+    "continue on one side of a run-time test": (
+        'for x in a b; do [ "$X" = 1 ] && continue; vllm serve "$x"; done; vllm serve end',
+        {"X": None},
+        BOTH,
+    ),
+    "return on one side of a run-time test": (
+        'f() { if [ "$X" = 1 ]; then B=16; return; fi; B=32; }\nf\nvllm serve m --block-size $B',
+        {"X": None},
+        BOTH,
+    ),
+    "break on one side of a run-time test": (
+        'while true; do if [ "$X" = 1 ]; then B=1; break; fi; B=2; break; done; vllm serve $B',
+        {"X": None},
+        BOTH,
+    ),
+    "a loop whose rounds repeat": (
+        "for i in 1 2 3 4; do vllm serve m; N=x; done; vllm serve $N $i",
+        {},
+        BOTH,
+    ),
     "set --": ('set -- --block-size 16; shift; vllm serve m "$@" $#', {}, BOTH),
     "[[ && || ]]": (
         'A=; if [[ -z "$A" && -n "$H" || $X == y ]]; then B=1; else B=2; fi; '

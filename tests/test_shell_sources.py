@@ -423,3 +423,28 @@ def test_process_substitution_is_a_path_the_command_writes_to(repo: Path) -> Non
         ("vllm", "serve", "n", "<(echo 2)", ">(cat)"),
         ((3, "<(echo 2)"), (4, ">(cat)")),
     )
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_a_container_runs_a_script_of_a_bind_mounted_folder(repo: Path, shell: str) -> None:
+    """``docker run -v "$DIR:/opt/app:ro" IMAGE bash /opt/app/serve.sh ARG`` on an image
+    whose entry point runs its command as given (Dynamo's runtime images): the container's
+    bash reads serve.sh from the mounted folder, with the ``-e`` variables and nothing of
+    the script's own; without the mount the file is the container's, not read here."""
+    write(repo / "launch" / "serve.sh", 'vllm serve "$1" --block-size "${BS:-16}" "$HOST_ONLY"\n')
+    image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.2"
+    script = write(
+        repo / "launch" / "run.sh",
+        f"#!/bin/{shell}\nexport HOST_ONLY=h\n"
+        'DIR=$(cd "$(dirname "$0")" && pwd)\n'
+        f'docker run --rm -e BS=32 -v "$DIR:/opt/app:ro" {image} bash /opt/app/serve.sh m1 &\n'
+        f"docker run --rm {image} bash /opt/app/serve.sh m2\n"
+        f'docker run --rm -v "$DIR:/opt/app" {image} sh -c "vllm serve m3" \n',
+    )
+    reading = read(script, shell)
+    first, third = (c for c in reading.commands if c.words[0] == "vllm")
+    assert first.words[:5] == ("vllm", "serve", "m1", "--block-size", "32")
+    assert [i for i, _ in first.unknown] == [5]  # the image's env may set HOST_ONLY
+    assert first.background
+    assert third.words == ("vllm", "serve", "m3") and not third.background
+    assert any("/opt/app/serve.sh" in b and "not read here" in b for b in reading.blind)

@@ -43,6 +43,10 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
         re.compile(r"(^|/)llm-d/llm-d-xpu(-dev)?$"),
         ("python", "-m", "vllm.entrypoints.openai.api_server"),
     ),
+    # NVIDIA Dynamo's runtime images (container/templates/*_runtime.Dockerfile): the CUDA
+    # images' ENTRYPOINT /opt/nvidia/nvidia_entrypoint.sh, which ends in exec "$@", so
+    # the container runs its command as given
+    (re.compile(r"(^|/)nvidia/ai-dynamo/(vllm|sglang|tensorrtllm)-runtime$"), ()),
 )
 
 
@@ -54,7 +58,8 @@ OpenAI API without a model or a KV cache; the chart's ``imageDefault`` runs it a
 def image_entry(image: str | None) -> tuple[str, ...] | None:
     """The entry point of an image known to start vLLM, which a container given only
     arguments runs them with: ``vllm serve`` for vLLM's own images, the Dockerfile's
-    ``ENTRYPOINT`` for the others kvconfig knows; None for any other image."""
+    ``ENTRYPOINT`` for the others kvconfig knows (empty: it runs the arguments as the
+    command); None for any other image."""
     if not image:
         return None
     if is_vllm_image(image):

@@ -9,8 +9,10 @@ kvconfig reads such a script without running it. ``words``, ``quoting`` and ``le
 split it into words and operators, ``parser`` builds the commands, and ``script`` runs
 the evaluator, one layer a module: ``state`` (what a script has set),
 ``variables``, ``params`` and ``globs`` (expansions), ``fields`` (field splitting),
-``conditions`` (``test``), ``arith`` (``$(( ))``), ``control`` (if, case, loops),
-``scope`` (declarations, functions, ``eval``, ``read``), ``dirs`` (the working folder:
+``conditions`` (``test``), ``arith`` (``$(( ))``), ``control`` (if, case, pipelines),
+``loops`` (loops, and a compound command's fed input), ``jumps`` (``return``, ``break``,
+``continue`` on one side of a run-time choice), ``scope`` (declarations, functions,
+``eval``, ``read``), ``dirs`` (the working folder:
 ``cd``, ``pwd``, ``$PWD``), ``files`` and ``paths`` (what a launch script reads here:
 ``$0``, ``dirname``/``readlink`` in ``$(...)``, ``source``, ``bash FILE``), ``regex``
 (bash's ``=~``), ``dbracket`` (``[[ ]]``) and ``simple`` (one command, builtins and

@@ -1,24 +1,23 @@
 """Control flow: sequences, ``&&``/``||``, pipelines and subshells (their state does not
-reach the script), ``if``, ``case``, ``for``, ``while``/``until``, function definitions,
-and ``fork``, which runs each alternative of a choice only known at run time on its own
-copy of the state and keeps what they agree on. Simple commands are run by the subclass
-(``simple``).
+reach the script), ``if``, ``case``, function definitions, and ``fork``, which runs each
+alternative of a choice only known at run time on its own copy of the state and keeps
+what they agree on. Loops are run by the subclass ``loops``, simple commands by
+``simple``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
-from kvconfig.load.shell.arith import arith_value
 from kvconfig.load.shell.fields import _Fields
-from kvconfig.load.shell.state import MAX_LOOP, MAX_STEPS, _merge, _State
-from kvconfig.load.shell.words import _Part, _Word, hole_what
+from kvconfig.load.shell.jumps import Frame, landing
+from kvconfig.load.shell.state import MAX_STEPS, _merge, _State
+from kvconfig.load.shell.words import _Part, _Word
 
 
 class _Control(_Fields):
@@ -29,10 +28,30 @@ class _Control(_Fields):
 
     backgrounded = 0
     """How many commands ended by ``&`` the one running now is inside."""
+    landed_at = 0
+    """The outermost frame a side of a run-time choice left to in the loop round being
+    run (its index in ``frames``; -1: a side ended the script), for ``loops``."""
 
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         """Run one simple command (``kvconfig.load.shell.simple``)."""
         raise NotImplementedError
+
+    def run_loop(self, node: N.Loop | N.For | N.ArithFor) -> int | None:
+        """Run a loop (``kvconfig.load.shell.loops``)."""
+        raise NotImplementedError
+
+    def run_fed(self, node: N.Fed) -> int | None:
+        """Run a compound command fed a text (``kvconfig.load.shell.loops``)."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def subshell(self) -> Iterator[None]:
+        """A subshell: a frame no ``return``, ``break`` or ``continue`` leaves."""
+        self.frames.append(Frame("subshell"))
+        try:
+            yield
+        finally:
+            self.frames.pop()
 
     # ----- running ------------------------------------------------------------------------
     def run_node(self, node: N.Node) -> int | None:
@@ -54,7 +73,7 @@ class _Control(_Fields):
                     self.state = saved.copy()
                     self.backgrounded += 1
                     try:
-                        with contextlib.suppress(_Stop):
+                        with contextlib.suppress(_Stop, _Jump), self.subshell():
                             self.run_node(item)
                     finally:
                         self.backgrounded -= 1
@@ -92,10 +111,9 @@ class _Control(_Fields):
                 saved = self.state
                 self.state = saved.copy()
                 try:
-                    status = self.run_node(cmd)
-                except _Stop:
-                    status = None
-                except _Jump:
+                    with self.subshell():
+                        status = self.run_node(cmd)
+                except (_Stop, _Jump):
                     status = None
                 self.state = saved
                 del k
@@ -106,8 +124,9 @@ class _Control(_Fields):
                 saved = self.state
                 self.state = saved.copy()
                 try:
-                    status = self.run_node(node.body)
-                except _Stop:
+                    with self.subshell():
+                        status = self.run_node(node.body)
+                except (_Stop, _Jump):
                     status = None
                 self.state = saved
             else:
@@ -116,12 +135,10 @@ class _Control(_Fields):
             status = self.run_if(node, 0)
         elif isinstance(node, N.Case):
             status = self.run_case(node)
-        elif isinstance(node, N.For):
-            status = self.run_for(node)
-        elif isinstance(node, N.Loop):
+        elif isinstance(node, N.For | N.Loop | N.ArithFor):
             status = self.run_loop(node)
-        elif isinstance(node, N.ArithFor):
-            status = self.run_arith_for(node)
+        elif isinstance(node, N.Fed):
+            status = self.run_fed(node)
         elif isinstance(node, N.Function):
             st.functions[node.name] = node.body
             status = 0
@@ -162,10 +179,18 @@ class _Control(_Fields):
                 ends.append(self.state)
                 statuses.append(status)
             except _Stop:
+                self.landed_at = -1
                 continue
+            except _Jump as jump:  # this side leaves to a function's or loop's end
+                frame = landing(self.frames, jump)
+                if frame is None:
+                    raise
+                frame.left.append((jump.kind, self.state))
+                at = next(i for i, f in enumerate(self.frames) if f is frame)
+                self.landed_at = min(self.landed_at, at)
         if not ends:
             self.state = start
-            raise _Stop
+            raise _Stop  # (where a side left to, it goes on: jumps.Frame)
         merged = start.copy()
         if len(ends) < len(alternatives):
             merged.when = (*start.when, f"the script goes on past {reason}")
@@ -226,152 +251,6 @@ class _Control(_Fields):
                     [None, lambda n=n: self.case_from(node, n + 1, subject, what)],
                 )
         return 0
-
-    def run_for(self, node: N.For) -> int | None:
-        items: list[str] | None = []
-        if node.words is None:
-            args = self.state.args
-            items = None if args is None else list(args[1:])
-            if any(hole_what(a) is not None for a in items or []):
-                items = None  # a function's argument only known at run time
-        else:
-            for w in node.words:
-                fields, unknown = self.expand_word(w)
-                if unknown:
-                    self.last_unknown = unknown[0]
-                    items = None
-                    break
-                assert items is not None
-                items.extend(fields)
-        if items is None:
-            reason = self.reason(node.line, "the words of the for loop")
-
-            def once() -> None:
-                self.assign(node.name, None, reason)
-
-            return self.fork([[node.body], []], reason, self.loop_body, [once, None])
-        status: int | None = 0
-        for item in items[:MAX_LOOP]:
-            self.assign(node.name, item)
-            status, broke = self.round(node.body)
-            if broke:
-                return 0
-        return status
-
-    def run_arith_for(self, node: N.ArithFor) -> int | None:
-        """bash's ``for (( init; test; step ))``: init once, then the body and the step
-        while the test is not 0 (an empty test is 1), each an arithmetic expression (the
-        bash manual, Looping Constructs). A value only known at run time makes the body a
-        run-time choice, run once with the variables it assigns unknown."""
-        parts = node.expression.split(";")
-        if len(parts) != 3:
-            raise InputError(
-                f"the for (( )) on line {self.at(node.line)} needs three expressions",
-                source=self.source,
-                line=self.at(node.line),
-                key=self.key,
-                hint="write for (( init; test; step ))",
-            )
-        init, test, step = parts
-        names = re.findall(
-            r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%]?=(?!=)|\+\+|--)", node.expression
-        )
-        names += re.findall(r"(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)", node.expression)
-        status: int | None = 0
-        if self.arith_effects(init):
-            for _ in range(MAX_LOOP):
-                go = arith_value(test, self.arith_var) if test.strip() else 1
-                if go is None:
-                    break
-                if go == 0:
-                    return status
-                status, broke = self.round(node.body)
-                if broke:
-                    return 0
-                if not self.arith_effects(step):
-                    break
-            else:
-                self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
-                raise _Stop
-        reason = self.reason(node.line, "the test of the for (( )) loop")
-
-        def unknown() -> None:
-            for name in names:
-                self.assign(name, None, reason)
-
-        return self.fork([[node.body], []], reason, self.loop_body, [unknown, None])
-
-    def arith_effects(self, text: str) -> bool:
-        """Run ``NAME=E``, ``NAME op= E``, ``NAME++``, ``++NAME`` (comma-separated) or an
-        expression without effect; False when a value is only known at run time."""
-        for raw in text.split(","):
-            item = raw.strip()
-            if not item:
-                continue
-            m = re.fullmatch(r"(\+\+|--)\s*([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*(\+\+|--)", item)
-            if m:
-                name = m.group(2) or m.group(3)
-                op = m.group(1) or m.group(4)
-                expr = f"{name} {op[0]} 1"
-            else:
-                m = re.fullmatch(r"([A-Za-z_]\w*)\s*([-+*/%]?)=(?!=)(.*)", item, re.S)
-                if m is None:
-                    if arith_value(item, self.arith_var) is None:
-                        return False
-                    continue
-                name, op, rhs = m.group(1), m.group(2), m.group(3)
-                expr = f"{name} {op} ({rhs})" if op else rhs
-            value = arith_value(expr, self.arith_var)
-            if value is None:
-                return False
-            self.assign(name, str(value))
-        return True
-
-    def round(self, body: N.Node) -> tuple[int | None, bool]:
-        """One round of a loop's body: (its status, whether ``break`` left the loop). A
-        ``break N``/``continue N`` with N > 1 leaves this loop and goes on to the one
-        around it; ``return`` leaves the function (bash's manual, "Bourne Shell Builtins")."""
-        try:
-            return self.run_node(body), False
-        except _Jump as jump:
-            if jump.kind == "return":
-                raise
-            if jump.count > 1:
-                raise _Jump(jump.kind, jump.count - 1) from None
-            return 0, jump.kind == "break"
-
-    def loop_body(self, body: N.Node) -> int | None:
-        try:
-            return self.run_node(body)
-        except _Jump:
-            return None
-
-    def run_loop(self, node: N.Loop) -> int | None:
-        seen: list[tuple[dict[str, str | None], int]] = []
-        status: int | None = 0
-        for _ in range(MAX_LOOP):
-            self.last_unknown = ""
-            cond = self.run_node(node.condition)
-            if cond is not None:
-                go = (cond == 0) != node.until
-                if not go:
-                    return status
-                before = len(self.commands)
-                status, broke = self.round(node.body)
-                if broke:
-                    return 0
-                mark = (dict(self.state.vars), len(self.commands) - before)
-                if mark in seen:  # the loop repeats itself: it never ends on its own
-                    del self.commands[before:]
-                    raise _Stop
-                if len(seen) == MAX_LOOP - 1:
-                    self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
-                seen.append(mark)
-                continue
-            reason = self.reason(cond_line(node.condition, node.line), "the loop test")
-            return self.fork([[node.body], []], reason, self.loop_body)
-        self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
-        raise _Stop
 
 
 def node_line(node: N.Node) -> int:

@@ -27,7 +27,6 @@ import re
 from pathlib import Path
 
 from kvconfig.errors import InputError
-from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
 from kvconfig.load.shell import nodes as N
@@ -52,6 +51,17 @@ class _Files(_Dirs):
     """How deep the ``$(...)`` being computed now are nested (at most ``MAX_EVAL_DEPTH``)."""
     elsewhere = 0
     """How many functions of a sourced file are running now (their lines are that file's)."""
+    mounts: tuple[tuple[str, str], ...] = ()
+    """Folders of this machine the container running the commands sees, and where
+    (``docker run -v``, ``kvconfig.load.shell.remote``)."""
+
+    def mounted(self, name: str) -> str | None:
+        """The file of this machine a container sees at ``name`` through a bind mount."""
+        for source, target in sorted(self.mounts, key=lambda m: -len(m[1])):
+            inside_ = target.rstrip("/")
+            if name == inside_ or name.startswith(inside_ + "/"):
+                return source.rstrip("/") + name[len(inside_) :]
+        return None
 
     def start_file(self, path: str) -> None:
         """Read the script as the launch script at ``path`` (absolute), on this machine:
@@ -193,11 +203,7 @@ class _Files(_Dirs):
             if stack is not None:
                 self.state.arrays["BASH_SOURCE"] = [target, *stack]
             try:
-                return self.run_node(tree)
-            except _Jump as jump:
-                if jump.kind != "return":
-                    raise
-                return None
+                return self.within("function", lambda: self.run_node(tree))
             finally:
                 self.depth -= 1
                 self.sourcing -= 1
@@ -242,7 +248,9 @@ class _Files(_Dirs):
         if not known:
             return None, "its name is only known at run time"
         if not self.host:
-            return None, "a file of the machine that runs the script, not read here"
+            target = self.mounted(target) or ""
+            if not target:
+                return None, "a file of the machine that runs the script, not read here"
         if len(words) != 2:
             return None, "arguments given to the file" if len(words) > 2 else "no file named"
         if "/" not in target:

@@ -26,7 +26,7 @@ class _Lexer(_Scanner):
     def tokens(self) -> list[_Word | _Op]:
         out: list[_Word | _Op] = []
         redirect_next = ""
-        stdout_next = False
+        stdout_next = stdin_next = False
         while self.i < len(self.text):
             c = self.text[self.i]
             if c == "\\" and self.peek(1) == "\n":
@@ -61,6 +61,12 @@ class _Lexer(_Scanner):
                         out[-1].stdout = True
                     else:
                         stdout_next = True
+                if m.group(1) in ("", "0") and op in ("<", "<>", "<&"):
+                    # <FILE, <&3: the command's input comes from elsewhere
+                    if out and isinstance(out[-1], _Word):
+                        out[-1].stdin = True
+                    else:
+                        stdin_next = True
                 if op in (">&", "<&") and re.match(r"\d+|-", self.text[self.i :]):
                     # 2>&1: the target is a descriptor, not a file
                     dm = re.match(r"\d+|-", self.text[self.i :])
@@ -118,7 +124,8 @@ class _Lexer(_Scanner):
                     out.append(word)
                 continue
             word.stdout = word.stdout or stdout_next
-            stdout_next = False
+            word.stdin = word.stdin or stdin_next
+            stdout_next = stdin_next = False
             out.append(word)
         if self.heredocs:
             raise self.err(

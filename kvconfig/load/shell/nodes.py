@@ -109,7 +109,18 @@ class Function:
     line: int
 
 
-Node = Simple | Pipeline | AndOr | Sequence | If | Loop | For | ArithFor | Case | Group | Function
+@dataclass
+class Fed:
+    """A compound command whose input is a here-string or here-document
+    (``while read ...; done <<< WORD``)."""
+
+    body: Node
+    word: _Word
+
+
+Node = (
+    Simple | Pipeline | AndOr | Sequence | If | Loop | For | ArithFor | Case | Group | Function
+) | Fed
 
 _RESERVED = frozenset(
     {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for"}

@@ -65,7 +65,7 @@ class _Output(_Files):
         self.state, self.commands, self.blind = self.state.copy(), [], []
         self.printed, self.printing_when = [], self.state.when
         try:
-            with contextlib.suppress(_Stop, _Jump):  # exit ends the subshell
+            with contextlib.suppress(_Stop, _Jump), self.subshell():  # exit ends it
                 self.call(words[0], words[1:], {})
             printed, ran = self.printed, bool(self.commands or self.blind)
         finally:

@@ -14,6 +14,7 @@ from kvconfig.load.shell.nodes import (
     AndOr,
     ArithFor,
     Case,
+    Fed,
     For,
     Function,
     Group,
@@ -134,10 +135,12 @@ class _Parser:
     def command(self) -> Node:
         node = self._command()
         tok = self.peek()
+        fed = None
         while isinstance(tok, _Word) and tok.here:  # done <<< WORD: the compound's input
+            fed = tok  # the last redirection of the input wins
             self.k += 1
             tok = self.peek()
-        return node
+        return node if fed is None else Fed(node, fed)
 
     def _command(self) -> Node:
         tok = self.peek()

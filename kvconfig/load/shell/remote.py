@@ -24,10 +24,13 @@ from dataclasses import dataclass
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.docker_cli import container_of
+from kvconfig.load.engine_fields import image_entry
 from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.output import _Output
 from kvconfig.load.shell.state import _State
 from kvconfig.load.shell.words import HOLE, _Word, hole, one_field
+from kvconfig.load.shell.wrappers import SHELLS
 
 _DOCKER_EXEC_VALUED = frozenset(
     {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys"}
@@ -48,6 +51,8 @@ class Remote:
     """The script does not wait for it (``docker exec -d``, ``ssh -f``)."""
     joined: bool
     """Its words are joined and read by a shell (``ssh``)."""
+    mounts: tuple[tuple[str, str], ...] = ()
+    """Folders of this machine seen there, and where (``docker run -v``)."""
 
 
 def remote_of(words: Sequence[str]) -> Remote | None:
@@ -62,7 +67,7 @@ def remote_of(words: Sequence[str]) -> Remote | None:
         elif words[1:2] == ["exec"]:
             k = 2
         else:
-            return None
+            return _docker_run(words)
         return _docker_exec(words, k)
     if head == "ssh":
         return _ssh(words)
@@ -96,6 +101,17 @@ def _docker_exec(words: Sequence[str], k: int) -> Remote | None:
     if k + 1 >= len(words):
         return None  # no container or no command
     return Remote(k + 1, env, detached, joined=False)
+
+
+def _docker_run(words: Sequence[str]) -> Remote | None:
+    """``docker run IMAGE bash FILE ...`` (or ``sh -c SCRIPT``) of an image whose entry
+    point runs its command as given: the shell runs in the new container."""
+    container = container_of(words)
+    if container is None or container.entrypoint or image_entry(container.image) != ():
+        return None
+    if not container.words or os.path.basename(container.words[0]) not in SHELLS:
+        return None
+    return Remote(container.at, container.env, container.detached, False, container.mounts)
 
 
 def _ssh(words: Sequence[str]) -> Remote | None:
@@ -153,11 +169,12 @@ class _Remote(_Output):
 
     def run_remote(
         self, words: Sequence[str], unknown: Sequence[tuple[int, str]], where: Remote,
-        background: bool, shift: int,
+        background: bool, shift: int, *, line: int | None,
     ) -> int | None:  # fmt: skip
         """Run ``words[where.at:]`` where ``where`` says, each word only known at run time
         (``unknown``) standing for text only known there (for ``ssh``, its known text
-        around its run-time parts; ``shift``: the words a wrapper took before ``words``)."""
+        around its run-time parts; ``shift``: the words a wrapper took before ``words``);
+        what it runs is at ``line``, the command's."""
         late = {i: what for i, what in unknown}
 
         def text_of(i: int, w: str) -> str:
@@ -171,19 +188,28 @@ class _Remote(_Output):
             text = " ".join(parts)
         else:  # argv: each word exactly as given
             text = " ".join(w if HOLE.fullmatch(w) else shlex.quote(w) for w in parts)
+        outer_line, self.line0 = self.line0, line if self.line0 is not None else None
         try:
             tree = p.parse(self.lexer(text))
         except InputError as err:
             self.unparsed.append(err)
+            self.line0 = outer_line
             return None
-        saved = (self.state, self.unknown_rest, self.backgrounded)
+        mounts = []  # a relative source is taken from the folder docker runs in
+        for source, target in where.mounts:
+            here = self.path_here(source) if self.host and source[:1] != "~" else None
+            if here is not None:
+                mounts.append((here, target))
+        saved = (self.state, self.unknown_rest, self.backgrounded, self.host, self.mounts)
         self.state = _State(dict(where.env), set(where.env), None)
         self.state.when, self.state.branch = saved[0].when, saved[0].branch
         self.unknown_rest = True
         self.backgrounded += int(background or where.detached)
+        self.host, self.mounts = False, tuple(mounts)  # its files are the container's
         try:
-            with contextlib.suppress(_Stop, _Jump):
+            with contextlib.suppress(_Stop, _Jump), self.subshell():
                 self.run_node(tree)
         finally:
-            self.state, self.unknown_rest, self.backgrounded = saved
+            self.state, self.unknown_rest, self.backgrounded, self.host, self.mounts = saved
+            self.line0 = outer_line
         return None

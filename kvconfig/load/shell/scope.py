@@ -9,11 +9,10 @@ from __future__ import annotations
 import re
 
 from kvconfig.errors import InputError
-from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import parser as p
-from kvconfig.load.shell.control import _Control
 from kvconfig.load.shell.fields import split_value
+from kvconfig.load.shell.loops import _Loops
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEXTS
 from kvconfig.load.shell.words import HOLE, _Word
 from kvconfig.load.shell.wrappers import after_options, unknown_to_dash
@@ -33,7 +32,7 @@ without field splitting or pathname expansion (bash's manual, "Bourne Shell Buil
 dash from 0.5.11; POSIX 2024's declaration utilities)."""
 
 
-class _Scope(_Control):
+class _Scope(_Loops):
     def assign_array(self, name: str, elements: list[_Word], append: bool) -> None:
         values: list[str | None] = []
         for w in elements:
@@ -44,7 +43,11 @@ class _Scope(_Control):
         self.state.vars[name] = self.state.arrays[name][0] if self.state.arrays[name] else ""
 
     def read_input(
-        self, args: list[str], local: dict[str, str | None], here: tuple[str | None, str]
+        self,
+        args: list[str],
+        local: dict[str, str | None],
+        here: tuple[str | None, str],
+        fed: bool = False,
     ) -> int | str | None:
         """``read`` from a here-string or here-document (bash ``builtins/read.def``, dash
         ``readcmd`` in ``src/miscbltin.c``, POSIX ``read``): the input up to the delimiter
@@ -54,9 +57,12 @@ class _Scope(_Control):
         last name taking the rest of the line (its IFS white space trimmed, and a last
         delimiter when one field is left), bash's ``-a NAME`` taking every field; no
         input left: status 1, the names empty. "other" for options kvconfig does not
-        read; None when the input is only known at run time."""
+        read; None when the input is only known at run time. ``fed``: the input is the
+        one a compound command is fed, and what ``read`` takes is gone from it."""
         opts = _read_options(args, self.dialect)
         if opts is None:
+            if fed:
+                self.state.input = (None, f"the input read {' '.join(args)} takes")
             return "other"
         raw, delim, array, names = opts
         text, what = here
@@ -68,8 +74,12 @@ class _Scope(_Control):
                 self.state.arrays[array] = [None]
             for name in targets:
                 self.assign(name, None, what or f"read {name}")
+            if fed:
+                self.state.input = (None, what or "the input")
             return None
-        line, status = taken
+        line, status, end = taken
+        if fed:
+            self.state.input = (text[end:] if text is not None else None, what)
         if array:
             values: list[str | None] = list(split_value(line, ifs))
             self.state.arrays[array] = values
@@ -80,13 +90,14 @@ class _Scope(_Control):
             self.assign(name, value)
         return status
 
-    def here_text(self, word: _Word, head: str) -> tuple[str | None, str]:
+    def here_text(self, word: _Word, head: str | None) -> tuple[str | None, str]:
         """The input a here-string (a newline added) or here-document gives the command
-        ``head``: (its text, None when only known at run time; what was unknown). Its
-        expansions' effects (``${X:=v}``) stay in the script where the shell expands it
-        in itself: dash always, bash for a builtin or function (a program's is expanded
-        in the process bash starts for it)."""
-        inside = self.dialect != "bash" or head in _BUILTINS or head in self.state.functions
+        ``head`` (None: a compound command): (its text, None when only known at run
+        time; what was unknown). Its expansions' effects (``${X:=v}``) stay in the script
+        where the shell expands it in itself: dash always, bash for a compound command, a
+        builtin or a function (a program's is expanded in the process bash starts for it)."""
+        inside = head is None or head in _BUILTINS or head in self.state.functions
+        inside = inside or self.dialect != "bash"
         saved = self.state
         if not inside:
             self.state = saved.copy()
@@ -226,13 +237,9 @@ class _Scope(_Control):
         self.state.args = [zero, *args]
         self.local_frames.append({})
         self.depth += 1
-        status: int | None
+        body = self.state.functions[name]
         try:
-            status = self.run_node(self.state.functions[name])
-        except _Jump as jump:
-            if jump.kind != "return":
-                raise
-            status = None
+            status = self.within("function", lambda: self.run_node(body))
         finally:
             self.depth -= 1
             frame = self.local_frames.pop()
@@ -342,8 +349,9 @@ def _read_options(args: list[str], dialect: str) -> tuple[bool, str, str, list[s
     return raw, delim, array, names
 
 
-def _take(text: str, delim: str, raw: bool, ifs: str) -> tuple[str, int] | None:
-    """(what ``read`` takes from ``text``, its status: 1 when the input ends first);
+def _take(text: str, delim: str, raw: bool, ifs: str) -> tuple[str, int, int] | None:
+    """(what ``read`` takes from ``text``, its status: 1 when the input ends first, where
+    in ``text`` the rest starts);
     None when an escaped character would be kept from splitting (only known here as
     text, not as fields)."""
     out: list[str] = []
@@ -358,10 +366,10 @@ def _take(text: str, delim: str, raw: bool, ifs: str) -> tuple[str, int] | None:
             i += 2
             continue
         if c == delim:
-            return "".join(out), 0
+            return "".join(out), 0, i + 1
         out.append(c)
         i += 1
-    return "".join(out), 1
+    return "".join(out), 1, len(text)
 
 
 def _fields(line: str, ifs: str, count: int) -> list[str]:

@@ -41,6 +41,8 @@ class _Shell(_Tests):
     here_input: tuple[str | None, str] | None = None
     """The input of the ``read`` being run, a here-string (``<<< WORD``) or here-document:
     (its text or None when only known at run time, what was unknown)."""
+    own_input = False
+    """The command being run has its own input (``<FILE``, ``<<<``, ``<<``)."""
 
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         words = [w for w in node.words if not w.here]
@@ -123,6 +125,7 @@ class _Shell(_Tests):
         for name, value, _what, _append, _word in assigns:
             local[name] = value
         self.here_input = self.here_text(here[-1], expanded[0]) if here else None
+        self.own_input = bool(here) or any(w.stdin for w in node.words)
         when = self.state.when
         if split:
             self.state.when = (*when, f"the run-time value of {split[0]} holding no blank "
@@ -227,6 +230,13 @@ class _Shell(_Tests):
             status = self.read_input(words[1:], local, self.here_input)
             if status != "other":
                 return status if isinstance(status, int) else None
+        elif head == "read" and self.state.input is not None and not self.own_input:
+            if not known:  # which names it sets is only known at run time
+                self.state.input = (None, f"the input read {unknown_at[0][1]} takes")
+            else:
+                status = self.read_input(words[1:], local, self.state.input, fed=True)
+                if status != "other":
+                    return status if isinstance(status, int) else None
         if head in ("read", "getopts", "mapfile", "readarray") or (
             head == "printf" and words[1:2] == ["-v"]
         ):
@@ -273,8 +283,10 @@ class _Shell(_Tests):
             self.blind.append(f"the command {' '.join(words[:2])!r}")
             return None
         local = {**local, **extra}
+        self.input_read(inner, background or self.backgrounded > 0, self.own_input)
         if (where := remote_of(inner)) is not None:  # docker exec, ssh: run elsewhere
-            return self.run_remote(inner, inner_unknown, where, background, unknown_shift)
+            shift = unknown_shift
+            return self.run_remote(inner, inner_unknown, where, background, shift, line=line)
         if inner and inner[0] != words[0] and inner[0] in self.state.functions and known:
             return self.call(inner[0], inner[1:], local)
         script_at = script_of(inner)

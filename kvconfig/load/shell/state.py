@@ -80,6 +80,10 @@ class _State:
     """Variables only known at run time whose text is known but for some parts, each such
     part marked (``kvconfig.load.shell.words.hole``): what ``eval`` reads. One text per
     value a run-time choice above may have given it (``_merge``)."""
+    input: tuple[str | None, str] | None = None
+    """What is left of the input a compound command is fed (``done <<< TEXT``,
+    ``kvconfig.load.shell.loops``): its text, None when only known at run time, and what
+    made it so; None when ``read`` takes the script's own input."""
 
     def copy(self) -> _State:
         return _State(
@@ -98,6 +102,7 @@ class _State:
             dict(self.programs),
             self.cwd,
             dict(self.templates),
+            self.input,
         )
 
 
@@ -141,6 +146,8 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
         texts = _texts(ends, name) if merged.vars.get(name, "") is None else None
         if texts:
             merged.templates[name] = texts
+    inputs = {e.input for e in ends}
+    merged.input = inputs.pop() if len(inputs) == 1 else (None, f"the input ({reason})")
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
     for name in sorted(set().union(*(set(e.functions) for e in ends))):

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
+from kvconfig.load.shell.jumps import Frame
 from kvconfig.load.shell.lexer import _Lexer
 from kvconfig.load.shell.state import MAX_TEMPLATE, MAX_TEXTS, Command, _State
 from kvconfig.load.shell.words import HOLE, _Word, hole, hole_what
@@ -67,6 +68,7 @@ class _Variables:
         self.depth = 0
         self.last_unknown = ""
         # per local: (was set, its value, exported, its array or None) before the function
+        self.frames: list[Frame] = []  # functions, loops, subshells (shell.jumps)
         self.local_frames: list[
             dict[str, tuple[bool, str | None, bool, list[str | None] | None]]
         ] = []

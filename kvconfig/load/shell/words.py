@@ -27,6 +27,7 @@ class _Word:
     here: bool = False  # the word of a here-string (<<< WORD): the command's input
     doc: bool = False  # ... of a here-document (<<EOF): its body, newlines and all
     stdout: bool = False  # a redirection beside it sends its command's output elsewhere
+    stdin: bool = False  # ... takes its command's input from elsewhere (<FILE, <&N)
 
     def raw(self) -> str:
         return "".join(p.text if p.kind == "lit" else _source_form(p) for p in self.parts)
