@@ -484,6 +484,7 @@ spec:
         ("vllm/vllm-openai:nightly", 2),  # the newest too
         ("vllm/vllm-openai-rocm:nightly_main_20250120", 0),  # that day's build
         ("vllm/vllm-openai:nightly-3b5f3e2a1c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f", 0),  # a commit's
+        ("lmcache/vllm-openai:latest", 2),  # a build on vLLM's own newest image
     ],
 )
 def test_options_of_another_release(tmp_path: Path, image: str, code: int) -> None:
@@ -544,6 +545,8 @@ def test_grpc_server_is_a_vllm_server() -> None:
     [
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:${VERSION}", True),
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.1", True),
+        ("opea/vllm-gaudi:latest", True),  # the newest of HabanaAI's fork, not of vLLM
+        ("vllm/vllm-openai:latest", False),  # vLLM's own newest
         (None, False),  # a launch script: the vLLM installed, read with the newest
     ],
 )
