@@ -30,7 +30,6 @@ from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
 from kvconfig.load.shell import nodes as N
-from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.dirs import _Dirs
 from kvconfig.load.shell.paths import PROGRAMS, output
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
@@ -119,7 +118,7 @@ class _Files(_Dirs):
 
     def substituted(self, text: str) -> str | None:
         try:
-            node: N.Node = p.parse(self.lexer(text))
+            node: N.Node = self.parsed(text)
         except InputError:
             return None
         while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
@@ -192,7 +191,7 @@ class _Files(_Dirs):
         self.source, self.line0, self.key = str(path), 1, path.name
         try:
             try:
-                tree = p.parse(self.lexer(text))
+                tree = self.parsed(text)
             except InputError as e:
                 self.source, self.line0, self.key = saved
                 return self.unread(head, target, f"it does not parse: {e}")

@@ -163,8 +163,9 @@ class _Loops(_Control):
 
     def mentions(self, node: N.Node, name: str) -> bool:
         """Whether ``node``, or a function it may call, may read the variable ``name``."""
-        text = re.sub(r"name='[^']*'", "", repr(node) + repr(self.state.functions))
-        return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
+        word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+        bodies = [node, *self.state.functions.values()]
+        return any(word.search(_text(body)) for body in bodies)
 
     def run_arith_for(self, node: N.ArithFor) -> int | None:
         """bash's ``for (( init; test; step ))``: init once, then the body and the step
@@ -326,3 +327,16 @@ def _settings(state: _State, but: str) -> tuple[object, ...]:
     return (vars_, state.arrays, state.exported, state.maybe_exported, state.readonly,
             state.functions, state.args, state.cwd, state.templates, state.programs,
             state.input, state.nocase)  # fmt: skip
+
+
+_TEXTS: dict[int, tuple[N.Node, str]] = {}
+
+
+def _text(node: N.Node) -> str:
+    """``node`` as text, every word in it (not the names of loops and functions), once."""
+    kept = _TEXTS.get(id(node))
+    if kept is None or kept[0] is not node:
+        if len(_TEXTS) > 4096:
+            _TEXTS.clear()
+        kept = _TEXTS[id(node)] = (node, re.sub(r"name='[^']*'", "", repr(node)))
+    return kept[1]

@@ -7,6 +7,8 @@ the lexer.
 
 from __future__ import annotations
 
+import functools
+
 from kvconfig.errors import InputError
 from kvconfig.load.shell.lexer import _Lexer
 from kvconfig.load.shell.nodes import (
@@ -314,3 +316,11 @@ def _show(tok: _Word | _Op) -> str:
 def parse(lexer: _Lexer) -> Sequence:
     """The script's commands; InputError for a script the shell would refuse to parse."""
     return _Parser(lexer.tokens(), lexer).program()
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_text(text: str, source: str, line0: int | None, key: str, dialect: str) -> Sequence:
+    """``parse`` of ``text`` as read at ``source`` from ``line0``: the same text met again (a
+    loop's ``$(...)``, a function's ``eval``) is parsed once. The commands are read, never
+    changed, by the evaluator."""
+    return parse(_Lexer(text, source, line0, key, dialect))

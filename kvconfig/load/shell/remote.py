@@ -26,7 +26,6 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.docker_cli import container_of
 from kvconfig.load.engine_fields import image_entry
-from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.output import _Output
 from kvconfig.load.shell.state import _State
 from kvconfig.load.shell.words import HOLE, _Word, hole, one_field
@@ -190,7 +189,7 @@ class _Remote(_Output):
             text = " ".join(w if HOLE.fullmatch(w) else shlex.quote(w) for w in parts)
         outer_line, self.line0 = self.line0, line if self.line0 is not None else None
         try:
-            tree = p.parse(self.lexer(text))
+            tree = self.parsed(text)
         except InputError as err:
             self.unparsed.append(err)
             self.line0 = outer_line

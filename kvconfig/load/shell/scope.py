@@ -10,7 +10,6 @@ import re
 
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
-from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.fields import split_value
 from kvconfig.load.shell.loops import _Loops
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEXTS
@@ -292,7 +291,7 @@ class _Scope(_Loops):
 
     def parses(self, text: str) -> bool:
         try:
-            p.parse(self.lexer(text))
+            self.parsed(text)
         except InputError:
             return False
         return True
@@ -305,7 +304,7 @@ class _Scope(_Loops):
         self.depth += 1
         try:
             try:
-                tree = p.parse(self.lexer(text))
+                tree = self.parsed(text)
             except InputError as err:  # bash: eval fails with status 2; dash: the script ends
                 self.unparsed.append(err)
                 if self.dialect == "bash":

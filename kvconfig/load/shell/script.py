@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
-from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.simple import _Shell
 from kvconfig.load.shell.state import MAX_SCRIPT_BYTES, Command
 
@@ -80,7 +79,7 @@ def read_script(
     shell = _Shell(env or {}, start, unknown_rest, source, line, key, dialect)
     if path is not None:
         shell.start_file(path)
-    tree = p.parse(shell.lexer(script))
+    tree = shell.parsed(script)
     with contextlib.suppress(_Stop, _Jump):
         shell.run_node(tree)
     return Reading(tuple(shell.commands), tuple(shell.blind), tuple(shell.unparsed))

@@ -15,7 +15,6 @@ from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
-from kvconfig.load.shell import parser as p
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.dbracket import _Tests
 from kvconfig.load.shell.remote import remote_of
@@ -301,7 +300,7 @@ class _Shell(_Tests):
                 self.blind.append(f"{inner[0]} -c nested too deep")
                 return None
             with contextlib.suppress(_Stop):
-                sub.run_node(p.parse(sub.lexer(inner[script_at])))
+                sub.run_node(sub.parsed(inner[script_at]))
             self.adopt(sub, background, replaces)
             return None
         file_at = file_of(inner)
@@ -347,7 +346,7 @@ class _Shell(_Tests):
         sub.start_file(str(path))
         sub.source, sub.key = str(path), path.name
         try:
-            tree = p.parse(sub.lexer(text))
+            tree = sub.parsed(text)
         except InputError as e:
             self.blind.append(f"the script {words[at]} run by {words[0]} ({e})")
             return False

@@ -10,9 +10,11 @@ from collections.abc import Mapping, Sequence
 
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.jumps import Frame
 from kvconfig.load.shell.lexer import _Lexer
+from kvconfig.load.shell.parser import parse_text
 from kvconfig.load.shell.state import MAX_TEMPLATE, MAX_TEXTS, Command, _State
 from kvconfig.load.shell.words import HOLE, _Word, hole, hole_what
 
@@ -81,6 +83,10 @@ class _Variables:
 
     def lexer(self, text: str) -> _Lexer:
         return _Lexer(text, self.source, self.line0, self.key, self.dialect)
+
+    def parsed(self, text: str) -> N.Sequence:
+        """``text``'s commands, as this shell reads them here (``parser.parse_text``)."""
+        return parse_text(text, self.source, self.line0, self.key, self.dialect)
 
     # ----- variables --------------------------------------------------------------------
     def lookup(self, name: str) -> tuple[bool, str | None]:
