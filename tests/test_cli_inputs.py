@@ -180,3 +180,29 @@ def test_a_folder_reports_every_file_and_exits_with_the_worst_code(
         f" {tmp_path}/b-unknown.yaml",
         f" {tmp_path}/c-twice.yaml",
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "beside", "helm"),
+    [
+        ("values-gpu.yaml", False, True),
+        ("gaudi-values.yaml", False, True),
+        ("serve.yaml", True, True),  # beside a Chart.yaml
+        ("serve.yaml", False, False),
+    ],
+)
+def test_a_helm_charts_values_read_as_a_serve_config_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, beside: bool, helm: bool
+) -> None:
+    """A YAML file kvconfig reads as ``vllm serve --config`` whose keys vLLM refuses: bad
+    input at the key vLLM names (not a key it starts with), and where the file is named or
+    placed as a Helm chart's values, the hint says which charts kvconfig reads."""
+    path = tmp_path / name
+    path.write_text("model: m\nmodelParameters:\n  maxModelLen: 8192\n")
+    if beside:
+        (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    code, _ = run("lint", "--platform", "H100", str(path))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert f"{path}:2: modelParameters: unknown vLLM" in err
+    assert ("helm template" in err) == helm

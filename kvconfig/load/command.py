@@ -200,12 +200,30 @@ def options_from_yaml(doc: _yaml.Document, version: str, base: Path | None = Non
 
 
 def _located(err: InputError, doc: _yaml.Document) -> InputError:
-    """An argument error of the file, at the line of the key it names."""
+    """An argument error of the file, at the line of the key it names; for a file named as
+    a Helm chart's values are (``values.yaml``, ``gaudi-values.yaml``, ``values-gpu.yaml``),
+    or beside a ``Chart.yaml``, the hint says what kvconfig reads of charts."""
+    hint = err.hint
+    path = Path(doc.source)
+    beside_chart = path.is_file() and (path.parent / "Chart.yaml").is_file()
+    if _HELM_VALUES.search(path.name) or beside_chart:
+        hint = (
+            "this looks like a Helm chart's values, which kvconfig reads only for the charts "
+            "it knows (production-stack, the vLLM chart, llm-d-modelservice): render the "
+            "chart with helm template and lint its output"
+        )
     wanted = _canonical(err.key.removeprefix("--")).partition(".")[0]
-    for key in doc.data:
-        head = _canonical(str(key)).partition(".")[0]
+    heads = {key: _canonical(str(key)).partition(".")[0] for key in doc.data}
+    exact = [key for key, head in heads.items() if head == wanted]
+    for key in exact or list(doc.data):
+        head = heads[key]
         if wanted and (head == wanted or wanted.startswith(head) or head.startswith(wanted)):
             return type(err)(
-                err.message, source=doc.source, line=doc.line(key), key=str(key), hint=err.hint
+                err.message, source=doc.source, line=doc.line(key), key=str(key), hint=hint
             )
-    return type(err)(err.message, source=doc.source, line=err.line, key=err.key, hint=err.hint)
+    return type(err)(err.message, source=doc.source, line=err.line, key=err.key, hint=hint)
+
+
+_HELM_VALUES = re.compile(r"(^|[-_.])values([-_.][^/]*)?\.ya?ml$", re.I)
+"""Helm's ``values.yaml`` and the names charts give their variants (``gaudi-values.yaml``,
+``values-gpt-oss-20b-vllm.yaml``)."""
