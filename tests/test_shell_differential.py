@@ -180,18 +180,18 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         ("bash",),
     ),
     "while read over a here-document": (
-        "while IFS=, read -r a b; do vllm serve \"$a\" \"$b\"; done <<EOF\nx,16\ny,32,z\nEOF\n"
+        'while IFS=, read -r a b; do vllm serve "$a" "$b"; done <<EOF\nx,16\ny,32,z\nEOF\n'
         "vllm serve after",
         {},
         BOTH,
     ),
     "a program in the loop may read the input": (
-        "while read -r a; do vllm serve \"$a\"; cat >/dev/null; done <<EOF\none\ntwo\nEOF",
+        'while read -r a; do vllm serve "$a"; cat >/dev/null; done <<EOF\none\ntwo\nEOF',
         {},
         BOTH,
     ),
     "a program with its own input leaves the loop's": (
-        "while read -r a; do cat </dev/null; vllm serve \"$a\"; done <<EOF\none\ntwo\nEOF",
+        'while read -r a; do cat </dev/null; vllm serve "$a"; done <<EOF\none\ntwo\nEOF',
         {},
         BOTH,
     ),
