@@ -5,14 +5,11 @@ on."""
 
 from __future__ import annotations
 
-import re
-
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.regex import regex_match
 from kvconfig.load.shell.remote import _Remote
+from kvconfig.load.shell.state import path_program
 from kvconfig.load.shell.words import _source_form, _Word
-
-_PROGRAM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 
 class _Tests(_Remote):
@@ -82,8 +79,8 @@ class _Tests(_Remote):
             return self.state.programs[name], "" if parts[0].quoted else _source_form(parts[0])
         if len(parts) < 2 or parts[-1].kind != "lit" or any(p.kind == "cmd" for p in parts):
             return None
-        _, slash, tail = parts[-1].text.rpartition("/")
-        if not slash or not _PROGRAM.fullmatch(tail):
+        tail = path_program(parts[-1].text)
+        if tail is None or parts[-1].text.endswith("/"):
             return None
         loose = [p for p in parts[:-1] if p.kind != "lit" and not p.quoted]
         return tail, (_source_form(loose[0]) if loose else "")

@@ -9,6 +9,7 @@ keeps what the branches agree on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -186,10 +187,22 @@ def _texts(ends: list[_State], name: str) -> tuple[str, ...] | None:
     return tuple(texts) if len(texts) <= MAX_TEXTS else None
 
 
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def path_program(text: str, *, slash: bool = True) -> str | None:
+    """The program a path names: its last part (``/venv/bin/vllm``, ``<run time>/vllm``
+    name vllm), when that is a program's name; ``slash``: only a path with a ``/``."""
+    _, found, tail = text.rstrip("/").rpartition("/")
+    if (slash and not found) or not _NAME.fullmatch(tail):
+        return None
+    return tail
+
+
 def _program(state: _State, name: str) -> str | None:
-    """The program a variable names on one side of a choice: a known path's last part,
-    or the run-time value's ``programs`` entry."""
+    """The program a variable names on one side of a choice: a known value's
+    (``path_program``), or the run-time value's ``programs`` entry."""
     value = state.vars.get(name)
     if value is None:
         return state.programs.get(name)
-    return value.rstrip("/").rpartition("/")[2] or None
+    return path_program(value, slash=False)

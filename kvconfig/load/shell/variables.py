@@ -15,7 +15,7 @@ from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.jumps import Frame
 from kvconfig.load.shell.lexer import _Lexer
 from kvconfig.load.shell.parser import parse_text
-from kvconfig.load.shell.state import MAX_TEMPLATE, MAX_TEXTS, Command, _State
+from kvconfig.load.shell.state import MAX_TEMPLATE, MAX_TEXTS, Command, _State, path_program
 from kvconfig.load.shell.words import HOLE, _Word, hole, hole_what
 
 _DEFAULT_IFS = " \t\n"
@@ -180,10 +180,6 @@ class _Variables:
         small = len(texts) <= MAX_TEXTS and sum(len(t) for t in texts) <= MAX_TEMPLATE
         if small and all(HOLE.sub("", t).strip() for t in texts):
             self.state.templates[name] = texts
-            tails = {t.rpartition("/")[2] for t in texts}  # "$ROOT/bin/vllm" names vllm
-            if (
-                len(tails) == 1
-                and all("/" in t for t in texts)
-                and not HOLE.search(t := tails.pop())
-            ):
-                self.state.programs[name] = t
+            tails = {path_program(t) for t in texts}  # "$ROOT/bin/vllm" names vllm
+            if len(tails) == 1 and (tail := tails.pop()) is not None:
+                self.state.programs[name] = tail
