@@ -151,3 +151,71 @@ def test_frameworks_without_vllm_and_those_not_read(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not read") as err:
         engines_in(path, str(path))
     assert err.value.line == 3 and "helm template" in str(err.value)
+
+
+# OPEA's vLLM chart (kvconfig.load.helm.opea), against Helm's merge and dependency rules
+
+_CHART = """\
+apiVersion: v2
+name: app
+version: 0-latest
+dependencies:
+  - name: vllm
+    repository: "file://../common/vllm"
+    condition: vllm.enabled
+  - name: vllm
+    alias: vllm-small
+    repository: "file://../common/vllm"
+    condition: vllm-small.enabled
+"""
+
+
+def test_an_application_chart_s_aliases_and_conditions_decide_its_vllm_deployments(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "Chart.yaml").write_text(_CHART)
+    (tmp_path / "values.yaml").write_text(
+        "vllm:\n  enabled: false\n  LLM_MODEL_ID: Qwen/Qwen3-8B\nvllm-small:\n  enabled: false\n"
+    )
+    path = tmp_path / "gaudi-values.yaml"
+    path.write_text(
+        "vllm:\n  enabled: true\n  image: {repository: opea/vllm-gaudi}\n"
+        '  extraCmdArgs: ["--block-size", "128"]\n'
+    )
+    (engine,) = engines_in(path, str(path))  # vllm-small stays disabled (values.yaml)
+    r = reading_of(engine).to_json()
+    # the model from the application chart's values.yaml, the arguments from the file
+    assert (r["model"], r["block_size"], r["replicas"]) == ("Qwen/Qwen3-8B", 128, 1)
+    assert engine.image == "opea/vllm-gaudi:latest"
+    assert engine.argv[:2] == ("--block-size", "128")
+
+
+def test_a_values_file_alone_runs_each_vllm_section_not_disabled(tmp_path: Path) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(
+        "vllm:\n  LLM_MODEL_ID: Qwen/Qwen3-8B\n  replicaCount: 2\n"
+        "vllm-guard:\n  LLM_MODEL_ID: Qwen/Qwen3-0.6B\n  enabled: false\n"
+    )
+    (engine,) = engines_in(path, str(path))
+    r = reading_of(engine).to_json()
+    assert (r["model"], r["replicas"]) == ("Qwen/Qwen3-8B", 2)
+    assert engine.image == "opea/vllm:latest"  # vLLM's CPU image: entry point vllm serve
+
+
+def test_no_enabled_section_is_no_engine(tmp_path: Path) -> None:
+    (tmp_path / "Chart.yaml").write_text(_CHART)
+    path = tmp_path / "values.yaml"
+    path.write_text("vllm:\n  enabled: false\n  LLM_MODEL_ID: Qwen/Qwen3-8B\n")
+    # vllm-small's condition names no value here: Helm then keeps the dependency
+    (engine,) = engines_in(path, str(path))
+    assert engine.name.startswith("Deployment/RELEASE-vllm-small")
+    path.write_text("vllm:\n  enabled: false\nvllm-small:\n  enabled: false\n")
+    with pytest.raises(NoEngine, match="no vLLM section"):
+        engines_in(path, str(path))
+
+
+def test_a_chart_s_chart_yaml_deploys_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "Chart.yaml"
+    path.write_text(_CHART)
+    with pytest.raises(NoEngine, match="deploys nothing"):
+        engines_in(path, str(path))

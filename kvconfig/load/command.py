@@ -210,7 +210,7 @@ def _located(err: InputError, doc: _yaml.Document) -> InputError:
         hint = (
             "this looks like a Helm chart's values, which kvconfig reads only for the charts "
             "it knows (production-stack, the vLLM chart, llm-d-modelservice, AI on EKS's "
-            "inference-charts): render the "
+            "inference-charts, OPEA's vllm chart): render the "
             "chart with helm template and lint its output"
         )
     wanted = _canonical(err.key.removeprefix("--")).partition(".")[0]

@@ -133,8 +133,8 @@ def never_pods(kind: Any, api_version: Any) -> bool:
 
 
 FORMATS = (
-    "kubernetes", "production-stack", "vllm-chart", "inference-charts", "llm-d", "compose",
-    "skypilot", "rayserve",
+    "kubernetes", "production-stack", "vllm-chart", "inference-charts", "opea", "llm-d",
+    "compose", "skypilot", "rayserve",
 )  # fmt: skip
 
 
@@ -160,10 +160,16 @@ def kind_of(data: Any) -> str | None:
 
     if is_values(data):
         return "inference-charts"  # AI on EKS's chart (kvconfig.load.helm.inference_charts)
+    from kvconfig.load.helm import opea
+
+    if opea.is_values(data):
+        return "opea"  # OPEA's vLLM chart, alone or as a subchart (kvconfig.load.helm.opea)
     if "modelArtifacts" in data or any(
         isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
     ):
         return "llm-d"
+    if data.get("apiVersion") in ("v1", "v2") and {"name", "version"} <= data.keys():
+        return "helm-chart"  # a chart's Chart.yaml (helm.sh/docs/topics/charts): no manifest
     if isinstance(data.get("inferenceExtension"), dict):
         return "endpoint-picker"  # the Inference Extension's EPP chart values: no model server
     tests = data.get("tests")

@@ -37,6 +37,9 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # OPEA's Gaudi image, built from HabanaAI/vllm-fork's Dockerfile.hpu
     # (GenAIComps comps/third_parties/vllm/src/build_docker_vllm.sh)
     (re.compile(r"(^|/)opea/vllm-gaudi$"), ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+    # OPEA's CPU image, vLLM's own docker/Dockerfile.cpu built at vLLM's latest release tag
+    # (GenAIExamples' build instructions); that Dockerfile's ENTRYPOINT is vllm serve
+    (re.compile(r"(^|/)opea/vllm$"), ("vllm", "serve")),
     # llm-d's Intel XPU image, built from llm-d/llm-d docker/Dockerfile.xpu (the Makefile's
     # ghcr.io/llm-d/llm-d-$(DEVICE)); its ENTRYPOINT is the API server
     (

@@ -163,6 +163,8 @@ def engines_of(
         from kvconfig.load.helm.vllm_chart import vllm_chart as reader
     elif kind == "inference-charts":
         from kvconfig.load.helm.inference_charts import inference_charts as reader
+    elif kind == "opea":
+        from kvconfig.load.helm.opea import opea as reader
     elif kind == "llm-d":
         from kvconfig.load.helm.llm_d import llm_d as reader
     elif kind == "compose":
@@ -171,7 +173,7 @@ def engines_of(
         from kvconfig.load.skypilot import engines as reader
     else:
         from kvconfig.load.rayserve import engines as reader
-    if kind in ("compose", "production-stack", "vllm-chart", "inference-charts", "llm-d"):
+    if kind in ("compose", "production-stack", "vllm-chart", "inference-charts", "opea", "llm-d"):
         return reader(doc, folder, env or {})
     return reader(doc, folder)
 
@@ -184,6 +186,13 @@ _NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
         "inferenceExtension",
         "lint the model servers' values or manifest; a router in another file than "
         "its engines is not read yet",
+    ),
+    "helm-chart": (
+        NoEngine,
+        "no vLLM engine: a Helm chart's Chart.yaml names the chart and its dependencies; "
+        "it deploys nothing",
+        "apiVersion",
+        "lint the chart's values file, or `helm template` output",
     ),
     "helm-unittest": (
         NoEngine,

@@ -25,9 +25,14 @@ renders a Deployment running ``vllm serve MODEL PARAMETERS``, ``lws-vllm`` a
 LeaderWorkerSet whose leader runs the API server over a Ray cluster
 (``inference_charts``).
 
+**OPEA's vLLM chart** (``helm-charts/common/vllm`` in opea-project/GenAIInfra): its own
+values, or the ``vllm``/``vllm-*`` sections of OPEA's application charts (merged with the
+application chart's ``Chart.yaml`` aliases and ``values.yaml`` when beside the file): a
+Deployment per running section (``opea``).
+
 Other charts: render them first (``helm template ... | kvconfig lint -``).
 
 One module per chart (``production_stack``, ``llm_d``, ``vllm_chart``,
-``inference_charts``); how Go templates print values (Helm's float64 numbers) in
+``inference_charts``, ``opea``); how Go templates print values (Helm's float64 numbers) in
 ``values``.
 """

@@ -79,7 +79,9 @@ def is_values(data: Mapping[str, Any]) -> bool:
 
 def coalesce(chart: Any, given: Any) -> Any:
     """Helm's merge of a values file over the chart's values: mappings key by key, a
-    null removes the chart's key, anything else replaces it."""
+    null removes the chart's key, anything else replaces it (no values: the chart's)."""
+    if given is None:
+        return chart
     if not isinstance(chart, dict) or not isinstance(given, dict):
         return given
     out = dict(chart)

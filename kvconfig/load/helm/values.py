@@ -56,6 +56,17 @@ def go_float(x: float) -> str:
     return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
+def go_int(value: Any) -> int:
+    """Go templates' ``int`` (sprig's ``toInt``): a number truncated, a numeric string
+    parsed, else 0."""
+    try:
+        if isinstance(value, (bool, int, float)):
+            return int(value)
+        return int(float(str(value)))
+    except (ValueError, OverflowError):  # not a number, NaN, infinite
+        return 0
+
+
 def _truthy(value: Any) -> bool:
     """Go templates' truth: false, 0, nil and empty strings, lists and maps are false."""
     return bool(value)

@@ -23,22 +23,10 @@ from typing import Any
 
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
-from kvconfig.load.helm.values import _go, _truthy, _Values, _ValuesShim
+from kvconfig.load.helm.values import _go, _truthy, _Values, _ValuesShim, go_int
 from kvconfig.load.operator_engine import Engine
 
 _GPU = "nvidia.com/gpu"
-
-
-def _int(value: Any) -> int:
-    """Go templates' ``int``: a number truncated, a numeric string parsed, else 0."""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (int, float)):
-        return int(value)
-    try:
-        return int(float(str(value)))
-    except ValueError:
-        return 0
 
 
 def vllm_chart(
@@ -80,8 +68,8 @@ def vllm_chart(
     requests = mapping(mapping(data.get("resources")).get("requests"))
     limits = mapping(mapping(data.get("resources")).get("limits"))
     gpus = 0
-    if _int(requests.get(_GPU)) > 0 and _int(limits.get(_GPU)) > 0:
-        gpus = _int(limits.get(_GPU))
+    if go_int(requests.get(_GPU)) > 0 and go_int(limits.get(_GPU)) > 0:
+        gpus = go_int(limits.get(_GPU))
         container["resources"] = {"limits": {_GPU: limits[_GPU]}}
         models = data.get("gpuModels")
         term: dict[str, Any] = {"key": "nvidia.com/gpu.product", "operator": "In"}
