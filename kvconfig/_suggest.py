@@ -4,11 +4,18 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 
 
 def closest(word: str, choices: Iterable[str], key: Callable[[str], str] = str.lower) -> str | None:
     """The choice closest to ``word``, or None when nothing is close."""
+    return _closest(word, tuple(choices), key)
+
+
+@functools.lru_cache(maxsize=256)
+def _closest(word: str, choices: tuple[str, ...], key: Callable[[str], str]) -> str | None:
+    # cached: a folder's files often misspell the same option against the same table
     import difflib
 
     options = {key(c): c for c in choices}

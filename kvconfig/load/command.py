@@ -209,7 +209,8 @@ def _located(err: InputError, doc: _yaml.Document) -> InputError:
     if _HELM_VALUES.search(path.name) or beside_chart:
         hint = (
             "this looks like a Helm chart's values, which kvconfig reads only for the charts "
-            "it knows (production-stack, the vLLM chart, llm-d-modelservice): render the "
+            "it knows (production-stack, the vLLM chart, llm-d-modelservice, AI on EKS's "
+            "inference-charts): render the "
             "chart with helm template and lint its output"
         )
     wanted = _canonical(err.key.removeprefix("--")).partition(".")[0]

@@ -133,7 +133,8 @@ def never_pods(kind: Any, api_version: Any) -> bool:
 
 
 FORMATS = (
-    "kubernetes", "production-stack", "vllm-chart", "llm-d", "compose", "skypilot", "rayserve",
+    "kubernetes", "production-stack", "vllm-chart", "inference-charts", "llm-d", "compose",
+    "skypilot", "rayserve",
 )  # fmt: skip
 
 
@@ -155,6 +156,10 @@ def kind_of(data: Any) -> str | None:
         # vLLM's own chart (kvconfig.load.helm.vllm_chart): the image.command list its
         # values.schema.json requires, beside keys only that chart has
         return "vllm-chart"
+    from kvconfig.load.helm.inference_charts import is_values
+
+    if is_values(data):
+        return "inference-charts"  # AI on EKS's chart (kvconfig.load.helm.inference_charts)
     if "modelArtifacts" in data or any(
         isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
     ):

@@ -161,6 +161,8 @@ def engines_of(
         from kvconfig.load.helm.production_stack import production_stack as reader
     elif kind == "vllm-chart":
         from kvconfig.load.helm.vllm_chart import vllm_chart as reader
+    elif kind == "inference-charts":
+        from kvconfig.load.helm.inference_charts import inference_charts as reader
     elif kind == "llm-d":
         from kvconfig.load.helm.llm_d import llm_d as reader
     elif kind == "compose":
@@ -169,7 +171,7 @@ def engines_of(
         from kvconfig.load.skypilot import engines as reader
     else:
         from kvconfig.load.rayserve import engines as reader
-    if kind in ("compose", "production-stack", "vllm-chart", "llm-d"):
+    if kind in ("compose", "production-stack", "vllm-chart", "inference-charts", "llm-d"):
         return reader(doc, folder, env or {})
     return reader(doc, folder)
 

@@ -19,8 +19,15 @@ from ``parallelism`` and ``--served-model-name``, then the container's ``args``.
 **vLLM's own chart** (``examples/online_serving/chart-helm`` in vllm-project/vllm): one
 Deployment whose ``vllm`` container runs ``image.command`` as written (``vllm_chart``).
 
+**AI on EKS's inference chart** (``charts/inference-charts`` in awslabs/ai-on-eks-charts):
+a values file merged over the chart's ``values.yaml``; framework ``vllm`` or ``aibrix``
+renders a Deployment running ``vllm serve MODEL PARAMETERS``, ``lws-vllm`` a
+LeaderWorkerSet whose leader runs the API server over a Ray cluster
+(``inference_charts``).
+
 Other charts: render them first (``helm template ... | kvconfig lint -``).
 
-One module per chart (``production_stack``, ``llm_d``, ``vllm_chart``), their template
-rules in ``values``.
+One module per chart (``production_stack``, ``llm_d``, ``vllm_chart``,
+``inference_charts``); how Go templates print values (Helm's float64 numbers) in
+``values``.
 """

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from kvconfig.errors import InputError
@@ -10,14 +12,48 @@ from kvconfig.load import yamlfile as _yaml
 
 
 def _go(value: Any) -> str:
-    """A value as Go's template ``quote`` prints it."""
+    """A value as Go's template ``quote`` and ``printf "%v"`` print it. Helm reads a
+    values file's numbers as float64 (YAML to JSON), and Go prints a float64 in its
+    shortest form, with an exponent from 10^6 up or below 10^-4: 999999 prints as
+    ``999999``, 1000000 as ``1e+06`` (helm/helm#12195, #1707)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, (int, float)):
+        return go_float(float(value))
+    if isinstance(value, list):
+        return "[" + " ".join(_go(v) for v in value) + "]"
+    if isinstance(value, dict):  # Go prints a map's keys sorted
+        return "map[" + " ".join(f"{k}:{_go(value[k])}" for k in sorted(value, key=str)) + "]"
     return str(value)
+
+
+def go_float(x: float) -> str:
+    """Go's ``strconv.FormatFloat(x, 'g', -1, 64)``, what ``%v`` prints: the shortest
+    digits that read back as ``x``; ``%e`` form when the exponent is below -4 or 6 and up
+    (``eprec = 6`` for the shortest form, strconv/ftoa.go)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "+Inf" if x > 0 else "-Inf"
+    sign = "-" if str(x).startswith("-") else ""
+    if x == 0:
+        return sign + "0"
+    # Python's repr is the shortest round-trip form too: its digits, and where the
+    # decimal point falls among them
+    shortest = Decimal(repr(abs(x))).normalize().as_tuple()
+    digits = "".join(map(str, shortest.digits))
+    point = len(digits) + int(shortest.exponent)
+    exp = point - 1
+    if exp < -4 or exp >= 6:
+        head = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{head}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
 def _truthy(value: Any) -> bool:

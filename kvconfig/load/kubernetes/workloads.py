@@ -286,12 +286,15 @@ def _kuberay_serve(res: Resource) -> bool:
     return isinstance(api, str) and api.startswith("ray.io/") and kuberay.has_serve_config(res)
 
 
+_BLOCK_SCALAR = re.compile(r"[:\-]\s+[|>][-+0-9]*\s*(#.*)?$")
+
+
 def block_scalar_lines(text: str) -> frozenset[int]:
     """Lines that open a YAML block scalar (``|`` or ``>``): the value starts below them."""
     return frozenset(
         i + 1
         for i, row in enumerate(text.splitlines())
-        if re.search(r"[:\-]\s+[|>][-+0-9]*\s*(#.*)?$", row)
+        if ("|" in row or ">" in row) and _BLOCK_SCALAR.search(row)
     )
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 
+_BRACKET = re.compile(r"\[[^\]]*\]")
+
 
 def _has_glob(text: str) -> bool:
-    return "*" in text or "?" in text or bool(re.search(r"\[[^\]]*\]", text))
+    return "*" in text or "?" in text or ("[" in text and bool(_BRACKET.search(text)))
 
 
 def _glob_regex(text: str) -> str:

@@ -6,6 +6,7 @@ not yet expanded (``kvconfig.load.shell.script`` expands them).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kvconfig.errors import InputError
@@ -13,6 +14,7 @@ from kvconfig.load.shell.quoting import _Scanner
 from kvconfig.load.shell.words import _Op, _Part, _Word, split_holes
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
+_OPERATOR_STARTS = frozenset(o[0] for o in _OPERATORS)
 _WORD_ENDS = frozenset(" \t\r\n&|;()<>")
 _REGEX_ENDS = frozenset(" \t\r\n&;<>")
 """What ends the word after ``=~`` in ``[[ ]]``: bash reads ``(``, ``)`` and ``|`` into
@@ -27,8 +29,9 @@ class _Lexer(_Scanner):
         out: list[_Word | _Op] = []
         redirect_next = ""
         stdout_next = stdin_next = False
-        while self.i < len(self.text):
-            c = self.text[self.i]
+        script = self.text
+        while self.i < len(script):
+            c = script[self.i]
             if c == "\\" and self.peek(1) == "\n":
                 self.i += 2
                 self.line += 1
@@ -37,8 +40,8 @@ class _Lexer(_Scanner):
                 self.i += 1
                 continue
             if c == "#":
-                while self.i < len(self.text) and self.text[self.i] != "\n":
-                    self.i += 1
+                end = script.find("\n", self.i)
+                self.i = len(script) if end < 0 else end
                 continue
             if c == "\n":
                 out.append(_Op("\n", self.line))
@@ -51,7 +54,11 @@ class _Lexer(_Scanner):
                 out.append(_Op(c, self.line))
                 self.i += 1
                 continue
-            m = None if self._at_substitution() else _REDIRECT.match(self.text, self.i)
+            m = (
+                _REDIRECT.match(script, self.i)
+                if (c in "<>&" or c.isdigit()) and not self._at_substitution()
+                else None
+            )
             if m and (m.group(1) == "" or self.i == 0 or self.text[self.i - 1] in " \t\n;&|("):
                 op = m.group(2)
                 self.i = m.end()
@@ -90,14 +97,18 @@ class _Lexer(_Scanner):
             if isinstance(after, _Word) and after.raw() == "=~" and c not in _REGEX_ENDS:
                 out.append(self._word(_REGEX_ENDS))
                 continue
-            op_match = next((o for o in _OPERATORS if self.text.startswith(o, self.i)), None)
+            op_match = (
+                next((o for o in _OPERATORS if script.startswith(o, self.i)), None)
+                if c in _OPERATOR_STARTS
+                else None
+            )
             if op_match is not None:
                 out.append(_Op(op_match, self.line))
                 self.i += len(op_match)
                 if op_match == "\n":
                     self.line += 1
                 continue
-            word = self._substitution() if self._at_substitution() else self._word()
+            word = self._substitution() if c in "<>" and self._at_substitution() else self._word()
             if (
                 self.dialect == "bash"
                 and self.peek() == "("
@@ -257,8 +268,14 @@ class _Lexer(_Scanner):
                 word.parts.append(_Part("".join(lit), quoted, "lit"))
                 lit.clear()
 
-        while self.i < len(self.text):
-            c = self.text[self.i]
+        text, plain = self.text, _plain_run(ends)
+        while self.i < len(text):
+            run = plain.match(text, self.i)
+            if run is not None:  # characters that are only themselves here
+                lit.append(run.group())
+                self.i = run.end()
+                continue
+            c = text[self.i]
             if c in ends:
                 break
             if c == "\\":
@@ -302,6 +319,14 @@ class _Lexer(_Scanner):
             self.i += 1
         flush()
         return word
+
+
+@functools.cache
+def _plain_run(ends: frozenset[str]) -> re.Pattern[str]:
+    """A run of characters that stand for themselves in a word ended by ``ends``: no
+    quote, escape, ``$`` or backquote."""
+    special = "".join(sorted(ends | frozenset("\\'\"$`")))
+    return re.compile(f"[^{re.escape(special)}]+")
 
 
 def split_words(

@@ -14,6 +14,7 @@ from kvconfig.load.shell.words import _Part, _Word
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL = "@*#?$!0123456789-"
+_DOUBLE_QUOTED_PLAIN = re.compile(r'[^"\\$`\n]+')
 
 
 class _Scanner:
@@ -97,8 +98,14 @@ class _Scanner:
                 word.parts.append(_Part("".join(lit), True, "lit"))
                 lit.clear()
 
-        while self.i < len(self.text):
-            c = self.text[self.i]
+        text = self.text
+        while self.i < len(text):
+            run = _DOUBLE_QUOTED_PLAIN.match(text, self.i)
+            if run is not None:  # characters that are only themselves in double quotes
+                lit.append(run.group())
+                self.i = run.end()
+                continue
+            c = text[self.i]
             if c == '"' and to_end:  # "${X-"word"}": the inner quotes nest
                 flush()
                 self._double_quoted(word)

@@ -138,13 +138,14 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     folders = {e.cwd for e in ends}
     merged.cwd = folders.pop() if len(folders) == 1 else None
     merged.programs = {}
-    for name in names:
-        named = {_program(e, name) for e in ends}
-        if merged.vars.get(name, "") is None and len(named) == 1 and None not in named:
-            merged.programs[name] = named.pop() or ""
     merged.templates = {}
     for name in names:
-        texts = _texts(ends, name) if merged.vars.get(name, "") is None else None
+        if merged.vars.get(name, "") is not None:
+            continue
+        named = {_program(e, name) for e in ends}
+        if len(named) == 1 and None not in named:
+            merged.programs[name] = named.pop() or ""
+        texts = _texts(ends, name)
         if texts:
             merged.templates[name] = texts
     inputs = {e.input for e in ends}

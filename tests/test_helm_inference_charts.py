@@ -1,0 +1,153 @@
+"""AI on EKS's inference chart, read as Helm renders it (kvconfig.load.helm.inference_charts).
+
+The expectations are Helm's, sprig's and xstrings' documented behaviour, cited per test;
+the chart's own values files are in the real-file corpus (tests/realworld)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvconfig.errors import InputError, NoEngine
+from kvconfig.load.engines import engines_in
+from kvconfig.load.helm.inference_charts import coalesce, kebab, parameters
+from kvconfig.load.helm.values import _go, go_float
+from kvconfig.load.reading import reading_of
+
+
+@pytest.mark.parametrize(
+    ("value", "printed"),
+    [
+        # helm/helm#12195 (Helm 3.12.1): 999999 renders as 999999, 1000000 as 1e+06
+        (999999, "999999"),
+        (1000000, "1e+06"),
+        # roxy-wi/IncidentRelay#79: a chart default of 1048576 rendered as 1.048576e+06
+        (1048576, "1.048576e+06"),
+        # Go's strconv 'g' with the shortest digits: %e below 1e-4
+        (0.0001, "0.0001"),
+        (0.00001, "1e-05"),
+        (0.8, "0.8"),
+        (8192, "8192"),
+        (2.0, "2"),
+    ],
+)
+def test_numbers_print_as_go_prints_a_float64(value: float, printed: str) -> None:
+    assert go_float(float(value)) == printed
+    assert _go(value) == printed
+
+
+def test_lists_and_maps_print_as_go_s_v() -> None:
+    assert _go(["a", 1, True]) == "[a 1 true]"
+    assert _go({"b": 2, "a": "x"}) == "map[a:x b:2]"
+
+
+@pytest.mark.parametrize(
+    ("key", "kebabbed"),
+    [
+        # huandu/xstrings' documented samples of its case conversion (sprig's kebabcase)
+        ("FirstName", "first-name"),
+        ("HTTPServer", "http-server"),
+        ("NoHTTPS", "no-https"),
+        ("GO_PATH", "go-path"),
+        ("GO PATH", "go-path"),
+        ("GO-PATH", "go-path"),
+        ("maxModelLen", "max-model-len"),
+        ("gpuMemoryUtilization", "gpu-memory-utilization"),
+    ],
+)
+def test_keys_are_kebab_cased_as_sprig_does(key: str, kebabbed: str) -> None:
+    assert kebab(key) == kebabbed
+
+
+def test_a_values_file_merges_over_the_chart_s_values_as_helm_does() -> None:
+    chart = {"a": {"b": 1, "c": 2}, "d": 3, "e": [1, 2]}
+    merged = coalesce(chart, {"a": {"c": 5}, "d": None, "e": [9]})
+    assert merged == {"a": {"b": 1, "c": 5}, "e": [9]}
+
+
+def test_parameters_are_sorted_with_the_gpu_request_as_tensor_parallel_size() -> None:
+    values = coalesce(
+        {"inference": {"accelerator": "gpu", "modelServer": {"deployment": {"resources": {
+            "gpu": {"requests": {"nvidia.com/gpu": 4}}}}}}},
+        {"modelParameters": {"maxModelLen": 4096, "enforceEager": True}},
+    )  # fmt: skip
+    assert (
+        parameters(values) == "--enforce-eager true --max-model-len 4096 --tensor-parallel-size 4"
+    )
+
+
+def _values(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "values-test.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_deployment_with_a_gpu_count_and_a_block_size(tmp_path: Path) -> None:
+    path = _values(
+        tmp_path,
+        """\
+model: Qwen/Qwen3-8B
+modelParameters:
+  blockSize: 32
+  maxModelLen: 8192
+inference:
+  serviceName: qwen
+  framework: vllm
+  modelServer:
+    deployment:
+      replicas: 3
+      resources:
+        gpu:
+          requests: {nvidia.com/gpu: 2}
+          limits: {nvidia.com/gpu: 2}
+""",
+    )
+    (engine,) = engines_in(path, str(path))
+    r = reading_of(engine).to_json()
+    assert (r["model"], r["tensor"], r["block_size"], r["replicas"]) == ("Qwen/Qwen3-8B", 2, 32, 3)
+    assert engine.image == "vllm/vllm-openai:latest"  # the chart's default image
+
+
+def test_a_leaderworkerset_is_one_engine_over_its_group(tmp_path: Path) -> None:
+    path = _values(
+        tmp_path,
+        """\
+model: Qwen/Qwen3-8B
+modelParameters:
+  pipelineParallelSize: 2
+  tensorParallelSize: 4
+inference:
+  framework: lws-vllm
+""",
+    )
+    (engine,) = engines_in(path, str(path))
+    r = reading_of(engine).to_json()
+    assert (r["tensor"], r["pipeline"], r["replicas"]) == (4, 2, 1)
+
+
+def test_a_comment_in_a_rendered_plain_scalar_cuts_the_command(tmp_path: Path) -> None:
+    """The Deployment's args line is a YAML plain scalar: `` #`` starts a comment."""
+    path = _values(
+        tmp_path,
+        """\
+model: Qwen/Qwen3-8B
+modelParameters:
+  servedModelName: "qwen #tuned"
+  tensorParallelSize: 1
+inference:
+  framework: vllm
+""",
+    )
+    (engine,) = engines_in(path, str(path))
+    assert engine.argv[-2:] == ("--served-model-name", "qwen")
+
+
+def test_frameworks_without_vllm_and_those_not_read(tmp_path: Path) -> None:
+    path = _values(tmp_path, "model: x\ninference:\n  framework: diffusers\n")
+    with pytest.raises(NoEngine, match="starts no vLLM engine"):
+        engines_in(path, str(path))
+    path = _values(tmp_path, "model: x\ninference:\n  framework: ray-vllm\n")
+    with pytest.raises(InputError, match="not read") as err:
+        engines_in(path, str(path))
+    assert err.value.line == 3 and "helm template" in str(err.value)
