@@ -41,7 +41,8 @@ FIELDS = {
 
 def _param(entry: dict[str, Any], key: str = "misread") -> Any:
     """The entry as a test case: a strict xfail when ``key`` says kvconfig reads it wrong
-    (``misread``: its reading; ``fleet_misread``: its fleet)."""
+    (``misread``: its reading; ``fleet_misread``: its fleet; ``router_misread``: its
+    routers)."""
     marks = []
     if key in entry:
         marks.append(pytest.mark.xfail(reason=entry[key], strict=True))
@@ -177,9 +178,10 @@ def _kv_routers(entry: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("entry", [pytest.param(e, id=e["file"]) for e in ENTRIES])
+@pytest.mark.parametrize("entry", [_param(e, "router_misread") for e in ENTRIES])
 def test_routers(entry: dict[str, Any]) -> None:
-    """The KV-aware routers each file deploys beside its engines, with their block size."""
+    """The KV-aware routers each file deploys beside its engines, with their block size
+    (``router_misread``: a strict xfail, kvconfig reads the file but not its routers)."""
     from kvconfig.load.routers import routers_in_file
 
     text = (ROOT / "files" / entry["file"]).read_text()

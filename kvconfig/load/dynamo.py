@@ -4,7 +4,7 @@ A ``DynamoGraphDeployment`` (v1alpha1) lists services under ``spec.services``; e
 container is ``extraPodSpec.mainContainer`` (``command`` and ``args``, or, in older
 manifests, one ``args`` string the operator runs with ``/bin/sh -c``), its environment
 ``spec.envs`` and the service's ``envs``, its GPU count ``resources.limits.gpu``, its role
-``subComponentType`` (``prefill``/``decode``). v1beta1 lists ``spec.components[]``, each
+``subComponentType`` (``prefill``; a ``decode`` label alone makes no decode worker, ``_role``). v1beta1 lists ``spec.components[]``, each
 with a Kubernetes ``podTemplate`` (the worker's container is named ``main``), ``replicas``
 and the same ``subComponentType``.
 
@@ -75,7 +75,7 @@ def engines(
             _Shim(res, path, pod_spec, (*path, "mainContainer")),  # type: ignore[arg-type]
             (),
             f"{rname}/{sname}",
-            role=role if role in ("prefill", "decode") else None,
+            role=_role(role),
             block_lines=block_lines,
         )
         limits = (
@@ -97,6 +97,16 @@ def engines(
             replace(e, env_from=(*e.env_from, *unknown)) if unknown else e for e in engines_here
         )
     return decode_workers(one_launcher(out))
+
+
+def _role(sub_component_type: Any) -> str | None:
+    """The role a service's ``subComponentType`` gives its worker: ``prefill``. A
+    ``decode`` label alone is no role: ``dynamo.vllm`` without ``--disaggregation-mode``
+    runs aggregated (Dynamo's profiler turns a graph aggregated by taking the flags off
+    its decode worker, keeping the label), and
+    in a graph with prefill workers the other workers are its decode workers
+    (``decode_workers``) whatever their label."""
+    return "prefill" if sub_component_type == "prefill" else None
 
 
 def _components(  # noqa: PLR0917 (one call site)
@@ -129,7 +139,7 @@ def _components(  # noqa: PLR0917 (one call site)
             res,
             path,
             f"{rname}/{component.get('name', i)}",
-            role=role if role in ("prefill", "decode") else None,
+            role=_role(role),
             block_lines=block_lines,
         )
         multinode = component.get("multinode")

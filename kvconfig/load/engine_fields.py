@@ -10,7 +10,12 @@ from typing import Any
 from kvconfig.load.documents import template_error, unrendered
 from kvconfig.load.operator_engine import Note
 
-_VLLM_IMAGES = re.compile(r"(^|/)vllm(-project)?/vllm-openai(-rocm|-cpu|-tpu)?$|(^|/)vllm-openai$")
+_VLLM_IMAGES = re.compile(
+    r"(^|/)vllm(-project)?/vllm-openai(-rocm|-cpu|-tpu)?$|(^|/)vllm-openai$"
+    # vLLM's CPU release images on its public ECR gallery (docker/Dockerfile.cpu, stage
+    # vllm-openai: ENTRYPOINT ["vllm", "serve"]), as vLLM's CPU installation docs name them
+    r"|(^|/)q9t5s3a7/vllm(-arm64)?-cpu-release-repo$"
+)
 _VERSION_TAG = re.compile(r"^v?(\d+\.\d+\.\d+)((?:\.post\d+|rc\d+|\.dev\d+)?)(?:[-_+].*)?$")
 
 
