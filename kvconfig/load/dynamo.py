@@ -5,8 +5,8 @@ container is ``extraPodSpec.mainContainer`` (``command`` and ``args``, or, in ol
 manifests, one ``args`` string the operator runs with ``/bin/sh -c``), its environment
 ``spec.envs`` and the service's ``envs``, its GPU count ``resources.limits.gpu``, its role
 ``subComponentType`` (``prefill``; a ``decode`` label alone makes no decode worker,
-``_role``). v1beta1 lists ``spec.components[]``, each with a Kubernetes ``podTemplate`` (the worker's container is named ``main``), ``replicas``
-and the same ``subComponentType``.
+``_role``). v1beta1 lists ``spec.components[]``, each with a Kubernetes ``podTemplate``
+(the worker's container is named ``main``), ``replicas`` and the same ``subComponentType``.
 
 ``python -m dynamo.vllm`` (``components/src/dynamo/vllm/args.py``) reads its own
 options with ``parse_known_args`` and hands every other word to vLLM's engine argument
