@@ -261,6 +261,12 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "brace expansion over quoted text and expansions": (
+        'V=v; vllm serve --j {"k":"a","r":"b"} {$V,w}x {"a,b"} y{\'p q\',"$V"}z\n'
+        "vllm serve {a,{b,c}} {1..$V}",
+        {},
+        BOTH,
+    ),
     "arithmetic for": (
         "for ((i=0; i<N; i++)); do vllm serve m --rank $((i + 10)); done\n"
         "for (( j = 5 ; j > 1 ; j -= 2 )) ; do vllm serve j$j; done; for ((;;)); do break; done",

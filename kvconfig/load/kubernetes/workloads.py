@@ -10,6 +10,7 @@ from typing import Any
 from kvconfig.errors import NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import LLM_D_SIMULATOR
+from kvconfig.load.kubernetes import model_booster
 from kvconfig.load.kubernetes.containers import read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
 from kvconfig.load.kubernetes.kthena import kthena_env, ranks_of_one_group, role_copies
@@ -350,6 +351,14 @@ def engines(
             from kvconfig.load import kuberay
 
             out.extend(kuberay.engines(res, base, found, blocks))
+        elif model_booster.is_model_booster(res.data):
+            rendered = _yaml.Document(
+                res.source, model_booster.model_serving(res), {(): res.line() or 1}
+            )
+            made = Resource(rendered, given=res.given, config_maps=found_maps)
+            out.extend(
+                model_booster.with_model_uri(res, resource_engines(made, base, found, blocks))
+            )
         elif kind == "Model" and str(res.data.get("apiVersion", "")).startswith("kubeai.org/"):
             from kvconfig.load import kubeai
 

@@ -1,17 +1,17 @@
 """bash's brace expansion of a word (the bash manual, Brace Expansion): a sequence
 expression ``{x..y[..incr]}`` of integers or single letters, or a list ``{a,b,...}`` with
-at least one unquoted comma, in unquoted literal text, becomes one word per element (its
-preamble and postscript around each), left to right, before any other expansion. dash
-has none. A brace inside another one, or one that spans quotes or an expansion, is not
+at least one unquoted comma (its elements may hold quoted text and expansions, carried
+whole), becomes one word per element (its preamble and postscript around each), left to
+right, before any other expansion. dash has none. A brace inside another one is not
 expanded here: ``doubtful`` says so, and the word is then only known at run time."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from kvconfig.load.shell.words import _Part, _Word
 
-_BODY = re.compile(r"\{([^{}]*)\}")
 _SEQ = re.compile(r"(-?[0-9]+|[A-Za-z])\.\.(-?[0-9]+|[A-Za-z])(?:\.\.(-?[0-9]+))?")
 MAX_WORDS = 1024
 """A sequence longer than this is not expanded (kvconfig keeps the word as written)."""
@@ -38,50 +38,115 @@ def _sequence(body: str) -> list[str] | None:
     return [chr(v) for v in values]
 
 
-def _items(text: str) -> tuple[int, int, list[str]] | None:
-    """(start, end, elements) of the first brace expression in unquoted text."""
-    for m in _BODY.finditer(text):
-        before = text[: m.start()]
-        if before.count("{") != before.count("}") or (before.endswith("$")):
-            continue  # nested inside another brace, or ${...}
-        body = m.group(1)
-        seq = _sequence(body)
-        if seq is not None:
-            return m.start(), m.end(), seq
+_Atom = str | _Part
+"""A character of unquoted literal text, or a whole other part (quoted text, an
+expansion), which brace expansion carries through untouched."""
+
+
+def _atoms(word: _Word) -> list[_Atom]:
+    out: list[_Atom] = []
+    for part in word.parts:
+        if part.kind == "lit" and not part.quoted:
+            out.extend(part.text)
+        else:
+            out.append(part)
+    return out
+
+
+def _word_of(atoms: list[_Atom], line: int) -> _Word:
+    parts: list[_Part] = []
+    text: list[str] = []
+    for atom in atoms:
+        if isinstance(atom, str):
+            text.append(atom)
+            continue
+        if text:
+            parts.append(_Part("".join(text), False, "lit"))
+            text.clear()
+        parts.append(atom)
+    if text:
+        parts.append(_Part("".join(text), False, "lit"))
+    return _Word(parts, line)
+
+
+def _items(atoms: list[_Atom]) -> tuple[int, int, list[list[_Atom]]] | None:
+    """(start, end, elements) of the first brace expression: an unquoted ``{`` whose
+    body up to its ``}`` holds no other brace and either an unquoted comma (the elements
+    between the commas, quoted text and expansions included) or a sequence expression."""
+    depth = 0
+    for i, atom in enumerate(atoms):
+        if atom == "}":
+            depth = max(depth - 1, 0)
+        if atom != "{":
+            continue
+        depth += 1
+        if depth > 1 or (i > 0 and atoms[i - 1] == "$"):
+            continue  # nested inside another brace (left to run time), or ${...}
+        j = i + 1
+        while j < len(atoms) and atoms[j] not in ("{", "}"):
+            j += 1
+        if j >= len(atoms) or atoms[j] != "}":
+            continue
+        body = atoms[i + 1 : j]
+        if all(isinstance(a, str) for a in body):
+            seq = _sequence("".join(str(a) for a in body))
+            if seq is not None:
+                return i, j + 1, [list(v) for v in seq]
         if "," in body:
-            return m.start(), m.end(), body.split(",")
+            elements: list[list[_Atom]] = [[]]
+            for a in body:
+                if a == ",":
+                    elements.append([])
+                else:
+                    elements[-1].append(a)
+            return i, j + 1, elements
     return None
 
 
 def expand_braces(word: _Word) -> list[_Word]:
     """The words bash makes of ``word`` by brace expansion (``[word]`` when it has none)."""
-    for k, part in enumerate(word.parts):
-        if part.kind != "lit" or part.quoted:
-            continue
-        found = _items(part.text)
-        if found is None:
-            continue
-        start, end, elements = found
-        out: list[_Word] = []
-        for element in elements:
-            text = part.text[:start] + element + part.text[end:]
-            parts = [*word.parts[:k], _Part(text, False, "lit"), *word.parts[k + 1 :]]
-            out.extend(expand_braces(_Word(parts, word.line)))
-            if len(out) > MAX_WORDS:
-                return [word]
-        return out
-    return [word]
+    atoms = _atoms(word)
+    found = _items(atoms)
+    if found is None:
+        return [word]
+    start, end, elements = found
+    out: list[_Word] = []
+    for element in elements:
+        joined = [*atoms[:start], *element, *atoms[end:]]
+        if _renames(joined):
+            return [word]  # bash reads the joined text anew: left to run time (doubtful)
+        out.extend(expand_braces(_word_of(joined, word.line)))
+        if len(out) > MAX_WORDS:
+            return [word]
+    return out
+
+
+def _renames(atoms: list[_Atom]) -> bool:
+    """Whether a ``$NAME`` now runs into a name character: bash expands braces in the
+    text as written, so ``{$V,w}x`` gives ``$Vx``, another variable."""
+    return any(
+        isinstance(a, _Part)
+        and a.kind == "param"
+        and a.src.startswith("$")
+        and not a.src.startswith("${")
+        and isinstance(b, str)
+        and (b.isalnum() or b == "_")
+        for a, b in itertools.pairwise(atoms)
+    )
 
 
 def doubtful(word: _Word) -> bool:
     """Whether bash may still expand a brace of ``word`` that ``expand_braces`` left: one
-    nested in another, or one whose body holds quotes or an expansion."""
+    nested in another (``{a,{b,c}}``), or one whose elements join a ``$NAME`` to the
+    text after it, which kvconfig leaves to run time."""
+    if _items(_atoms(word)) is not None:
+        return True  # one expand_braces left: its elements rename a variable
     text = "".join(p.text if p.kind == "lit" and not p.quoted else "\0" for p in word.parts)
     for m in re.finditer(r"\{", text):
         end = text.find("}", m.end())
         if end < 0:
             continue
         body = text[m.end() : end]
-        if "," in body or ".." in body or "\0" in body or "{" in body:
+        if "{" in body and ("," in body or ".." in text[m.end() :]):
             return True
     return False
