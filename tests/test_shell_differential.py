@@ -848,3 +848,35 @@ def test_a_tr_set_is_bounded() -> None:
     assert translate(["-d", "\x00-\U0010ffff"], "a") is None
     assert translate(["-d", "a-" + chr(ord("a") + MAX_SET)], "a") is None
     assert translate(["-d", "a-z" * (MAX_SET // 26 + 1)], "a") is None
+
+
+def test_scripts_the_container_holds_run_as_the_shells_run_them(
+    bindir: Path, tmp_path: Path
+) -> None:
+    """Files a ConfigMap mounts (``held``): run by path, with or without a ``#!`` line, not
+    run when not executable (status 126), and read by ``bash FILE`` and ``.``; each
+    shell's own run of the same files, written where the script finds them."""
+    folder = tmp_path / "scripts"
+    folder.mkdir()
+    files = {
+        "plain.sh": ("X=p; vllm serve plain --x $X $1\n", 0o755),
+        "bang.sh": ("#!/bin/sh\nvllm serve bang\n", 0o755),
+        "other.sh": ("#!/usr/bin/env python3\nprint(1)\n", 0o755),
+        "closed.sh": ("vllm serve closed\n", 0o644),
+        "sourced.sh": ("Y=s\n", 0o644),
+    }
+    held = {}
+    for name, (text, mode) in files.items():
+        (folder / name).write_text(text)
+        (folder / name).chmod(mode)
+        held[str(folder / name)] = (text, bool(mode & 0o111))
+    script = (
+        f"cd {folder} && ./plain.sh a; ./bang.sh; ./closed.sh; ./other.sh\n"
+        f"bash {folder}/closed.sh; . ./sourced.sh; vllm serve after $Y"
+    )
+    for shell in BOTH:
+        dialect = "bash" if shell == "bash" else "sh"
+        reading = read_script(script, {"HOME": _HOME}, dialect=dialect, held=held)
+        said = [c.words for c in reading.commands if c.words[0] == "vllm" and not c.unknown]
+        ran = [argv for argv, _ in real(shell, script, {}, bindir)]
+        assert said == ran, f"{shell}: kvconfig says {said}, ran {ran}"

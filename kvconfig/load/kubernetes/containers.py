@@ -153,6 +153,7 @@ def read_container(
         script_line = (
             item_line + 1 if item_line is not None and item_line in pod.block_lines else item_line
         )
+        from kvconfig.load.kubernetes.volumes import held_files
         from kvconfig.load.shell import servers
         from kvconfig.load.shell.script import commands
 
@@ -166,6 +167,7 @@ def read_container(
             line=script_line,
             key=name,
             dialect=dialect,
+            held=held_files(res, pod.spec, container),
         )
         chosen, problem = servers(cmds, lambda c: server_start(c.words) is not None)
         if problem:

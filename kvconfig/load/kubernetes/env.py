@@ -123,11 +123,21 @@ _ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 
 def _config_map(res: Resource, ref: Mapping[str, Any]) -> Mapping[str, str] | None:
     """The data of the ConfigMap ``ref`` names when the input creates it in the pod's own
-    namespace (both unset, or the same), else None: then the cluster's."""
+    namespace, else None: then the cluster's (``config_map``)."""
     name = ref.get("name")
-    if not isinstance(name, str):
-        return None
-    return getattr(res, "config_maps", {}).get((res.namespace, name))
+    return config_map(res, name) if isinstance(name, str) else None
+
+
+def config_map(res: Any, name: str) -> Mapping[str, str] | None:
+    """The data of the ConfigMap ``name`` the input creates in the namespace of ``res``:
+    both name the same namespace (or none), or the ConfigMap names none, so that
+    ``kubectl apply`` creates it where it applies the file: in the pod's namespace when
+    the pod starts with it. One naming another namespace is not the pod's."""
+    maps: Mapping[tuple[str, str], Mapping[str, str]] = getattr(res, "config_maps", {})
+    found = maps.get((res.namespace, name))
+    if found is None and res.namespace:
+        found = maps.get(("", name))
+    return found
 
 
 _SERVICE_LINK = re.compile(

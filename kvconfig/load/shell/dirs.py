@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Mapping
 from pathlib import Path
 
 from kvconfig.load.roots import inside
@@ -36,6 +37,10 @@ _STARTED = "the folder the script is started from"
 class _Dirs(_Scope):
     host = False
     """The script is a launch script read on this machine, beside its repository."""
+    held: Mapping[str, tuple[str, bool]] = {}
+    """Files of the container running the commands whose text the input gives, by their
+    absolute path: (text, executable); a Kubernetes pod's ConfigMap keys mounted as files
+    (``kvconfig.load.kubernetes.volumes``). The folders above them are there."""
 
     def start_in(self, cwd: str | None) -> None:
         """A nested shell starts in the folder ``cwd`` (None: only known at run time)."""
@@ -77,9 +82,14 @@ class _Dirs(_Scope):
 
     def known_dir(self, target: str, physical: bool) -> str | None:
         """``$PWD`` after going to ``target`` when kvconfig knows the folder is there: one
-        of the launch script's repository, on this machine; None otherwise."""
-        if not self.host or (target.startswith("//") and not target.startswith("///")):
+        of the launch script's repository, on this machine, or in a container a folder
+        holding a file the input mounts there (``held``); None otherwise."""
+        if target.startswith("//") and not target.startswith("///"):
             return None  # a leading // is kept by the shells, not by the links followed
+        if not self.host:  # a container's folder that holds a file the input mounts there
+            logical = posixpath.normpath(target)
+            inside_ = logical.rstrip("/") + "/"
+            return logical if any(p.startswith(inside_) for p in self.held) else None
         logical = target if physical else posixpath.normpath(target)
         real = canonical(logical, existing=True)
         if real is None or not os.path.isdir(real) or not inside(Path(logical)):

@@ -23,6 +23,7 @@ opaque, and the reason is kept (``blind``).
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -53,6 +54,18 @@ class _Files(_Dirs):
     mounts: tuple[tuple[str, str], ...] = ()
     """Folders of this machine the container running the commands sees, and where
     (``docker run -v``, ``kvconfig.load.shell.remote``)."""
+
+    def held_file(self, name: str) -> tuple[str, str, bool] | None:
+        """(path, text, executable) of the file ``name`` names in the container, when the
+        input holds it; None when it does not, or the name is only known at run time."""
+        if self.host or not self.held:
+            return None
+        here = self.path_here(name)
+        if here is None or "\0" in here:
+            return None
+        path = posixpath.normpath(here)
+        found = self.held.get(path)
+        return None if found is None else (path, *found)
 
     def mounted(self, name: str) -> str | None:
         """The file of this machine a container sees at ``name`` through a bind mount."""
@@ -180,14 +193,20 @@ class _Files(_Dirs):
     def source_file(self, head: str, words: list[str], known: bool) -> int | None:
         """``source FILE`` / ``. FILE``: its commands run here when kvconfig can read it."""
         target = words[1] if len(words) > 1 else ""
-        path, why = self.sourced_path(target, words, known)
-        if path is None:
-            return self.unread(head, target or "?", why)
+        held = self.held_file(target) if known and len(words) == 2 else None
+        if held is not None:
+            path, text = Path(held[0]), held[1]
+        else:
+            found, why = self.sourced_path(target, words, known)
+            if found is None:
+                return self.unread(head, target or "?", why)
+            path = found
+            try:  # the one bounded reader: a regular file, at most the script cap, UTF-8
+                raw = read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file")
+                text = decode(raw, str(path))
+            except InputError as e:
+                return self.unread(head, target, f"not read: {e}")
         saved = (self.source, self.line0, self.key)
-        try:  # the one bounded reader: a regular file, at most the script cap, UTF-8
-            text = decode(read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file"), str(path))
-        except InputError as e:
-            return self.unread(head, target, f"not read: {e}")
         self.source, self.line0, self.key = str(path), 1, path.name
         try:
             try:
@@ -221,6 +240,9 @@ class _Files(_Dirs):
         there): kvconfig reads an absolute name, or one taken from a current folder it
         knows (``kvconfig.load.shell.dirs``), found here as ``source`` finds its file."""
         what = f"the script {name} run by {head}"
+        held = self.held_file(name) if known else None
+        if held is not None:
+            return Path(held[0]), held[1]
         here = self.path_here(name) if known else name
         if here is None:
             return f"{what} (taken from the folder it runs in, only known at run time)"

@@ -54,6 +54,7 @@ def read_script(
     key: str = "",
     dialect: str = "sh",
     path: str | None = None,
+    held: Mapping[str, tuple[str, bool]] | None = None,
 ) -> Reading:
     """The programs ``script`` runs, in order, their words expanded.
 
@@ -77,6 +78,7 @@ def read_script(
         )
     start = [path, *args[1:]] if path is not None else list(args) or ["sh"]
     shell = _Shell(env or {}, start, unknown_rest, source, line, key, dialect)
+    shell.held = held or {}
     if path is not None:
         shell.start_file(path)
     tree = shell.parsed(script)
@@ -96,10 +98,11 @@ def commands(
     key: str = "",
     dialect: str = "sh",
     path: str | None = None,
+    held: Mapping[str, tuple[str, bool]] | None = None,
 ) -> list[Command]:
     """The programs ``script`` runs (``read_script(...).commands``)."""
     reading = read_script(
         script, env, args, unknown_rest=unknown_rest, source=source, line=line, key=key,
-        dialect=dialect, path=path,
+        dialect=dialect, path=path, held=held,
     )  # fmt: skip
     return list(reading.commands)

@@ -11,30 +11,25 @@ import contextlib
 import os
 import re
 
-from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
+from kvconfig.load.shell.children import _Children
 from kvconfig.load.shell.conditions import _test
-from kvconfig.load.shell.dbracket import _Tests
 from kvconfig.load.shell.remote import remote_of
 from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
 from kvconfig.load.shell.words import HOLE, _Word, assignment, hole, one_field
 from kvconfig.load.shell.wrappers import (
     SHELLS,
-    dialect_of,
     file_of,
     script_of,
-    unknown_to_dash,
     unwrap,
 )
 
 
-class _Shell(_Tests):
+class _Shell(_Children):
     # ----- simple commands -------------------------------------------------------------
-    last_child: _Shell
-    """The shell that ran the last ``bash FILE`` (``run_file``)."""
     loose = False
     """A run-time word of the command being run may be several fields (or none)."""
     here_input: tuple[str | None, str] | None = None
@@ -307,6 +302,9 @@ class _Shell(_Tests):
         if file_at is not None and self.run_file(inner, file_at, inner_unknown, local, line):
             self.adopt(self.last_child, background, replaces, line)
             return None
+        if "/" in inner[0] and self.run_held(inner, inner_unknown, local, line):
+            self.adopt(self.last_child, background, replaces, line)
+            return None
         env = self.exported_env()
         env.update(local)
         self.commands.append(
@@ -324,74 +322,3 @@ class _Shell(_Tests):
         if replaces and not background:
             raise _Stop
         return None
-
-    def run_file(
-        self,
-        words: list[str],
-        at: int,
-        unknown: list[tuple[int, str]],
-        local: dict[str, str | None],
-        line: int | None,
-    ) -> bool:
-        """``bash FILE ARGS``: a new shell reads FILE with ``$0`` its path and the
-        arguments after it (``last_child``); False, and why kept, when kvconfig does not
-        read the file."""
-        found = self.child_script(words[0], words[at], all(i > at for i, _ in unknown))
-        if isinstance(found, str):
-            self.blind.append(found)
-            return False
-        path, text = found
-        args = None if unknown else [str(path), *words[at + 1 :]]
-        sub = self.child(words[0], args, local, line, words[:at])
-        sub.start_file(str(path))
-        sub.source, sub.key = str(path), path.name
-        try:
-            tree = sub.parsed(text)
-        except InputError as e:
-            self.blind.append(f"the script {words[at]} run by {words[0]} ({e})")
-            return False
-        with contextlib.suppress(_Stop, _Jump):
-            sub.run_node(tree)
-        self.last_child = sub
-        return True
-
-    def child(
-        self,
-        shell: str,
-        args: list[str] | None,
-        local: dict[str, str | None],
-        line: int | None,
-        options: list[str],
-    ) -> _Shell:
-        """A new shell (``sh -c``, ``bash FILE``) started by this one: the exported
-        environment and the command's own assignments, ``args`` as ``$0 $1 ...`` (None:
-        only known at run time), its ``options`` (the shell first) as it reads them."""
-        env = self.exported_env()
-        env.update(local)
-        dialect = dialect_of(shell)
-        sub = _Shell(env, args, self.unknown_rest, self.source, line, self.key, dialect)
-        sub.depth = self.depth + 1
-        sub.host = self.host
-        sub.start_in(self.state.cwd)
-        sub.steps = self.steps
-        sub.state.when = self.state.when
-        if dialect == "sh":
-            sub.state.when = (*sub.state.when, *unknown_to_dash(options))
-        sub.state.branch = self.state.branch
-        sub.choices = self.choices
-        return sub
-
-    def adopt(self, sub: _Shell, background: bool, replaces: bool, line: int | None = None) -> None:
-        """The programs a child shell ran, as this script's (at ``line``, the command that
-        started it, when its lines are another file's)."""
-        self.choices = sub.choices
-        self.steps = sub.steps
-        self.blind.extend(sub.blind)
-        self.unparsed.extend(sub.unparsed)
-        self.commands.extend(
-            Command(c.words, c.env, c.unknown, c.line if line is None else line,
-                    background or c.background, c.when, c.branch, replaces and c.replaces)
-            for c in sub.commands
-        )  # fmt: skip
-        if replaces:
-            raise _Stop

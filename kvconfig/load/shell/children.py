@@ -1,0 +1,128 @@
+"""Child shells: ``sh -c SCRIPT`` and ``bash FILE`` run by a new shell, and a script the
+container holds run by its path (``./start.sh``); the programs a child runs are the
+script's (``adopt``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Self
+
+from kvconfig.errors import InputError
+from kvconfig.errors import ScriptJumps as _Jump
+from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell.dbracket import _Tests
+from kvconfig.load.shell.state import Command
+from kvconfig.load.shell.wrappers import SHELLS, dialect_of, unknown_to_dash
+
+
+class _Children(_Tests):
+    last_child: Self
+    """The shell that ran the last ``bash FILE`` or ``./FILE`` (``run_file``, ``run_held``)."""
+
+    def run_file(
+        self,
+        words: list[str],
+        at: int,
+        unknown: list[tuple[int, str]],
+        local: dict[str, str | None],
+        line: int | None,
+    ) -> bool:
+        """``bash FILE ARGS``: a new shell reads FILE with ``$0`` its path and the
+        arguments after it (``last_child``); False, and why kept, when kvconfig does not
+        read the file."""
+        found = self.child_script(words[0], words[at], all(i > at for i, _ in unknown))
+        if isinstance(found, str):
+            self.blind.append(found)
+            return False
+        path, text = found
+        args = None if unknown else [str(path), *words[at + 1 :]]
+        sub = self.child(words[0], args, local, line, words[:at])
+        if self.held_file(words[at]) is None:  # a file of this machine, bind-mounted or not
+            sub.start_file(str(path))
+        return self.run_child(sub, str(path), text, f"the script {words[at]} run by {words[0]}")
+
+    def run_held(
+        self,
+        words: list[str],
+        unknown: list[tuple[int, str]],
+        local: dict[str, str | None],
+        line: int | None,
+    ) -> bool:
+        """``./start.sh ARGS``: a shell script the container holds (``held``) run by its
+        path. Its ``#!`` line names the shell; without one the shell running this command
+        reads it (bash and dash run a file the kernel cannot execute, ENOEXEC, as a
+        script of their own). False when the input does not hold it, it is not executable
+        (the shell's status 126) or its ``#!`` names another program."""
+        held = self.held_file(words[0])
+        if held is None or not held[2]:
+            return False
+        path, text, _ = held
+        first = text.split("\n", 1)[0]
+        shell = "bash" if self.dialect == "bash" else "sh"
+        if first.startswith("#!"):
+            named = first[2:].split()
+            if named and os.path.basename(named[0]) == "env":
+                named = named[1:]
+            if not named or os.path.basename(named[0]) not in SHELLS:
+                return False
+            shell = named[0]
+        args = None if unknown else [words[0], *words[1:]]
+        sub = self.child(shell, args, local, line, [shell])
+        return self.run_child(sub, path, text, f"the script {words[0]}")
+
+    def run_child(self, sub: Self, path: str, text: str, what: str) -> bool:
+        """Run ``text``, the file at ``path``, in the new shell ``sub`` (``last_child``);
+        False, and why kept, when it does not parse."""
+        sub.source, sub.key = path, os.path.basename(path)
+        try:
+            tree = sub.parsed(text)
+        except InputError as e:
+            self.blind.append(f"{what} ({e})")
+            return False
+        with contextlib.suppress(_Stop, _Jump):
+            sub.run_node(tree)
+        self.last_child = sub
+        return True
+
+    def child(
+        self,
+        shell: str,
+        args: list[str] | None,
+        local: dict[str, str | None],
+        line: int | None,
+        options: list[str],
+    ) -> Self:
+        """A new shell (``sh -c``, ``bash FILE``) started by this one: the exported
+        environment and the command's own assignments, ``args`` as ``$0 $1 ...`` (None:
+        only known at run time), its ``options`` (the shell first) as it reads them."""
+        env = self.exported_env()
+        env.update(local)
+        dialect = dialect_of(shell)
+        sub = type(self)(env, args, self.unknown_rest, self.source, line, self.key, dialect)
+        sub.depth = self.depth + 1
+        sub.host, sub.held, sub.mounts = self.host, self.held, self.mounts
+        sub.start_in(self.state.cwd)
+        sub.steps = self.steps
+        sub.state.when = self.state.when
+        if dialect == "sh":
+            sub.state.when = (*sub.state.when, *unknown_to_dash(options))
+        sub.state.branch = self.state.branch
+        sub.choices = self.choices
+        return sub
+
+    def adopt(self, sub: Self, background: bool, replaces: bool, line: int | None = None) -> None:
+        """The programs a child shell ran, as this script's (at ``line``, the command that
+        started it, when its lines are another file's)."""
+        self.choices = sub.choices
+        self.steps = sub.steps
+        self.blind.extend(sub.blind)
+        self.unparsed.extend(sub.unparsed)
+        self.commands.extend(
+            Command(c.words, c.env, c.unknown, c.line if line is None else line,
+                    background or c.background, c.when, c.branch, replaces and c.replaces)
+            for c in sub.commands
+        )  # fmt: skip
+        if replaces:
+            raise _Stop
