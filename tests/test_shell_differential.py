@@ -267,6 +267,13 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "sed over echo's output": (
+        'P=$(echo "--port 1 --x a/b" | sed -e "s/--port [0-9]*/--port 2/" | cat)\n'
+        'Q=$(echo "--port 1 --x a/b" | sed "s|a/\\(b\\)|\\1|g"); vllm serve m $Q $P\n'
+        'R=$(echo "Qwen/Qwen3-8B" | sed -E "s/([^/]+)\\/(.*)/\\2 \\1/"); vllm serve $R',
+        {},
+        BOTH,
+    ),
     "arithmetic for": (
         "for ((i=0; i<N; i++)); do vllm serve m --rank $((i + 10)); done\n"
         "for (( j = 5 ; j > 1 ; j -= 2 )) ; do vllm serve j$j; done; for ((;;)); do break; done",

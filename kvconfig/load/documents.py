@@ -156,13 +156,11 @@ def kind_of(data: Any) -> str | None:
         # vLLM's own chart (kvconfig.load.helm.vllm_chart): the image.command list its
         # values.schema.json requires, beside keys only that chart has
         return "vllm-chart"
-    from kvconfig.load.helm.inference_charts import is_values
+    from kvconfig.load.helm import kinds
 
-    if is_values(data):
+    if kinds.is_inference_charts(data):
         return "inference-charts"  # AI on EKS's chart (kvconfig.load.helm.inference_charts)
-    from kvconfig.load.helm import opea
-
-    if opea.is_values(data):
+    if kinds.is_opea(data):
         return "opea"  # OPEA's vLLM chart, alone or as a subchart (kvconfig.load.helm.opea)
     if "modelArtifacts" in data or any(
         isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")

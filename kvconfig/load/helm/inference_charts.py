@@ -71,12 +71,6 @@ READ = ("vllm", "aibrix", "lws-vllm")
 _NOT_VLLM = ("diffusers", "nim")
 
 
-def is_values(data: Mapping[str, Any]) -> bool:
-    """Values of this chart: an ``inference`` mapping naming a framework or a model server."""
-    inference = data.get("inference")
-    return isinstance(inference, dict) and ("framework" in inference or "modelServer" in inference)
-
-
 def coalesce(chart: Any, given: Any) -> Any:
     """Helm's merge of a values file over the chart's values: mappings key by key, a
     null removes the chart's key, anything else replaces it (no values: the chart's)."""

@@ -23,7 +23,6 @@ the chart's ConfigMap (proxies, caches, the Gaudi and CPU settings that are set,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
 from kvconfig.load.helm.inference_charts import coalesce
+from kvconfig.load.helm.kinds import OPEA_SET_ENV, opea_sections
 from kvconfig.load.helm.values import _go, _truthy, go_int
 from kvconfig.load.operator_engine import Engine
 
@@ -55,54 +55,6 @@ _DEFAULTS: dict[str, Any] = {
 _APP_VERSION = "0.5"
 """The chart's ``appVersion``, the image tag when ``image.tag`` is empty."""
 
-_IMAGE = re.compile(r"(^|/)opea/vllm(-[a-z0-9]+)?$")
-_OWN_KEYS = ("LLM_MODEL_ID", "extraCmdArgs", "accelDevice", "extraCmd")
-#: ConfigMap entries written when their value is set (``configmap.yaml``), in its order
-_SET_ENV = (
-    "VLLM_CPU_KVCACHE_SPACE", "VLLM_SKIP_WARMUP", "PT_HPU_ENABLE_LAZY_COLLECTIVES",
-    "OMPI_MCA_btl_vader_single_copy_mechanism", "VLLM_TORCH_PROFILER_DIR",
-    "PT_HPUGRAPH_DISABLE_TENSOR_CACHE",
-)  # fmt: skip
-
-
-_KEYS = frozenset({
-    "enabled", "replicaCount", "autoscaling", "accelDevice", "port", "shmSize", "image",
-    "imagePullSecrets", "nameOverride", "fullnameOverride", "serviceAccount", "podAnnotations",
-    "podSecurityContext", "securityContext", "service", "resources", "extraCmd", "extraCmdArgs",
-    "livenessProbe", "readinessProbe", "startupProbe", "nodeSelector", "tolerations",
-    "affinity", "evenly_distributed", "tdxEnabled", "env", "global", "LLM_MODEL_ID",
-    "VLLM_SKIP_WARMUP", "VLLM_TORCH_PROFILER_DIR", "PT_HPUGRAPH_DISABLE_TENSOR_CACHE", *_SET_ENV,
-})  # fmt: skip
-"""Every key the chart reads (its values.yaml and templates), and a subchart's ``enabled``."""
-
-
-def _is_chart_values(section: Any) -> bool:
-    """Values of the vLLM chart itself: its own keys or its images, or only ``enabled``
-    and other keys the chart reads (``vllm: {enabled: false}``)."""
-    if not isinstance(section, dict):
-        return False
-    repository = mapping(section.get("image")).get("repository")
-    return (
-        any(k in section for k in _OWN_KEYS)
-        or bool(isinstance(repository, str) and _IMAGE.search(repository))
-        or ("enabled" in section and section.keys() <= _KEYS)
-    )
-
-
-def _section_keys(data: Mapping[str, Any]) -> list[str]:
-    return [
-        str(k)
-        for k, v in data.items()
-        if (k == "vllm" or str(k).startswith("vllm-")) and _is_chart_values(v)
-    ]
-
-
-def is_values(data: Mapping[str, Any]) -> bool:
-    """Values of OPEA's vLLM chart, alone or as a subchart's section."""
-    repository = mapping(data.get("image")).get("repository")
-    own = isinstance(repository, str) and bool(_IMAGE.search(repository))
-    return own or bool(_section_keys(data))
-
 
 def opea(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = None) -> list[Engine]:
     """The engines of the vLLM Deployments the values render."""
@@ -113,12 +65,12 @@ def opea(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = None
     merged = coalesce(chart_values, data)
     if chart:  # as the application chart's dependencies say
         running = [key for key, condition in chart.items() if _condition(merged, condition)]
-    elif _section_keys(data):  # a values file alone: each section unless disabled
-        running = [key for key in _section_keys(data) if data[key].get("enabled") is not False]
+    elif opea_sections(data):  # a values file alone: each section unless disabled
+        running = [key for key in opea_sections(data) if data[key].get("enabled") is not False]
     else:  # the vLLM chart's own values (helm-charts/common/vllm/gaudi-values.yaml)
         running = []
     docs: list[_yaml.Document] = []
-    if not chart and not _section_keys(data):
+    if not chart and not opea_sections(data):
         docs += _rendered(doc, "vllm", coalesce(_DEFAULTS, data), ())
     for key in running:
         values = coalesce(coalesce(_DEFAULTS, chart_values.get(key)), data.get(key))
@@ -196,7 +148,7 @@ def _rendered(
         "XDG_CONFIG_HOME": "/tmp", "TORCHINDUCTOR_CACHE_DIR": "/tmp/pytorchinductor_cache",
         "OUTLINES_CACHE_DIR": "/tmp/.cache/outlines",
     })  # fmt: skip
-    env.update({k: _go(values[k]) for k in _SET_ENV if _truthy(values.get(k))})
+    env.update({k: _go(values[k]) for k in OPEA_SET_ENV if _truthy(values.get(k))})
     extra = mapping(values.get("env"))
     env.update({_go(k).strip(): _go(extra[k]).strip() for k in sorted(extra, key=str)})
     env_from: list[dict[str, Any]] = [{"configMapRef": {"name": f"{name}-config"}}]

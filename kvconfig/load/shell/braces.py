@@ -105,6 +105,8 @@ def _items(atoms: list[_Atom]) -> tuple[int, int, list[list[_Atom]]] | None:
 
 def expand_braces(word: _Word) -> list[_Word]:
     """The words bash makes of ``word`` by brace expansion (``[word]`` when it has none)."""
+    if not any("{" in p.text for p in word.parts if p.kind == "lit" and not p.quoted):
+        return [word]
     atoms = _atoms(word)
     found = _items(atoms)
     if found is None:
@@ -139,6 +141,8 @@ def doubtful(word: _Word) -> bool:
     """Whether bash may still expand a brace of ``word`` that ``expand_braces`` left: one
     nested in another (``{a,{b,c}}``), or one whose elements join a ``$NAME`` to the
     text after it, which kvconfig leaves to run time."""
+    if not any("{" in p.text for p in word.parts if p.kind == "lit" and not p.quoted):
+        return False
     if _items(_atoms(word)) is not None:
         return True  # one expand_braces left: its elements rename a variable
     text = "".join(p.text if p.kind == "lit" and not p.quoted else "\0" for p in word.parts)

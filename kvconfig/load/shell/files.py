@@ -257,6 +257,21 @@ class _Files(_Dirs):
         except InputError as e:
             return f"{what} (not read: {e})"
 
+    def file_text(self, name: str) -> str | None:
+        """The text of a file a program reads (``sed EXPR FILE``), when kvconfig reads it
+        as ``source`` would (held by the container, or this machine's under the allowed
+        roots); None otherwise."""
+        held = self.held_file(name)
+        if held is not None:
+            return held[1]
+        path, _ = self.sourced_path(name, ["cat", name], True)
+        if path is None:
+            return None
+        try:
+            return decode(read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file"), str(path))
+        except InputError:
+            return None
+
     def unread(self, head: str, target: str, why: str) -> int | None:
         """A file kvconfig does not read: it may set any variable, and it may end the
         script (its ``exit``; dash stops at a ``.`` file it cannot open, POSIX 2.8.1)."""

@@ -21,6 +21,7 @@ import re
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
+from kvconfig.load.shell import sed
 from kvconfig.load.shell.files import _Files
 from kvconfig.load.shell.words import _Word
 
@@ -42,19 +43,42 @@ class _Output(_Files):
                 if words[0] == "printf" and len(words) > 1 and not words[1].startswith("-"):
                     printed = _printf(words[1], words[2:])
                 return None if printed is None else printed.rstrip("\n")
+            if words and words[0] == "sed" and _prints_plainly(node):
+                printed = self.sed_output(words[1:], None)
+                return None if printed is None else printed.rstrip("\n")
         if isinstance(node, N.Pipeline) and not node.negate and len(node.commands) == 2:
             return self.filtered(node.commands[0], node.commands[1])
         return super().output_of(node)
 
     def filtered(self, first: N.Node, then: N.Node) -> str | None:
-        """``$(echo TEXT | tr ...)``: the text ``echo`` prints, through ``tr``."""
+        """``$(echo TEXT | tr ...)``, ``$(echo TEXT | sed ...)``: the text ``echo``
+        prints, through ``tr`` or ``sed``."""
         words = self.program_words(first)
         filter_words = self.program_words(then)
-        if not words or words[0] != "echo" or not filter_words or filter_words[0] != "tr":
+        if not words or words[0] != "echo" or not filter_words:
             return None
         printed = self.echoed(words[1:])
-        out = None if printed is None else translate(filter_words[1:], printed)
+        if printed is None or filter_words[0] not in ("tr", "sed"):
+            return None
+        if filter_words[0] == "tr":
+            out = translate(filter_words[1:], printed)
+        else:
+            out = self.sed_output(filter_words[1:], printed)
         return None if out is None else out.rstrip("\n")
+
+    def sed_output(self, args: list[str], given: str | None) -> str | None:
+        """What ``sed ARGS`` prints (``kvconfig.load.shell.sed``): from its files, else
+        from ``given`` (what a pipe feeds it; None: the script's own input)."""
+        parsed = sed.parse(args)
+        if parsed is None:
+            return None
+        script, extended, names = parsed
+        if names:
+            texts = [self.file_text(n) for n in names if n != "-"]
+            if len(texts) != len(names) or any(t is None for t in texts):
+                return None
+            given = "".join(t for t in texts if t is not None)
+        return None if given is None else sed.edit(script, extended, given)
 
     def function_output(self, words: list[str]) -> str | None:
         """The output of ``$(f ARGS)`` (``words``), or None when it is only known at run
