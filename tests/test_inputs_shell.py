@@ -357,3 +357,15 @@ def test_double_bracket_match(
     assert [c.words for c in got] == runs
     decided = len(runs) == 1
     assert all(not c.when for c in got) == decided
+
+
+def test_canhazgpu_runs_the_command_after_its_separator() -> None:
+    """``chg run [OPTIONS] -- COMMAND`` (canhazgpu, as vLLM's own test scripts use it):
+    the command after ``--`` runs with the GPUs it reserves (CUDA_VISIBLE_DEVICES, at run
+    time); without ``--`` kvconfig does not tell the command apart."""
+    from kvconfig.load.shell.script import read_script
+
+    reading = read_script("chg run -g1 -- vllm serve m --block-size 32\nchg run vllm serve x\n")
+    (first,) = reading.commands  # the second is no program kvconfig can name
+    assert first.words == ("vllm", "serve", "m", "--block-size", "32")
+    assert first.env.get("CUDA_VISIBLE_DEVICES", "") is None

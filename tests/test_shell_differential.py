@@ -274,6 +274,12 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "env without a command prints, exec without one only redirects": (
+        "env | grep -c PATH > /dev/null || true\nenv > /dev/null; env -u X > /dev/null\n"
+        "exec 2> /dev/null; exec 3> /dev/null\nvllm serve m; exec vllm serve last; vllm serve no",
+        {},
+        BOTH,
+    ),
     "arithmetic for": (
         "for ((i=0; i<N; i++)); do vllm serve m --rank $((i + 10)); done\n"
         "for (( j = 5 ; j > 1 ; j -= 2 )) ; do vllm serve j$j; done; for ((;;)); do break; done",

@@ -265,6 +265,8 @@ class _Shell(_Children):
         if inner is None:
             self.last_unknown = "the command"
             return None
+        if not inner:  # exec with redirections only: the shell goes on
+            return 0
         inner_unknown = shift_unknown(unknown_shift)
         for name, value in extra.items():  # env NAME=$RUN_TIME: a setting only known there
             if value is not None and HOLE.search(value):
@@ -302,7 +304,7 @@ class _Shell(_Children):
         if file_at is not None and self.run_file(inner, file_at, inner_unknown, local, line):
             self.adopt(self.last_child, background, replaces, line)
             return None
-        if "/" in inner[0] and self.run_held(inner, inner_unknown, local, line):
+        if inner and "/" in inner[0] and self.run_held(inner, inner_unknown, local, line):
             self.adopt(self.last_child, background, replaces, line)
             return None
         env = self.exported_env()

@@ -3,7 +3,9 @@
 Each entry names the options that take a value, so the wrapped command is found where the
 wrapper itself finds it (the first word that is not one of its options). Sources: the
 manual pages of coreutils (``timeout``, ``nice``, ``stdbuf``, ``env``, ``nohup``),
-util-linux (``taskset``), numactl, tini (``tini [OPTIONS] -- PROGRAM``) and dumb-init.
+util-linux (``taskset``), numactl, tini (``tini [OPTIONS] -- PROGRAM``), dumb-init, and
+canhazgpu (``chg run [OPTIONS] -- COMMAND``: it reserves GPUs, sets ``CUDA_VISIBLE_DEVICES``
+and runs the command; without ``--`` kvconfig does not tell the command apart).
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ def unwrap(
     """(the command that runs, ``env NAME=VALUE`` settings, run by ``exec``, words removed).
 
     None as the command: the words run no program kvconfig can name (``command -v``,
-    ``taskset -p``, ``env -S``).
+    ``taskset -p``, ``env -S``). A wrapper with nothing after it is the program itself
+    (``env`` prints the environment), but ``exec`` alone only applies its redirections and
+    the script goes on: no command.
     """
     w = list(words)
     extra: dict[str, str | None] = {}
@@ -52,6 +56,13 @@ def unwrap(
     removed = 0
     while w:
         head = os.path.basename(w[0])
+        if head == "chg" and w[1:2] == ["run"]:  # canhazgpu: chg run [OPTIONS] -- COMMAND
+            if "--" not in w:
+                return None, extra, replaces, removed
+            k = w.index("--") + 1
+            w, removed = w[k:], removed + k
+            extra["CUDA_VISIBLE_DEVICES"] = None  # the GPUs it reserves, at run time
+            continue
         if head not in _VALUED:
             break
         valued = _VALUED[head]
@@ -82,10 +93,12 @@ def unwrap(
                 k += 1
                 continue
             break
+        if k >= len(w):  # nothing after it: exec only redirects, env prints, ...
+            if head == "exec":
+                return [], extra, replaces, removed + k
+            break
         if head == "exec":
             replaces = True
-        if head == "tini" and "--" not in w[1:k] and k < len(w):
-            pass  # tini also runs a program given without --
         w = w[k:]
         removed += k
     return w, extra, replaces, removed
