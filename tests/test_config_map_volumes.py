@@ -84,3 +84,30 @@ def test_a_config_map_of_another_namespace_is_not_the_pod_s(tmp_path: Path) -> N
     )
     with pytest.raises(NoEngine):
         engines_in(path, str(path))
+
+
+def test_a_native_sidecar_serves_beside_the_pod_s_containers(tmp_path: Path) -> None:
+    """An init container with ``restartPolicy: Always`` runs for the pod's life (Kubernetes
+    native sidecars); another init container ends before the containers start."""
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: batch}
+spec:
+  template:
+    spec:
+      initContainers:
+        - {name: fetch, image: vllm/vllm-openai:v0.31.0, args: [Qwen/Qwen3-0.6B]}
+        - name: server
+          image: vllm/vllm-openai:v0.31.0
+          restartPolicy: Always
+          args: [Qwen/Qwen3-8B, --block-size, "32"]
+      containers:
+        - {name: client, image: python:3.12, command: [python, run.py]}
+"""
+    )
+    (engine,) = engines_in(path, str(path))
+    assert engine.name == "Job/batch/server"
+    assert reading_of(engine).to_json()["model"] == "Qwen/Qwen3-8B"

@@ -107,8 +107,8 @@ def read_container(
     starts in the background. ``arg_unknown``: (index in command + args, what is unknown
     there) for words a caller already knows to be unknown."""
     res = pod.resource
-    cpath = (*pod.path, "containers", index)
-    container = pod.spec["containers"][index]
+    cpath = (*pod.path, pod.listed, index)
+    container = pod.spec[pod.listed][index]
     if not isinstance(container, dict):
         return []
     cname = str(container.get("name") or f"containers[{index}]")
@@ -273,8 +273,8 @@ def _engine(  # noqa: PLR0917 (the container's facts)
     entry_label: str | None,
 ) -> list[Engine]:
     res = pod.resource
-    cpath = (*pod.path, "containers", index)
-    container = pod.spec["containers"][index]
+    cpath = (*pod.path, pod.listed, index)
+    container = pod.spec[pod.listed][index]
     line = res.line(*cpath)
     image = container.get("image") if isinstance(container.get("image"), str) else None
     entry, parser, argv, run_env, unknown, at = starts[0]

@@ -60,6 +60,10 @@ class Pod:
     extra_gpu: list[str] = field(default_factory=list)
     parallelism: dict[str, int] = field(default_factory=dict)
     block_lines: frozenset[int] = frozenset()
+    listed: str = "containers"
+    """The list of the pod spec the containers read are in: ``containers``, or
+    ``initContainers`` for native sidecars (``restartPolicy: Always``), which run for the
+    pod's life (Kubernetes "Sidecar Containers", 1.29 and later)."""
 
     @property
     def spec(self) -> Mapping[str, Any]:
