@@ -42,6 +42,10 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # OPEA's Gaudi image, built from HabanaAI/vllm-fork's Dockerfile.hpu
     # (GenAIComps comps/third_parties/vllm/src/build_docker_vllm.sh)
     (re.compile(r"(^|/)opea/vllm-gaudi$"), ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+    # OPEA's ROCm image (GenAIComps comps/third_parties/vllm/src/Dockerfile.amd_gpu): AMD's
+    # rocm/vllm image whose ENTRYPOINT runs a copy of vLLM's api_server.py as a script, the
+    # same module the API server's -m runs
+    (re.compile(r"(^|/)opea/vllm-rocm$"), ("python3", "-m", "vllm.entrypoints.openai.api_server")),
     # OPEA's CPU image, vLLM's own docker/Dockerfile.cpu built at vLLM's latest release tag
     # (GenAIExamples' build instructions); that Dockerfile's ENTRYPOINT is vllm serve
     (re.compile(r"(^|/)opea/vllm$"), ("vllm", "serve")),
