@@ -3,6 +3,7 @@ with the pod's GPU labels and the container's GPU count."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -346,3 +347,27 @@ def _engine(  # noqa: PLR0917 (the container's facts)
             notes=tuple(notes),
         )
     ]
+
+
+def native_sidecars(
+    pod: Pod,
+    base: Path,
+    found: list[Found],
+    env_base: Mapping[str, str],
+    env_unknown: Sequence[str],
+) -> list[Engine]:
+    """The engines of a pod's native sidecars: ``initContainers`` with ``restartPolicy:
+    Always`` run beside its containers for the pod's life (the kubelet starts them in
+    order and does not wait for them to end); other init containers end before the pod's
+    containers start, so they serve nothing."""
+    listed = pod.spec.get("initContainers")
+    if not isinstance(listed, list):
+        return []
+    sidecars = dataclasses.replace(pod, listed="initContainers")
+    out: list[Engine] = []
+    for i, container in enumerate(listed):
+        if isinstance(container, dict) and container.get("restartPolicy") == "Always":
+            out += read_container(
+                sidecars, i, base, found, env_base=env_base, env_unknown=env_unknown
+            )
+    return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from kvconfig.errors import NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import LLM_D_SIMULATOR
 from kvconfig.load.kubernetes import model_booster
-from kvconfig.load.kubernetes.containers import read_container
+from kvconfig.load.kubernetes.containers import native_sidecars, read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
 from kvconfig.load.kubernetes.kthena import kthena_env, ranks_of_one_group, role_copies
 from kvconfig.load.kubernetes.lws import worker_engines
@@ -87,31 +86,6 @@ def _lws_of(res: Resource, path: tuple[str | int, ...]) -> tuple[Mapping[str, An
         role = res.data["spec"]["roles"][path[2]]
         return role["spec"] if path[3] == "spec" else role, str(role.get("name"))
     return {}, None
-
-
-def _native_sidecars(
-    pod: Pod,
-    base: Path,
-    found: list[Found],
-    env_base: Mapping[str, str],
-    env_unknown: Sequence[str],
-) -> list[Engine]:
-    """The engines of a pod's native sidecars: ``initContainers`` with ``restartPolicy:
-    Always`` run beside its containers for the pod's life (the kubelet starts them in
-    order and does not wait for them to end); other init containers end before the pod's
-    containers start, so they serve nothing."""
-    listed = pod.spec.get("initContainers")
-    if not isinstance(listed, list):
-        return []
-    sidecars = dataclasses.replace(pod, listed="initContainers")
-    out: list[Engine] = []
-    for i, container in enumerate(listed):
-        if isinstance(container, dict) and container.get("restartPolicy") == "Always":
-            read = read_container(
-                sidecars, i, base, found, env_base=env_base, env_unknown=env_unknown
-            )
-            out.extend(with_kv_role(e) for e in read)
-    return out
 
 
 def _name_part(path: tuple[str | int, ...]) -> str:
@@ -239,7 +213,8 @@ def resource_engines(
         if not isinstance(containers, list):
             continue
         chart = _image_default(res)
-        out.extend(_native_sidecars(pod, base, found, env_base, env_unknown))
+        sidecars = native_sidecars(pod, base, found, env_base, env_unknown)
+        out.extend(with_kv_role(e) for e in sidecars)
         for i, container in enumerate(containers):
             implicit = chart and _runs_image_default(container)
             if lws:  # each worker index read, for a script that branches on it
