@@ -219,3 +219,14 @@ def test_a_chart_s_chart_yaml_deploys_nothing(tmp_path: Path) -> None:
     path.write_text(_CHART)
     with pytest.raises(NoEngine, match="deploys nothing"):
         engines_in(path, str(path))
+
+
+def test_a_subchart_section_that_is_no_mapping_is_bad_input(tmp_path: Path) -> None:
+    """Helm keeps a user's non-table value for a subchart's key and the chart's templates
+    then fail on it: kvconfig names the key."""
+    (tmp_path / "Chart.yaml").write_text(_CHART)
+    path = tmp_path / "values-x.yaml"
+    path.write_text("vllm: 0\nvllm-small:\n  enabled: false\n")
+    with pytest.raises(InputError, match="expected a mapping") as err:
+        engines_in(path, str(path))
+    assert err.value.key == "vllm"

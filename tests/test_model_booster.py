@@ -65,3 +65,16 @@ def test_the_model_path_is_the_md5_of_its_uri(uri: str, path: str) -> None:
 )
 def test_the_cache_path_is_the_uri_s_host_and_path(uri: str, path: str) -> None:
     assert cache_path(uri) == path
+
+
+def test_a_backend_whose_workers_are_no_list_is_bad_input(tmp_path: Path) -> None:
+    """The CRD makes ``workers`` and ``env`` lists: anything else is refused, named."""
+    from kvconfig.errors import InputError
+
+    text = (DATA / "input/pd-disaggregated-model-npu.yaml").read_text()
+    for broken in (text.replace("    workers:\n", "    workers: 5\n    other:\n"),
+                   text.replace("    env:\n", "    env: true\n    other:\n")):  # fmt: skip
+        path = tmp_path / "booster.yaml"
+        path.write_text(broken)
+        with pytest.raises(InputError, match="expected a list"):
+            engines_in(path, str(path))

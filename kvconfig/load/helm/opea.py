@@ -72,8 +72,26 @@ def opea(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = None
     docs: list[_yaml.Document] = []
     if not chart and not opea_sections(data):
         docs += _rendered(doc, "vllm", coalesce(_DEFAULTS, data), ())
+    for name in ("global", *running):
+        given = data.get(name)
+        if given is not None and not isinstance(given, dict):
+            raise InputError(
+                "expected a mapping: Helm gives a subchart this key's values as a table, "
+                "and the chart's templates read its keys",
+                source=doc.source,
+                line=doc.line(name),
+                key=name,
+                hint=f"write {name}: with the keys to set under it",
+            )
     for key in running:
         values = coalesce(coalesce(_DEFAULTS, chart_values.get(key)), data.get(key))
+        if not isinstance(values, dict):  # the application chart's values.yaml holds no table
+            raise InputError(
+                f"expected a mapping under {key} in the chart's values.yaml",
+                source=str(base / "values.yaml"),
+                key=key,
+                hint="fix the chart's values.yaml, or lint the file away from the chart",
+            )
         values["global"] = coalesce(
             coalesce(_DEFAULTS["global"], chart_values.get("global")), data.get("global")
         )

@@ -79,6 +79,9 @@ def model_serving(res: Any) -> dict[str, Any]:
     data = res.data
     backend = mapping(mapping(data.get("spec")).get("backend"))
     kind = backend.get("type")
+    for listed in ("workers", "env"):
+        if backend.get(listed) is not None and not isinstance(backend.get(listed), list):
+            raise _err(res, "expected a list", "spec", "backend", listed)
     workers = [w for w in backend.get("workers") or [] if isinstance(w, dict)]
     by_type = {str(w.get("type") or "server"): w for w in workers}
     if kind not in ("vLLM", "vLLMDisaggregated"):
