@@ -68,16 +68,36 @@ def edit(script: str, extended: bool, text: str) -> str | None:
 
 
 def _edit(pattern: re.Pattern[str], replace: str, count: int, start: int, line: str) -> str:
-    seen = 0
-
-    def one(m: re.Match[str]) -> str:
-        nonlocal seen
+    """One line through ``s``: the matches left to right, as sed finds them (an empty match
+    right after the previous match is not one: ``s/a*/-/g`` of ``ab`` is ``-b-``)."""
+    out: list[str] = []
+    pos, seen, last = 0, 0, -1
+    while pos <= len(line):
+        m = pattern.search(line, pos)
+        if m is None:
+            break
+        if m.start() == m.end() == last:  # empty, where the last match ended
+            if m.start() >= len(line):
+                break
+            out.append(line[pos : m.start() + 1])
+            pos = m.start() + 1
+            continue
         seen += 1
-        if seen < start or (count and seen > start + count - 1):
-            return m.group(0)
-        return m.expand(replace)
-
-    return pattern.sub(one, line)
+        out.append(line[pos : m.start()])
+        chosen = seen >= start and (count == 0 or seen < start + count)
+        out.append(m.expand(replace) if chosen else m.group(0))
+        last = m.end()
+        if m.end() > m.start():
+            pos = m.end()
+        elif m.start() < len(line):
+            out.append(line[m.start()])
+            pos = m.start() + 1
+        else:
+            pos = len(line) + 1
+        if count and seen >= start + count - 1:
+            break
+    out.append(line[pos:])
+    return "".join(out)
 
 
 def _s_command(script: str, extended: bool) -> tuple[re.Pattern[str], str, int, int] | None:
@@ -124,6 +144,9 @@ def _s_command(script: str, extended: bool) -> tuple[re.Pattern[str], str, int, 
         pattern = re.compile(regex, re.IGNORECASE if re.search("[iI]", flags) else 0)
     except re.error:
         return None
+    groups = [int(g) for g in re.findall(r"\\g<(\d+)>", replace)]
+    if any(g > pattern.groups for g in groups):
+        return None  # sed refuses: invalid reference \N on `s' command's RHS
     return pattern, replace, count, start
 
 
@@ -166,74 +189,100 @@ def _bracket(text: str, i: int) -> tuple[str, int] | None:
         out, j = out + text[j], j + 1
     if j >= len(text):
         return None
+    if re.fullmatch(r"\[:[^\]]*:\]", text[i : j + 1]):
+        return None  # [:digit:] outside a bracket: GNU sed refuses it
     return out + "]", j + 1
 
 
 def _bre(text: str) -> str | None:
-    """A POSIX basic regular expression (with GNU's ``\\+ \\? \\|``) as Python's."""
+    """A POSIX basic regular expression (with GNU's ``\\+ \\? \\|``) as Python's; None
+    where GNU sed refuses it or reads it in a way Python's syntax cannot say (a
+    repetition of a repetition)."""
     out: list[str] = []
     i = 0
-    at_start = True
+    # what the next repetition would repeat: "start" (nothing), "atom", "rep" (a repetition)
+    # or "group" (a group: POSIX matches the longest way through it, Python the first)
+    last = "start"
     while i < len(text):
         c = text[i]
+        piece, kind = c, "atom"
         if c == "\\":
             if i + 1 >= len(text):
                 return None
             n = text[i + 1]
             i += 2
-            if n in "(){}+?|":
-                out.append(n)
-                at_start = n in "(|"
+            if n == "{":
+                interval = re.match(r"([0-9]+(?:,[0-9]*)?)\\\}", text[i:])
+                if interval is None or last != "atom":
+                    return None  # sed refuses it (Invalid preceding regular expression ...)
+                out.append("{" + interval.group(1) + "}")
+                i += interval.end()
+                last = "rep"
                 continue
-            if n.isdigit() and n != "0":
-                out.append("\\" + n)
+            if n in "+?":
+                if last != "atom":  # nothing, a repetition, or a group (POSIX's longest)
+                    return None
+                piece, kind = n, "rep"
+            elif n == "|":
+                return None  # POSIX takes the longest alternative, Python the first
+            elif n == "(":
+                piece, kind = n, "start"
+            elif n == ")":
+                piece, kind = n, "group"
+            elif n.isdigit() and n != "0":
+                piece = f"(?:\\{n})"  # apart from digits after it (\100 is no octal)
             elif n == "n":
-                out.append("\n")
+                piece = "\n"
             elif n == "t":
-                out.append("\t")
+                piece = "\t"
             elif n in ".*[]^$\\/":
-                out.append(re.escape(n))
+                piece = re.escape(n)
             else:
                 return None  # \w \s \b \< \> \` \' ...: not modelled
-            at_start = False
+            out.append(piece)
+            last = kind
             continue
         if c == "[":
             found = _bracket(text, i)
             if found is None:
                 return None
-            out.append(found[0])
-            i = found[1]
+            piece, i = found[0], found[1]
         elif c == "*":
-            out.append(r"\*" if at_start else "*")
+            if last in ("rep", "group"):
+                return None
+            piece, kind = ("*", "rep") if last == "atom" else (r"\*", "atom")
             i += 1
-        elif c == "^":
-            out.append("^" if at_start else r"\^")
+        elif c == "^" and last == "start" and (not out or out[-1] in ("(", "|")):
+            piece, kind = "^", "start"  # an anchor first: a * after it is itself
             i += 1
-            at_start = out[-1] == "^"  # a * after the anchor is itself
-            continue
-        elif c == "$":
-            out.append("$" if i == len(text) - 1 or text.startswith("\\)", i + 1) else r"\$")
-            i += 1
-        elif c == ".":
-            out.append(".")
+        elif c == "$" and (i == len(text) - 1 or text.startswith(("\\)", "\\|"), i + 1)):
+            piece = "$"
             i += 1
         else:
-            out.append(re.escape(c))
+            piece = "." if c == "." else re.escape(c)
             i += 1
-        at_start = False
+        out.append(piece)
+        last = kind
     return "".join(out)
 
 
 def _ere(text: str) -> str | None:
     """A POSIX extended regular expression as Python's: the operators are Python's; a
-    backslash escape other than a special character or a back-reference is not read."""
+    backslash escape other than a special character or a back-reference is not read, nor
+    an alternation or a repeated group (POSIX matches the longest way, Python the first
+    that works) or a repetition of nothing or of a repetition (Python's ``*?`` and ``*+``
+    are lazy and possessive; POSIX's, a repetition again)."""
     out: list[str] = []
     i = 0
+    repeated = False
     while i < len(text):
         c = text[i]
+        rep = False
         if c == "\\":
             n = text[i + 1] if i + 1 < len(text) else ""
-            if n and (n in ".*+?()[]{}|^$\\/" or (n.isdigit() and n != "0")):
+            if n.isdigit() and n != "0":
+                out.append(f"(?:\\{n})")
+            elif n and n in ".*+?()[]{}|^$\\/":
                 out.append("\\" + n)
             elif n == "n":
                 out.append("\n")
@@ -248,9 +297,22 @@ def _ere(text: str) -> str | None:
                 return None
             out.append(found[0])
             i = found[1]
+        elif c == "|":
+            return None  # POSIX takes the longest alternative, Python the first
+        elif c in "*+?{":
+            if not out or out[-1] in ("(", ")", "^") or repeated:
+                return None  # a repetition of nothing, of a repetition or of a group
+            interval = re.match(r"\{[0-9]+(?:,[0-9]*)?\}", text[i:]) if c == "{" else None
+            if c == "{" and interval is None:
+                return None
+            piece = interval.group() if interval is not None else c
+            out.append(piece)
+            i += len(piece)
+            rep = True
         else:
             out.append(c)
             i += 1
+        repeated = rep
     return "".join(out)
 
 
