@@ -267,6 +267,11 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "a locale string and a brace with a quoted comma": (
+        'vllm serve $"loc" a$"b c"d x{"c,d"..e} "$"',
+        {},
+        BOTH,
+    ),
     "sed over echo's output": (
         'P=$(echo "--port 1 --x a/b" | sed -e "s/--port [0-9]*/--port 2/" | cat)\n'
         'Q=$(echo "--port 1 --x a/b" | sed "s|a/\\(b\\)|\\1|g"); vllm serve m $Q $P\n'

@@ -139,12 +139,22 @@ def _renames(atoms: list[_Atom]) -> bool:
 
 def doubtful(word: _Word) -> bool:
     """Whether bash may still expand a brace of ``word`` that ``expand_braces`` left: one
-    nested in another (``{a,{b,c}}``), or one whose elements join a ``$NAME`` to the
-    text after it, which kvconfig leaves to run time."""
+    nested in another (``{a,{b,c}}``), one whose elements join a ``$NAME`` to the text
+    after it, or one holding a quoted comma, which kvconfig leaves to run time."""
     if not any("{" in p.text for p in word.parts if p.kind == "lit" and not p.quoted):
         return False
-    if _items(_atoms(word)) is not None:
+    atoms = _atoms(word)
+    if _items(atoms) is not None:
         return True  # one expand_braces left: its elements rename a variable
+    opened = None
+    for k, atom in enumerate(atoms):
+        if atom == "{":
+            opened = k
+        elif atom == "}" and opened is not None:
+            body = atoms[opened + 1 : k]
+            if any(isinstance(a, _Part) and a.quoted and "," in a.text for a in body):
+                return True  # bash counts a quoted comma there ({"c,d"..e} is c,d..e)
+            opened = None
     text = "".join(p.text if p.kind == "lit" and not p.quoted else "\0" for p in word.parts)
     for m in re.finditer(r"\{", text):
         end = text.find("}", m.end())

@@ -309,6 +309,13 @@ class _Lexer(_Scanner):
                 self.i += 2
                 word.parts.append(_Part(self._ansi_c(), True, "lit"))
                 continue
+            if c == "$" and self.peek(1) == '"' and self.dialect == "bash":
+                # bash's $"..." is the string translated for the locale: in the C locale
+                # (and any without a catalogue for the script), the string as it stands
+                flush()
+                self.i += 1
+                self._double_quoted(word)
+                continue
             if c == '"':
                 flush()
                 self._double_quoted(word)
