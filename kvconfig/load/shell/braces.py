@@ -151,8 +151,8 @@ def doubtful(word: _Word) -> bool:
         if atom == "{":
             opened = k
         elif atom == "}" and opened is not None:
-            body = atoms[opened + 1 : k]
-            if any(isinstance(a, _Part) and a.quoted and "," in a.text for a in body):
+            inner = atoms[opened + 1 : k]
+            if any(isinstance(a, _Part) and a.quoted and "," in a.text for a in inner):
                 return True  # bash counts a quoted comma there ({"c,d"..e} is c,d..e)
             opened = None
     text = "".join(p.text if p.kind == "lit" and not p.quoted else "\0" for p in word.parts)
