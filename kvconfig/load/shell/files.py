@@ -201,9 +201,8 @@ class _Files(_Dirs):
             if found is None:
                 return self.unread(head, target or "?", why)
             path = found
-            try:  # the one bounded reader: a regular file, at most the script cap, UTF-8
-                raw = read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file")
-                text = decode(raw, str(path))
+            try:
+                text = _script_text(path)
             except InputError as e:
                 return self.unread(head, target, f"not read: {e}")
         saved = (self.source, self.line0, self.key)
@@ -251,9 +250,7 @@ class _Files(_Dirs):
         if path is None:
             return f"{what} ({why})"
         try:
-            return path, decode(
-                read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file"), str(path)
-            )
+            return path, _script_text(path)
         except InputError as e:
             return f"{what} (not read: {e})"
 
@@ -268,7 +265,7 @@ class _Files(_Dirs):
         if path is None:
             return None
         try:
-            return decode(read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file"), str(path))
+            return _script_text(path)
         except InputError:
             return None
 
@@ -307,3 +304,9 @@ class _Files(_Dirs):
         except OSError:
             return None, "not readable here"
         return path, ""
+
+
+def _script_text(path: Path) -> str:
+    """The one bounded reader of a file a script reads: a regular file, at most the script
+    cap, UTF-8 (InputError otherwise)."""
+    return decode(read_bytes(path, str(path), MAX_SCRIPT_BYTES, what="file"), str(path))

@@ -304,7 +304,7 @@ class _Shell(_Children):
         if file_at is not None and self.run_file(inner, file_at, inner_unknown, local, line):
             self.adopt(self.last_child, background, replaces, line)
             return None
-        if inner and "/" in inner[0] and self.run_held(inner, inner_unknown, local, line):
+        if "/" in inner[0] and self.run_held(inner, inner_unknown, local, line):
             self.adopt(self.last_child, background, replaces, line)
             return None
         env = self.exported_env()
