@@ -11,8 +11,8 @@ import pytest
 
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load.engines import engines_in
-from kvconfig.load.helm.inference_charts import coalesce, kebab, parameters
-from kvconfig.load.helm.values import _go, go_float
+from kvconfig.load.helm.inference_charts import kebab, parameters
+from kvconfig.load.helm.values import _go, coalesce, go_float
 from kvconfig.load.reading import reading_of
 
 
@@ -230,3 +230,19 @@ def test_a_subchart_section_that_is_no_mapping_is_bad_input(tmp_path: Path) -> N
     with pytest.raises(InputError, match="expected a mapping") as err:
         engines_in(path, str(path))
     assert err.value.key == "vllm"
+
+
+def test_a_chart_file_linked_out_of_the_folder_is_not_read(tmp_path: Path) -> None:
+    """The Chart.yaml beside a values file is read only where it lies there, links
+    followed (kvconfig.load.roots): one linking elsewhere leaves the file read alone."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "Chart.yaml").write_text(_CHART)
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "Chart.yaml").symlink_to(elsewhere / "Chart.yaml")
+    path = here / "values.yaml"
+    path.write_text("vllm:\n  enabled: false\n  LLM_MODEL_ID: Qwen/Qwen3-8B\n")
+    # read alone, the disabled section runs nothing; through the chart, vllm-small would
+    with pytest.raises(NoEngine, match="no vLLM section"):
+        engines_in(path, str(path))

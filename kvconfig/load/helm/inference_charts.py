@@ -37,7 +37,7 @@ from typing import Any
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
-from kvconfig.load.helm.values import _go, _truthy
+from kvconfig.load.helm.values import _go, _truthy, coalesce, values_at
 from kvconfig.load.operator_engine import Engine
 
 _GPU = "nvidia.com/gpu"
@@ -71,22 +71,6 @@ READ = ("vllm", "aibrix", "lws-vllm")
 _NOT_VLLM = ("diffusers", "nim")
 
 
-def coalesce(chart: Any, given: Any) -> Any:
-    """Helm's merge of a values file over the chart's values: mappings key by key, a
-    null removes the chart's key, anything else replaces it (no values: the chart's)."""
-    if given is None:
-        return chart
-    if not isinstance(chart, dict) or not isinstance(given, dict):
-        return given
-    out = dict(chart)
-    for key, value in given.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = coalesce(chart.get(key), value)
-    return out
-
-
 def kebab(key: str) -> str:
     """sprig's ``kebabcase`` (huandu/xstrings): words split at a lower-to-upper change and
     before the last capital of an acronym (``HTTPServer``: http-server), at ``_``, ``-``
@@ -97,13 +81,6 @@ def kebab(key: str) -> str:
     return "-".join(spaced.lower().split())
 
 
-def _values_at(values: Mapping[str, Any], *path: str) -> Any:
-    node: Any = values
-    for key in path:
-        node = node.get(key) if isinstance(node, dict) else None
-    return node
-
-
 def parameters(values: Mapping[str, Any]) -> str:
     """The words the ``inference-charts.modelParameters`` helper prints."""
     params = mapping(values.get("modelParameters"))
@@ -111,18 +88,18 @@ def parameters(values: Mapping[str, Any]) -> str:
     args = [f"--{kebab(str(k))} {_go(params[k])}" for k in sorted(params, key=str)]
     if inference.get("framework") == "aibrix":
         args.append(f"--served-model-name {_go(inference.get('serviceName'))}")
-    load_format = _values_at(values, "vllm", "loadFormat")
+    load_format = values_at(values, "vllm", "loadFormat")
     if _truthy(load_format):
         args.append(f"--load-format {_go(load_format)}")
     if not _truthy(params.get("tensorParallelSize")):
-        resources = _values_at(values, "inference", "modelServer", "deployment", "resources")
+        resources = values_at(values, "inference", "modelServer", "deployment", "resources")
         if inference.get("accelerator") == "neuron":
-            count = _values_at(resources, "neuron", "requests")
+            count = values_at(resources, "neuron", "requests")
             neuron = mapping(count).get(_NEURON)
             # sprig's mul: each side made an int64 (0 for what is not a number)
             size = str(int(neuron) * 2) if isinstance(neuron, (int, float)) else "0"
         else:
-            gpus = mapping(_values_at(resources, "gpu", "requests")).get(_GPU)
+            gpus = mapping(values_at(resources, "gpu", "requests")).get(_GPU)
             size = "<nil>" if gpus is None else _go(gpus)  # sprig's toString of nil
         args.append(f"--tensor-parallel-size {size}")
     return " ".join(args).removesuffix(" ")
@@ -164,22 +141,22 @@ def inference_charts(
 
 def _number(values: Mapping[str, Any], path: tuple[str, ...], at: tuple[str, int | None]) -> Any:
     """A count the template writes as ``KEY: {{ VALUE }}`` (unset: empty, YAML's null)."""
-    value = _values_at(values, *path)
+    value = values_at(values, *path)
     return None if value is None else _rendered(_go(value), *at, ".".join(path))
 
 
 def _image(values: Mapping[str, Any]) -> str:
-    image = mapping(_values_at(values, "inference", "modelServer", "image"))
+    image = mapping(values_at(values, "inference", "modelServer", "image"))
     return f"{_go(image.get('repository'))}:{_go(image.get('tag'))}"
 
 
 def _resources(values: Mapping[str, Any], *, neuron: bool) -> Any:
-    resources = _values_at(values, "inference", "modelServer", "deployment", "resources")
+    resources = values_at(values, "inference", "modelServer", "deployment", "resources")
     return mapping(resources).get("neuron" if neuron else "gpu")
 
 
 def _node_selector(values: Mapping[str, Any]) -> dict[str, Any]:
-    kind = _values_at(values, "inference", "modelServer", "deployment", "instanceType")
+    kind = values_at(values, "inference", "modelServer", "deployment", "instanceType")
     return {"nodeSelector": {"node.kubernetes.io/instance-type": _go(kind)}} if kind else {}
 
 
@@ -193,7 +170,7 @@ def _secret_token() -> dict[str, Any]:
 def _deployment(values: Mapping[str, Any], at: tuple[str, int | None]) -> dict[str, Any]:
     """``templates/vllm-deployment.yaml``; ``at``: the values file and the line errors name."""
     inference = mapping(values.get("inference"))
-    env = mapping(_values_at(values, "inference", "modelServer", "env"))
+    env = mapping(values_at(values, "inference", "modelServer", "env"))
     name = _go(inference.get("serviceName"))
     labels = {"app.kubernetes.io/component": name}
     if inference.get("framework") == "aibrix":

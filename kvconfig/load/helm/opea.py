@@ -30,10 +30,10 @@ from typing import Any
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import mapping
-from kvconfig.load.helm.inference_charts import coalesce
 from kvconfig.load.helm.kinds import OPEA_SET_ENV, opea_sections
-from kvconfig.load.helm.values import _go, _truthy, go_int
+from kvconfig.load.helm.values import _go, _truthy, coalesce, go_int, values_at
 from kvconfig.load.operator_engine import Engine
+from kvconfig.load.roots import inside
 
 #: The vLLM chart's values.yaml: the keys its Deployment and ConfigMap read.
 _DEFAULTS: dict[str, Any] = {
@@ -111,8 +111,8 @@ def _application_chart(base: Path) -> tuple[dict[str, str], dict[str, Any]]:
     """The vLLM dependencies (key -> condition) of the ``Chart.yaml`` beside the file, and
     that chart's ``values.yaml``; empty when there is none or it uses no vLLM chart."""
     chart_file = base / "Chart.yaml"
-    if not chart_file.is_file():
-        return {}, {}
+    if not chart_file.is_file() or not inside(chart_file, base):
+        return {}, {}  # none, or a link out of the allowed roots: not read
     chart = _yaml.parse(_yaml.read_text(chart_file, str(chart_file)), str(chart_file)).data
     deps = mapping(chart).get("dependencies")
     found = {
@@ -124,7 +124,7 @@ def _application_chart(base: Path) -> tuple[dict[str, str], dict[str, Any]]:
         return {}, {}
     values_file = base / "values.yaml"
     values: Any = {}
-    if values_file.is_file():
+    if values_file.is_file() and inside(values_file, base):
         values = _yaml.parse(_yaml.read_text(values_file, str(values_file)), str(values_file))
         values = values.data
     return found, values if isinstance(values, dict) else {}
@@ -134,9 +134,7 @@ def _condition(values: Mapping[str, Any], condition: str) -> bool:
     """A dependency's ``condition``: the first path that exists decides; none: it runs
     (Helm's ``ProcessDependencyConditions``)."""
     for path in (p.strip() for p in condition.split(",") if p.strip()):
-        node: Any = values
-        for part in path.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
+        node = values_at(values, *path.split("."))
         if isinstance(node, bool):
             return node
     return True

@@ -67,6 +67,31 @@ def go_int(value: Any) -> int:
         return 0
 
 
+def coalesce(chart: Any, given: Any) -> Any:
+    """Helm's merge of a values file over the chart's values: mappings key by key, a
+    null removes the chart's key, anything else replaces it (no values: the chart's)."""
+    if given is None:
+        return chart
+    if not isinstance(chart, dict) or not isinstance(given, dict):
+        return given
+    out = dict(chart)
+    for key, value in given.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = coalesce(chart.get(key), value)
+    return out
+
+
+def values_at(values: Any, *path: str) -> Any:
+    """The value at ``path`` of nested mappings (``.Values.a.b``), None where one is
+    missing or no mapping."""
+    node = values
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
 def _truthy(value: Any) -> bool:
     """Go templates' truth: false, 0, nil and empty strings, lists and maps are false."""
     return bool(value)
