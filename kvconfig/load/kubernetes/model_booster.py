@@ -180,21 +180,19 @@ def model_serving(res: Any) -> dict[str, Any]:
             {"name": n, "value": "eth0"}
             for n in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME")
         ]
+        own: dict[str, list[dict[str, Any]]] = {
+            "prefill": [offline, pod_ip],
+            "decode": [offline, *eth0],
+        }
         roles = [
             {
-                "name": "prefill",
-                "replicas": _int(by_type["prefill"].get("replicas")),
-                "entryTemplate": pod("vllm", by_type["prefill"], engine_env(offline, pod_ip)),
+                "name": role,
+                "replicas": _int(by_type[role].get("replicas")),
+                "entryTemplate": pod("vllm", by_type[role], engine_env(*own[role])),
                 "workerReplicas": 0,
                 "workerTemplate": {"spec": {"containers": []}},
-            },
-            {
-                "name": "decode",
-                "replicas": _int(by_type["decode"].get("replicas")),
-                "entryTemplate": pod("vllm", by_type["decode"], engine_env(offline, *eth0)),
-                "workerReplicas": 0,
-                "workerTemplate": {"spec": {"containers": []}},
-            },
+            }
+            for role in ("prefill", "decode")
         ]
     return {
         "apiVersion": "workload.serving.volcano.sh/v1alpha1",
