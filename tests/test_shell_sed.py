@@ -97,3 +97,11 @@ def test_random_scripts_print_what_gnu_sed_prints_or_are_left_to_run_time() -> N
         assert real.returncode == 0, (args, real.stderr)
         assert got == real.stdout, args
     assert computed >= 200
+
+
+def test_a_search_that_could_backtrack_for_long_is_left_to_run_time() -> None:
+    """A hostile script's ``s/.*.*.*x/y/`` over a long line would take a backtracking
+    engine hours: kvconfig does not compute it; the same line with one repetition it does."""
+    line = "a" * 2000
+    assert edit("s/.*.*.*x/y/", False, line) is None
+    assert edit("s/a*/b/", False, line) == "b"

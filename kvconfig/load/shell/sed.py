@@ -60,11 +60,27 @@ def edit(script: str, extended: bool, text: str) -> str | None:
     if command is None:
         return None
     pattern, replace, count, start = command
+    repeats = _repetitions(pattern.pattern)
     out: list[str] = []
     for line in text.splitlines(keepends=True):
         body, end = (line[:-1], "\n") if line.endswith("\n") else (line, "")
+        if (len(body) + 1) ** (repeats + 1) > MAX_STEPS:
+            return None  # a backtracking search this long is left to run time, not waited on
         out.append(_edit(pattern, replace, count, start, body) + end)
     return "".join(out)
+
+
+MAX_STEPS = 10**7
+"""The most steps a line's search may take, as (line length + 1) to the power of one
+more than the expression's repetitions (a backtracking engine tries each start and, for
+each repetition, each length): a script of a hostile file must not hang the reader."""
+
+
+def _repetitions(regex: str) -> int:
+    """How many repetition operators a (Python) expression holds, counting any ``*``,
+    ``+``, ``?`` or ``{`` that no backslash escapes (one inside brackets counts too: an
+    overcount only leaves more to run time)."""
+    return len(re.findall(r"(?<!\\)(?:\\\\)*[*+?{]", regex))
 
 
 def _edit(pattern: re.Pattern[str], replace: str, count: int, start: int, line: str) -> str:
