@@ -15,7 +15,6 @@ docs/inputs.md says which fields each reader reads.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -78,7 +77,7 @@ def engines_in(
     if script_file.script_dialect(text, source) is not None:
         path = text_or_path if isinstance(text_or_path, Path) else path
         return script_file.engines(text, source, folder, env, path)
-    docs, skipped = load_documents(text, source, merge_keys=_looks_like_compose(text))
+    docs, skipped = load_documents(text, source)
     return engines_of(docs, source, folder, skipped=skipped, text=text, env=env)
 
 
@@ -210,10 +209,6 @@ _NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
 def _no_pods(data: Any) -> bool:
     """A Kubernetes resource that never holds a pod template (skipped unbuilt)."""
     return isinstance(data, dict) and never_pods(data.get("kind"), data.get("apiVersion"))
-
-
-def _looks_like_compose(text: str) -> bool:
-    return bool(re.search(r"^services:\s*$", text, re.M)) and "apiVersion:" not in text
 
 
 def _kinds(kinds: Sequence[str]) -> str:
