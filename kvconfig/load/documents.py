@@ -164,6 +164,9 @@ def kind_of(data: Any) -> str | None:
         return "llm-d"
     if data.get("apiVersion") in ("v1", "v2") and {"name", "version"} <= data.keys():
         return "helm-chart"  # a chart's Chart.yaml (helm.sh/docs/topics/charts): no manifest
+    model = data.get("model")
+    if isinstance(data.get("meta"), dict) and isinstance(model, dict) and "model_id" in model:
+        return "vllm-recipe"  # a model page of vllm-project/recipes (models/ORG/MODEL.yaml)
     if isinstance(data.get("inferenceExtension"), dict):
         return "endpoint-picker"  # the Inference Extension's EPP chart values: no model server
     tests = data.get("tests")

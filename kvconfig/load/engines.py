@@ -193,6 +193,14 @@ _NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
         "apiVersion",
         "lint the chart's values file, or `helm template` output",
     ),
+    "vllm-recipe": (
+        NoEngine,
+        "no vLLM engine: a vLLM recipe (meta, model, variants, strategies) is the input "
+        "of the recipes site, which builds a vllm serve command from it for the hardware, "
+        "variant and features a reader picks (src/lib/command-synthesis.js)",
+        "meta",
+        "lint the command the recipe's page shows: kvconfig lint -- vllm serve ...",
+    ),
     "helm-unittest": (
         NoEngine,
         "no vLLM engine: a helm-unittest suite (suite, templates, tests with asserts) "
