@@ -1,5 +1,5 @@
 """``python -m kvconfig``."""
 
-from kvconfig.cli import main
+from kvconfig.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

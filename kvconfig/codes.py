@@ -349,7 +349,8 @@ class FindingCode(str, Enum):
         "KV805",
         "runtime-arguments",
         Severity.WARNING,
-        "arguments only known at run time (a Secret's VLLM_ADDITIONAL_ARGS) may change the plan",
+        "arguments only known at run time (a Secret's VLLM_ADDITIONAL_ARGS, a run-time $EXTRA_ARGS "
+        "after the model) may change the plan",
     )
     RUNTIME_BRANCH = (
         "KV810",

@@ -359,3 +359,15 @@ def _choices_of(option: str) -> list[str]:
     from kvconfig.mirror import versions
 
     return [str(c) for c in versions.facts(vllm.__version__).serve_options[option]["choices"]]
+
+
+@pytest.mark.parametrize("word", ["$EXTRA_ARGS", "${ARGS[@]}", "$(cat args)", "`cat a`"])
+def test_a_run_time_word_after_the_model_is_noted_not_refused(word: str) -> None:
+    """A word after the model only known at run time may be no word at all or options
+    (vLLM accepts ``m`` alone and ``m --block-size 32``, refuses ``m x``): kvconfig
+    cannot tell, so it notes that more arguments may come (KV805), and refuses nothing."""
+    ours = parse_serve_args(["m", word, "--block-size", "16"])
+    assert ours.model == "m" and ours.values["block-size"] == "16"
+    assert [(n.kind, n.key) for n in ours.notes] == [("runtime-arguments", word)]
+    with pytest.raises(InputError, match="unrecognized arguments: x"):
+        parse_serve_args(["m", word, "x"])

@@ -22,7 +22,7 @@ def test_every_format_has_an_example() -> None:
 
     kinds = set()
     for path in EXAMPLES:
-        docs = parse_all(path.read_text(encoding="utf-8"), path.name, merge_keys=True)
+        docs = parse_all(path.read_text(encoding="utf-8"), path.name)
         for doc in docs:
             kind = kind_of(doc.data)
             if kind == "kubernetes":

@@ -80,5 +80,5 @@ def test_operator_files_are_told_from_serve_configs_and_native_files() -> None:
     ):
         assert not is_operator_file(yamlfile.load(path, path.name).data), path.name
     for path in sorted((ROOT / "examples" / "operators").glob("*.yaml")):
-        docs = yamlfile.parse_all(path.read_text(encoding="utf-8"), path.name, merge_keys=True)
+        docs = yamlfile.parse_all(path.read_text(encoding="utf-8"), path.name)
         assert all(is_operator_file(d.data) for d in docs), path.name

@@ -667,6 +667,18 @@ def test_a_helm_unittest_suite_deploys_nothing() -> None:
     assert err.value.key == "tests"
 
 
+def test_a_vllm_recipe_page_is_no_engine() -> None:
+    """A model page of vllm-project/recipes is the recipes site's input, from which it
+    builds commands: no engine, said at its meta key (not a serve config with unknown
+    options), and a folder walk passes over it (NoEngine)."""
+    from kvconfig.errors import NoEngine
+
+    path = "vllm-project/recipes/models/Google/gemma-4-31B-it.yaml"
+    with pytest.raises(NoEngine, match="vLLM recipe") as err:
+        sources.read_file(ROOT / "files" / path, path)
+    assert err.value.key == "meta"
+
+
 _GAUDI_ARGS = ["--model", "Qwen/Qwen3-8B", "--block-size", "128", "--tensor-parallel-size", "2"]
 
 

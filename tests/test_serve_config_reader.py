@@ -44,6 +44,12 @@ CASES: dict[str, str | list[str]] = {
         "model: m\nspeculative-config:\n  method: ngram\n  num_speculative_tokens: 3\n"
     ),
     "false flag": "model: m\nenforce-eager: false\nblock-size: 64\n",
+    "merge keys": (
+        "kv-transfer-config: &kv\n  kv_connector: NixlConnector\n  kv_role: kv_both\n"
+        "<<: {block-size: 32, model: m}\nspeculative-config: {<<: {method: ngram}, "
+        "num_speculative_tokens: 2}\n"
+    ),
+    "merge of no mapping": "model: m\nblock-size: &b 16\n<<: *b\n",
     "cli bad json": ["m", "--kv-transfer-config", "{bad"],
     "cli list": ["m", "--kv-transfer-config", "[1]"],
     "cli role": ["m", "--kv-transfer-config", '{"kv_connector": "X", "kv_role": "producer"}'],

@@ -296,6 +296,12 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"N": None},
         ("bash",),
     ),
+    "a polling for (( )) that a run-time answer leaves": (
+        'up() { for ((i=0; i<300; i++)); do if [ "$UP" = "$i" ]; then return 0; fi; done\n'
+        "  return 1; }\nup && vllm serve m --i $i\nup || vllm serve n --i $i; vllm serve o",
+        {"UP": None},
+        ("bash",),
+    ),
     "[[ == ]] on a string": (
         'if [[ "${D:-cuda}" == "xpu" ]]; then W=KV_A=x; else W=KV_A=c; fi\n'
         'env "$W" vllm serve m; [[ abc != ab"c" ]] || vllm serve n\n'
@@ -898,3 +904,21 @@ def test_scripts_the_container_holds_run_as_the_shells_run_them(
         said = [c.words for c in reading.commands if c.words[0] == "vllm" and not c.unknown]
         ran = [argv for argv, _ in real(shell, script, {}, bindir)]
         assert said == ran, f"{shell}: kvconfig says {said}, ran {ran}"
+
+
+def test_a_polling_loop_left_on_a_run_time_answer_is_not_unrolled(bindir: Path) -> None:
+    """A ``for (( ))`` round that a run-time answer may leave (``return``) makes how many
+    rounds run a run-time choice: the loop's end is reached (``return 1`` after it), no
+    part of the script is unseen, and bash's runs are among kvconfig's commands."""
+    script = (
+        'up() { for ((i=0; i<300; i++)); do if [ "$UP" = "$i" ]; then return 0; fi; done\n'
+        "  return 1; }\nup && vllm serve m\nup || vllm serve n; vllm serve o"
+    )
+    reading = read_script(script, {"UP": None}, dialect="bash")
+    assert not reading.blind
+    named = {c.words: bool(c.when) for c in reading.commands}
+    assert named == {("vllm", "serve", "m"): True, ("vllm", "serve", "n"): True,
+                     ("vllm", "serve", "o"): False}  # fmt: skip
+    for up in ("7", "400"):
+        ran = {argv for argv, _ in real("bash", script, {"UP": up}, bindir)}
+        assert ran <= set(named) and ("vllm", "serve", "o") in ran

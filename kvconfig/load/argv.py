@@ -338,6 +338,19 @@ def parse_serve_args(
         seen.setdefault(key, []).append((name, origin))
 
     model: str | None = None
+    for word, _ in positionals[1:]:
+        if _RUN_TIME.search(word):
+            # a word after the model only known at run time may be no word at all, or
+            # options (an unquoted $EXTRA_ARGS, "${ARGS[@]}"): not refused, but it may
+            # change the plan
+            notes.append(
+                ArgNote(
+                    "runtime-arguments",
+                    f"{word} is only known at run time and may hold more vLLM arguments",
+                    word,
+                )
+            )
+    positionals[1:] = [(w, o) for w, o in positionals[1:] if not _RUN_TIME.search(w)]
     if positionals:
         first, origin = positionals[0]
         if len(positionals) > 1:

@@ -12,8 +12,9 @@ class ArgNote(NamedTuple):
     kind: str
     """``config-equals-ignored``, ``dotted-replaces``, ``config-value-dropped``,
     ``repeated``, ``abbreviated``, ``model-tag-ignored``, ``default-model`` (no model
-    given: vLLM's default one) or ``other-release`` (an option or value the table of the
-    release kvconfig reads with refuses, written for another)."""
+    given: vLLM's default one), ``other-release`` (an option or value the table of the
+    release kvconfig reads with refuses, written for another) or ``runtime-arguments``
+    (a word after the model only known at run time, which may hold more arguments)."""
     message: str
     """One sentence, for the report."""
     key: str = ""

@@ -66,9 +66,7 @@ def template_error(source: str, line: int, action: str, key: str = "") -> InputE
     )
 
 
-def load_documents(
-    text: str, source: str, *, merge_keys: bool = False
-) -> tuple[list[_yaml.Document], list[str]]:
+def load_documents(text: str, source: str) -> tuple[list[_yaml.Document], list[str]]:
     """The YAML (or JSON) documents of an operator file, and the kinds of the Kubernetes
     resources skipped unbuilt because they never hold a pod template."""
     skipped: list[str] = []
@@ -80,9 +78,7 @@ def load_documents(
         return True
 
     try:
-        docs = _yaml.parse_all(
-            text, source, merge_keys=merge_keys, select=None if merge_keys else worth_reading
-        )
+        docs = _yaml.parse_all(text, source, select=worth_reading)
     except InputError as err:
         found = unrendered(text)
         if found is not None:
@@ -168,6 +164,9 @@ def kind_of(data: Any) -> str | None:
         return "llm-d"
     if data.get("apiVersion") in ("v1", "v2") and {"name", "version"} <= data.keys():
         return "helm-chart"  # a chart's Chart.yaml (helm.sh/docs/topics/charts): no manifest
+    model = data.get("model")
+    if isinstance(data.get("meta"), dict) and isinstance(model, dict) and "model_id" in model:
+        return "vllm-recipe"  # a model page of vllm-project/recipes (models/ORG/MODEL.yaml)
     if isinstance(data.get("inferenceExtension"), dict):
         return "endpoint-picker"  # the Inference Extension's EPP chart values: no model server
     tests = data.get("tests")

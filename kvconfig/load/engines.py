@@ -15,7 +15,6 @@ docs/inputs.md says which fields each reader reads.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -78,7 +77,7 @@ def engines_in(
     if script_file.script_dialect(text, source) is not None:
         path = text_or_path if isinstance(text_or_path, Path) else path
         return script_file.engines(text, source, folder, env, path)
-    docs, skipped = load_documents(text, source, merge_keys=_looks_like_compose(text))
+    docs, skipped = load_documents(text, source)
     return engines_of(docs, source, folder, skipped=skipped, text=text, env=env)
 
 
@@ -194,6 +193,14 @@ _NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
         "apiVersion",
         "lint the chart's values file, or `helm template` output",
     ),
+    "vllm-recipe": (
+        NoEngine,
+        "no vLLM engine: a vLLM recipe (meta, model, variants, strategies) is the input "
+        "of the recipes site, which builds a vllm serve command from it for the hardware, "
+        "variant and features a reader picks (src/lib/command-synthesis.js)",
+        "meta",
+        "lint the command the recipe's page shows: kvconfig lint -- vllm serve ...",
+    ),
     "helm-unittest": (
         NoEngine,
         "no vLLM engine: a helm-unittest suite (suite, templates, tests with asserts) "
@@ -210,10 +217,6 @@ _NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
 def _no_pods(data: Any) -> bool:
     """A Kubernetes resource that never holds a pod template (skipped unbuilt)."""
     return isinstance(data, dict) and never_pods(data.get("kind"), data.get("apiVersion"))
-
-
-def _looks_like_compose(text: str) -> bool:
-    return bool(re.search(r"^services:\s*$", text, re.M)) and "apiVersion:" not in text
 
 
 def _kinds(kinds: Sequence[str]) -> str:

@@ -3,9 +3,9 @@ kvconfig file (one YAML document), or an operator file with its vLLM engines.
 
 A file of one YAML document whose top level is not an operator format
 (``kvconfig.load.engines.is_operator_file``) is a serve config or native file, read with
-their rules and caps (``kvconfig.load.yamlfile``: 1 MiB, one document, no merge keys).
+their rules and caps (``kvconfig.load.yamlfile``: 1 MiB, one document).
 Anything else that reads as an operator file (several documents, ``helm template``
-output, compose merge keys, up to ``MAX_MANIFEST_BYTES``) goes to the operator readers.
+output, up to ``MAX_MANIFEST_BYTES``) goes to the operator readers.
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@ regular files are read, and at most ``MAX_BYTES`` of them, so a FIFO or
 ``/dev/zero`` cannot hang the reader. A document whose aliases would expand to
 more than ``MAX_NODES`` nodes (a "billion laughs" file) or that nests deeper
 than ``MAX_DEPTH`` is refused. Duplicate keys are an error rather than a silent
-override.
+override. Merge keys (``<<: *base``) are YAML 1.1's, which every parser behind kvconfig's
+inputs applies (PyYAML's ``safe_load`` for vLLM's ``--config``, SkyPilot and Ray Serve;
+go-yaml for Kubernetes, Helm and compose): a mapping's own keys win over merged ones, an
+earlier mapping of a merged list over a later one, a later merge key over an earlier one.
 """
 
 from __future__ import annotations
@@ -213,7 +216,6 @@ def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
     budget: list[int],
     source: str,
     depth: int,
-    merge: bool = False,
 ) -> Any:
     import yaml
 
@@ -249,16 +251,9 @@ def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
         merges = []
         for key_node, value_node in node.value:
             key_line = key_node.start_mark.line + 1
-            if key_node.tag == "tag:yaml.org,2002:merge" and merge:
-                merges.append(value_node)
-                continue
             if key_node.tag == "tag:yaml.org,2002:merge":
-                raise InputError(
-                    "YAML merge keys '<<' are not supported",
-                    source=source,
-                    line=key_line,
-                    hint="write the keys out",
-                )
+                merges.append((key_line, value_node))
+                continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise InputError(
                     "a key is a list or mapping",
@@ -278,13 +273,13 @@ def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
                 )
             sub = (*path, key)
             lines[sub] = key_line
-            out[key] = _build(value_node, sub, lines, budget, source, depth + 1, merge)
-        for value_node in merges:
-            _merge_into(out, value_node, path, lines, budget, source, depth)
+            out[key] = _build(value_node, sub, lines, budget, source, depth + 1)
+        for key_line, value_node in reversed(merges):  # a later merge key wins
+            _merge_into(out, value_node, key_line, path, lines, budget, source, depth)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [
-            _build(v, (*path, i), lines, budget, source, depth + 1, merge)
+            _build(v, (*path, i), lines, budget, source, depth + 1)
             for i, v in enumerate(node.value)
         ]
     return _scalar(node, source)
@@ -313,6 +308,7 @@ def load(path: Path, source: str) -> Document:
 def _merge_into(  # noqa: PLR0917 (part of the recursive walk)
     out: dict[Any, Any],
     value_node: Any,
+    key_line: int,
     path: Path_,
     lines: dict[Path_, int],
     budget: list[int],
@@ -329,11 +325,11 @@ def _merge_into(  # noqa: PLR0917 (part of the recursive walk)
             raise InputError(
                 "a merge key '<<' needs a mapping or a list of mappings",
                 source=source,
-                line=item.start_mark.line + 1,
+                line=key_line,
                 hint="write '<<: *anchor', with the anchor on a mapping",
             )
         item_lines: dict[Path_, int] = {}
-        merged = _build(item, path, item_lines, budget, source, depth + 1, True)
+        merged = _build(item, path, item_lines, budget, source, depth + 1)
         for key, value in merged.items():
             if key in out:
                 continue
@@ -361,7 +357,6 @@ def parse_all(
     text: str,
     source: str,
     *,
-    merge_keys: bool = False,
     select: Callable[[Mapping[str, str]], bool] | None = None,
 ) -> list[Document]:
     """Every document of a YAML stream (``---`` between documents), each with its lines.
@@ -370,7 +365,6 @@ def parse_all(
     Empty documents are left out. Each document has its own ``MAX_NODES`` budget.
     ``select`` sees the plain top-level pairs of each mapping document
     (``top_scalars``) and may skip it unbuilt; skipped documents are not returned.
-    ``merge_keys`` accepts YAML merge keys (``<<``), which docker-compose files use.
     """
     import yaml
 
@@ -388,7 +382,7 @@ def parse_all(
             if select is not None and not select(top_scalars(node)):
                 continue
             lines: dict[Path_, int] = {(): node.start_mark.line + 1}
-            data = _build(node, (), lines, [MAX_NODES], source, 0, merge_keys)
+            data = _build(node, (), lines, [MAX_NODES], source, 0)
             docs.append(Document(source, data, lines))
     except yaml.YAMLError as err:
         raise _syntax_error(err, text, source) from None

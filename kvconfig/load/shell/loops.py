@@ -171,7 +171,9 @@ class _Loops(_Control):
         """bash's ``for (( init; test; step ))``: init once, then the body and the step
         while the test is not 0 (an empty test is 1), each an arithmetic expression (the
         bash manual, Looping Constructs). A value only known at run time makes the body a
-        run-time choice, run once with the variables it assigns unknown."""
+        run-time choice, run once with the variables it assigns unknown; so does a round
+        that a side of a run-time choice left further (``return``, ``exit``: a polling
+        loop), as how many rounds run is then only known at run time."""
         parts = node.expression.split(";")
         if len(parts) != 3:
             raise InputError(
@@ -197,7 +199,7 @@ class _Loops(_Control):
                 status, broke = self.round(node.body)
                 if broke:
                     return 0
-                if not self.arith_effects(step):
+                if not self.arith_effects(step) or self.departed:
                     break
             else:
                 self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
