@@ -515,6 +515,37 @@ def test_a_flag_given_a_value_for_another_release(tmp_path: Path, image: str, co
         assert "--enable-chunked-prefill takes no value, got 'false'" in err
 
 
+@pytest.mark.parametrize(
+    ("image", "code"),
+    [("vllm/vllm-openai:v0.10.2", 2), ("vllm/vllm-openai:v0.33.0", 2)],
+)
+def test_an_option_no_release_has_is_refused_for_every_release(
+    tmp_path: Path, image: str, code: int
+) -> None:
+    """A long option with a capital letter (``--maxModelLen``) was never vLLM's: its long
+    options are its argument dataclasses' snake_case fields, with dashes. So it is bad input
+    even for a release kvconfig has no table for."""
+    text = SWAP_SPACE.replace('--swap-space, "4"', '--maxModelLen, "4096"') % image
+    _out, err = _lint_manifest(tmp_path, text, code)
+    assert "option '--maxModelLen' (did you mean '--max-model-len'?)" in err
+
+
+def test_keys_another_release_took_leave_the_rest_of_a_json_option(tmp_path: Path) -> None:
+    """vLLM 0.10's ``KVTransferConfig`` had ``kv_parallel_size``, vLLM 0.33.0's has none:
+    for a build that names no release (read with 0.33.0's table) that key is left out
+    (KV502) and the connector and role the plan reads stay; for 0.33.0 itself the value
+    is refused."""
+    kv = '{"kv_connector": "NixlConnector", "kv_role": "kv_producer", "kv_parallel_size": 2}'
+    text = SWAP_SPACE.replace('--swap-space, "4"', f"--kv-transfer-config, '{kv}'")
+    build = "lmcache/vllm-openai:2025-05-05-v1"
+    out, _err = _lint_manifest(tmp_path, text % build, 0)
+    assert "--kv-transfer-config key 'kv_parallel_size': kvconfig reads" in " ".join(out.split())
+    reading = reading_of(engines_in(text % build, "old.yaml")[0])
+    assert (reading.connector, reading.kv_role) == ("NixlConnector", "kv_producer")
+    _out, err = _lint_manifest(tmp_path, text % "vllm/vllm-openai:v0.33.0", 2)
+    assert "unknown key 'kv_parallel_size'" in err
+
+
 def _lint_manifest(tmp_path: Path, text: str, code: int) -> tuple[str, str]:
     """(stdout, stderr) of ``kvconfig lint --platform H100`` on ``text``, asserting its exit
     code is ``code``; Qwen/Qwen3-8B maps to the bundled model."""

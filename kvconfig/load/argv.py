@@ -39,7 +39,7 @@ from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
 from kvconfig.load.argv_table import options, third_is_not_append
 from kvconfig.mirror import versions
 from kvconfig.mirror.argtypes import human_readable_int, not_a_choice
-from kvconfig.mirror.json_options import refusal
+from kvconfig.mirror.json_options import known_keys, refusal
 from kvconfig.mirror.model_config import DEFAULT_MODEL
 
 __all__ = ["options", "parse_serve_args"]  # options: also read from here (load.serve)
@@ -67,6 +67,12 @@ def _is_option(token: str) -> bool:
     if _NEGATIVE_NUMBER.match(token):
         return False
     return " " not in token or "=" in token.split(" ", 1)[0]
+
+
+_NEVER_AN_OPTION = re.compile(r"^--.*[A-Z]")
+"""A long option with a capital letter: vLLM's long options are the snake_case fields of
+its engine and frontend argument dataclasses, written with dashes (``EngineArgs.
+add_cli_args``), in every release, so no release took one (``--maxModelLen``)."""
 
 
 def _other(name: str, version: str, written_for: str, value: str) -> str:
@@ -269,7 +275,7 @@ def parse_serve_args(
             if len(matches) == 1:
                 notes.append(ArgNote("abbreviated", f"vLLM reads {name} as {matches[0]}", name))
                 name, spec = matches[0], table[matches[0]]
-        if spec is None and written_for is not None:
+        if spec is None and written_for is not None and not _NEVER_AN_OPTION.search(name):
             valued = i < len(tokens) and not _is_option(tokens[i][0]) and not eq
             value = f" and its value {tokens[i][0]!r}" if valued else ""
             i += valued
@@ -317,7 +323,14 @@ def parse_serve_args(
             and not _RUN_TIME.search(stored)
             and (problem := refusal(dest, stored, version) or not_a_choice(dest, stored, version))
         ):
-            if written_for is not None:
+            kept = known_keys(dest, stored, version) if written_for is not None else None
+            if written_for is not None and kept is not None:
+                stored, unknown = kept  # the keys that release's dataclass had go
+                said = f" key {', '.join(repr(k) for k in unknown)}"
+                notes.append(
+                    ArgNote("other-release", _other(name, version, written_for, said), name)
+                )
+            elif written_for is not None:
                 said = f" (vLLM {version} refuses it: {problem})"
                 notes.append(
                     ArgNote(
@@ -327,8 +340,9 @@ def parse_serve_args(
                     )
                 )
                 continue
-            hint = "use one of them" if problem.startswith("invalid c") else _JSON_HINT
-            raise err(f"vLLM's parser refuses this value: {problem}", name, hint)
+            else:
+                hint = "use one of them" if problem.startswith("invalid c") else _JSON_HINT
+                raise err(f"vLLM's parser refuses this value: {problem}", name, hint)
         key = dest.replace("_", "-")
         if third == "append":
             values[key] = [*values.get(key, []), stored]

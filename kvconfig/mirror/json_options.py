@@ -74,6 +74,29 @@ def refusal(dest: str, text: str, version: str) -> str | None:
     return _post_init(str(spec.get("class", "")), value)
 
 
+def known_keys(dest: str, text: str, version: str) -> tuple[str, list[str]] | None:
+    """A config-dataclass value without the top-level keys ``version``'s dataclass does not
+    have, and those keys: (JSON text, keys), when that is all ``refusal`` finds wrong with
+    it, else None. For words written for another release, whose dataclass had them (vLLM
+    0.10's ``KVTransferConfig.kv_parallel_size``): the keys the plan reads stay."""
+    spec = json_options(version).get(dest)
+    if spec is None or spec["kind"] != "dataclass" or not isinstance(spec.get("schema"), dict):
+        return None
+    schema = spec["schema"]
+    try:
+        value = json.loads(_expand_numbers(text))
+    except (ValueError, RecursionError):
+        return None
+    props = schema.get("properties") or {}
+    if not isinstance(value, dict) or schema.get("additionalProperties", True) is not False:
+        return None
+    unknown = [str(k) for k in value if k not in props]
+    if not unknown:
+        return None
+    kept = json.dumps({k: v for k, v in value.items() if k in props})
+    return None if refusal(dest, kept, version) else (kept, unknown)
+
+
 def _expand_numbers(text: str) -> str:
     from kvconfig.mirror.argtypes import human_readable_int
 
