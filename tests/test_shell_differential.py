@@ -2,7 +2,7 @@
 
 Each script runs in the real shell with a ``vllm`` program first on PATH that prints
 its arguments and its ``KV_*`` environment, and with the real wrappers (``timeout``,
-``numactl``, ``taskset``, ``nice``, ``stdbuf``, ``tini``, ``dumb-init``). kvconfig reads
+``numactl``, ``taskset``, ``nice``, ``setsid``, ``stdbuf``, ``tini``, ``dumb-init``). kvconfig reads
 the same script with the same environment. kvconfig may say "only known at run time";
 it may never be wrong:
 
@@ -40,7 +40,7 @@ for n in KV_A KV_B KV_C; do
 done
 printf '\001%s\002%s\003' "$r" "$e"
 """
-_WRAPPERS = ("timeout", "numactl", "taskset", "nice", "stdbuf", "tini", "dumb-init")
+_WRAPPERS = ("timeout", "numactl", "taskset", "nice", "setsid", "stdbuf", "tini", "dumb-init")
 _HOME = "/home/kv"
 
 
@@ -296,6 +296,26 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"N": None},
         ("bash",),
     ),
+    "cat of a here-document in a substitution": (
+        'P=7\nK=$(cat <<EOF\n{"a": $P}\nEOF\n)\nvllm serve m --kv "$K"\n'
+        'Q=$(cat <<"EOF"\n$P x\nEOF\n); vllm serve "$Q"\nR=$(cat <<-EOF\n\ta $(echo b)\n\tEOF\n)\n'
+        'vllm serve $R; S=$(cat <<EOF\n$U\nEOF\n); vllm serve s "$S"',
+        {"U": None},
+        BOTH,
+    ),
+    "a here-string to cat": ('R=$(cat <<< "a  b"); vllm serve $R "$R"', {}, ("bash",)),
+    'a function\'s "$@" with an argument only known at run time': (
+        'run() { l=$1; shift; "$@" > /dev/null 2>&1 & }\n'
+        'run log env KV_A=1 vllm serve m --kv "$U" --port 1\nwait',
+        {"U": None},
+        BOTH,
+    ),
+    "commands of redirections alone": (
+        "vllm serve a --port 1\n>/dev/null 2>&1 &\n2>/dev/null; vllm serve b\n"
+        "if true; then >/dev/null; fi; 2>/dev/null | vllm serve c; wait",
+        {},
+        BOTH,
+    ),
     "a polling for (( )) that a run-time answer leaves": (
         'up() { for ((i=0; i<300; i++)); do if [ "$UP" = "$i" ]; then return 0; fi; done\n'
         "  return 1; }\nup && vllm serve m --i $i\nup || vllm serve n --i $i; vllm serve o",
@@ -318,7 +338,7 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     "required variable unset": ('vllm serve "${MODEL:?set MODEL}"', {}, BOTH),
     "eval": ('ARGS="--block-size 16 --x \'{\\"a\\": 1}\'"; eval "vllm serve m $ARGS"', {}, BOTH),
     "wrappers": (
-        "exec timeout 100 numactl --cpunodebind=0 taskset -c 0 nice -n 5 stdbuf -oL "
+        "exec timeout 100 numactl --cpunodebind=0 taskset -c 0 nice -n 5 setsid stdbuf -oL "
         "tini -s -- dumb-init vllm serve m",
         {},
         BOTH,
@@ -922,3 +942,21 @@ def test_a_polling_loop_left_on_a_run_time_answer_is_not_unrolled(bindir: Path) 
     for up in ("7", "400"):
         ran = {argv for argv, _ in real("bash", script, {"UP": up}, bindir)}
         assert ran <= set(named) and ("vllm", "serve", "o") in ran
+
+
+def test_here_documents_and_a_functions_arguments_are_read_exactly(bindir: Path) -> None:
+    """``$(cat <<EOF ...)`` is the here-document's text, and a function's ``"$@"`` keeps
+    each known argument known when another is only known at run time: kvconfig names the
+    very words bash runs, the run-time one aside."""
+    script = (
+        'P=7\nK=$(cat <<EOF\n{"a": $P}\nEOF\n)\nvllm serve m --kv "$K"\n'
+        'run() { shift; "$@"; }\nrun log env KV_A=1 vllm serve n --x "$U" --port 1'
+    )
+    for shell in BOTH:
+        reading = read_script(script, {"U": None}, dialect="bash" if shell == "bash" else "sh")
+        assert not reading.blind
+        first, second = [c for c in reading.commands if c.words[0] == "vllm"]
+        assert first.words == ("vllm", "serve", "m", "--kv", '{"a": 7}') and not first.unknown
+        assert second.unknown == ((4, "$U"),) and second.env.get("KV_A") == "1"
+        ran = [argv for argv, _ in real(shell, script, {"U": "u"}, bindir)]
+        assert ran == [first.words, ("vllm", "serve", "n", "--x", "u", "--port", "1")]

@@ -18,6 +18,10 @@ _WORD_DEFAULT = re.compile(
 
 
 class _Fields(_Params):
+    holes_ok = False
+    """Whether the word expanded is a command's, whose fields may hold holes: ``"$@"`` in a
+    function whose arguments are partly only known at run time."""
+
     def expand_word(self, word: _Word) -> tuple[list[str], list[str]]:
         """The fields of a word, and what in it was unknown (then one field, as written);
         in bash, after brace expansion (``kvconfig.load.shell.braces``)."""
@@ -84,6 +88,11 @@ class _Fields(_Params):
                         continue
             if part.kind in ("param", "at") and part.quoted:
                 value, _what, many = self.param(part.text, True)
+                args = self.state.args
+                if many is None and self.holes_ok and part.kind == "at" and args is not None:
+                    # "$@" in a command's words: each argument one field, those only known
+                    # at run time as holes (kvconfig.load.shell.simple takes them apart)
+                    value, many = "", list(args[1:])
                 if many is not None:
                     if many:
                         cur = (cur or "") + many[0]

@@ -40,6 +40,9 @@ from kvconfig.load.yamlfile import decode, read_bytes
 _REDIRECT = re.compile(r"[<>]")
 _HARMLESS = re.compile(r"[ \t]2>(?:/dev/null|&1)(?=[ \t]|$)")
 """Redirections that leave a path program's output as it is (its errors only)."""
+_CAT_HERE = re.compile(r"\s*cat[ \t]+<<")
+"""``$(cat <<EOF ...)``, ``$(cat <<< TEXT)``: its input is the script's own text
+(``kvconfig.load.shell.output``)."""
 
 
 class _Files(_Dirs):
@@ -121,7 +124,8 @@ class _Files(_Dirs):
         """The output of ``$(text)`` when it runs one path program on known words (in a
         subshell: nothing it expands reaches the script), its trailing newlines removed
         as the shell removes them; None otherwise."""
-        if _REDIRECT.search(_HARMLESS.sub(" ", text)) or self.substituting >= MAX_EVAL_DEPTH:
+        redirects = _REDIRECT.search(_HARMLESS.sub(" ", text)) and not _CAT_HERE.match(text)
+        if redirects or self.substituting >= MAX_EVAL_DEPTH:
             return None
         self.substituting += 1
         try:

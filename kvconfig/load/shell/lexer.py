@@ -29,6 +29,7 @@ class _Lexer(_Scanner):
         out: list[_Word | _Op] = []
         redirect_next = ""
         stdout_next = stdin_next = False
+        bare = False  # a command begun with redirections and no word yet (``>LOG 2>&1 &``)
         script = self.text
         while self.i < len(script):
             c = script[self.i]
@@ -44,6 +45,9 @@ class _Lexer(_Scanner):
                 self.i = len(script) if end < 0 else end
                 continue
             if c == "\n":
+                if bare:  # a command of redirections alone: no words, status 0
+                    out.append(_Word([], self.line))
+                    bare = stdout_next = stdin_next = False
                 out.append(_Op("\n", self.line))
                 self.i += 1
                 self.line += 1
@@ -60,6 +64,7 @@ class _Lexer(_Scanner):
                 else None
             )
             if m and (m.group(1) == "" or self.i == 0 or self.text[self.i - 1] in " \t\n;&|("):
+                bare = bare or not out or isinstance(out[-1], _Op) or _opens(out[-1])
                 op = m.group(2)
                 self.i = m.end()
                 if (m.group(1) in ("", "1") and op[:1] == ">") or op[:1] == "&":
@@ -103,6 +108,9 @@ class _Lexer(_Scanner):
                 else None
             )
             if op_match is not None:
+                if bare and not redirect_next:
+                    out.append(_Word([], self.line))
+                    bare = stdout_next = stdin_next = False
                 out.append(_Op(op_match, self.line))
                 self.i += len(op_match)
                 if op_match == "\n":
@@ -136,8 +144,10 @@ class _Lexer(_Scanner):
                 continue
             word.stdout = word.stdout or stdout_next
             word.stdin = word.stdin or stdin_next
-            stdout_next = stdin_next = False
+            stdout_next = stdin_next = bare = False
             out.append(word)
+        if bare:
+            out.append(_Word([], self.line))
         if self.heredocs:
             raise self.err(
                 f"the here-document {self.heredocs[0][0]!r} never ends",
@@ -348,3 +358,13 @@ def split_words(
         elif token.text != "\n":
             out.append(token.text)
     return out
+
+
+def _opens(word: _Word) -> bool:
+    """Whether a word is a reserved word after which a command starts (``then``, ``do``)."""
+    return (
+        len(word.parts) == 1
+        and not word.parts[0].quoted
+        and word.parts[0].kind == "lit"
+        and word.parts[0].text in ("then", "do", "else", "{", "!", "if", "while", "until")
+    )

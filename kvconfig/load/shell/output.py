@@ -1,7 +1,7 @@
 """What a function of the script prints, for ``$(f ARGS)``: the shell runs ``f`` in a
 subshell and the substitution is what it writes to its output, trailing newlines removed
 (POSIX "Command Substitution"). kvconfig computes it (and ``$(echo ...)``, ``$(printf
-...)``) when ``f`` only prints text it knows
+...)``, ``$(cat <<EOF ... EOF)``) when ``f`` only prints text it knows
 with ``echo`` (or ``printf`` of ``%s``): no program run in it, no redirection of its
 output, no pipe or background command, nothing printed under a run-time choice.
 Otherwise, as for any other command, the output is only known at run time.
@@ -34,6 +34,12 @@ class _Output(_Files):
     """The run-time conditions in force when that function was called."""
 
     def output_of(self, node: N.Node) -> str | None:
+        if isinstance(node, N.Simple) and self.cats_here(node):
+            # $(cat <<EOF ... EOF): the here-document's text (cat copies its input)
+            text, _what = self.here_text([w for w in node.words if w.here][-1], "cat")
+            return None if text is None else text.rstrip("\n")
+        if isinstance(node, N.Simple) and any(w.here for w in node.words):
+            return None  # another command fed a here-document: its output is not known
         if isinstance(node, N.Simple):
             words = self.program_words(node, functions=True)
             if words and words[0] in self.state.functions:
@@ -49,6 +55,18 @@ class _Output(_Files):
         if isinstance(node, N.Pipeline) and not node.negate and len(node.commands) == 2:
             return self.filtered(node.commands[0], node.commands[1])
         return super().output_of(node)
+
+    def cats_here(self, node: N.Simple) -> bool:
+        """``cat`` alone (no option, no file, not a function), its input a here-document or
+        here-string and its output not redirected."""
+        rest = [w for w in node.words if not w.here]
+        return (
+            len(rest) == 1
+            and len(rest) < len(node.words)
+            and rest[0].raw() == "cat"
+            and "cat" not in self.state.functions
+            and _prints_plainly(node)
+        )
 
     def filtered(self, first: N.Node, then: N.Node) -> str | None:
         """``$(echo TEXT | tr ...)``, ``$(echo TEXT | sed ...)``: the text ``echo``

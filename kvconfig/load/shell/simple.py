@@ -83,7 +83,12 @@ class _Shell(_Children):
             if declares and w is not rest[0] and (found := assignment(w)):
                 fields, unknown = self.declared(w, found[0], found[2], kept)
             else:
-                fields, unknown = expand(w)
+                self.holes_ok = True
+                try:
+                    fields, unknown = expand(w)
+                finally:
+                    self.holes_ok = False
+                fields = self.holes_apart(fields, len(expanded), unknown_at)
             for what in unknown:
                 unknown_at.append((len(expanded), what))
             if unknown and len(fields) == 1:
@@ -136,6 +141,19 @@ class _Shell(_Children):
             self.here_input = None
             if split:
                 self.state.when = when
+
+    @staticmethod
+    def holes_apart(fields: list[str], at: int, unknown_at: list[tuple[int, str]]) -> list[str]:
+        """Fields of a command's word that hold holes (``"$@"`` given an argument only
+        known at run time): each is only known at run time, written as that argument was,
+        at its own place among the command's words (``at``: where the word's first is)."""
+        out = []
+        for k, text in enumerate(fields):
+            found = HOLE.search(text)
+            if found is not None:
+                unknown_at.append((at + k, bytes.fromhex(found.group(1)).decode() or "$@"))
+            out.append(HOLE.sub(lambda m: bytes.fromhex(m.group(1)).decode() or "$@", text))
+        return out
 
     def command(
         self,

@@ -3,9 +3,10 @@
 Each entry names the options that take a value, so the wrapped command is found where the
 wrapper itself finds it (the first word that is not one of its options). Sources: the
 manual pages of coreutils (``timeout``, ``nice``, ``stdbuf``, ``env``, ``nohup``),
-util-linux (``taskset``), numactl, tini (``tini [OPTIONS] -- PROGRAM``), dumb-init, and
-canhazgpu (``chg run [OPTIONS] -- COMMAND``: it reserves GPUs, sets ``CUDA_VISIBLE_DEVICES``
-and runs the command; without ``--`` kvconfig does not tell the command apart).
+util-linux (``taskset``; ``setsid``, whose options take no value), numactl, tini (``tini
+[OPTIONS] -- PROGRAM``), dumb-init, and canhazgpu (``chg run [OPTIONS] -- COMMAND``: it
+reserves GPUs, sets ``CUDA_VISIBLE_DEVICES`` and runs the command; without ``--`` kvconfig
+does not tell the command apart).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _VALUED: dict[str, frozenset[str]] = {
         | {"--interleave", "--preferred", "--preferred-many", "--cpubind"}
     ),
     "taskset": frozenset(),
+    "setsid": frozenset(),
     "nice": frozenset({"-n", "--adjustment"}),
     "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
     "tini": frozenset({"-p", "-e"}),
