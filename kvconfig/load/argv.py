@@ -27,18 +27,29 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kvconfig._suggest import did_you_mean
 from kvconfig.errors import InputError
-from kvconfig.load import jsontext
-from kvconfig.load.argv_config import ConfigReader, _default_reader, config_tokens
+from kvconfig.load import vllm_rs
+from kvconfig.load.argv_config import (
+    ConfigReader,
+    _default_reader,
+    config_tokens,
+    dotted_value,
+    merge_dotted,
+)
 from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
-from kvconfig.load.argv_table import options, third_is_not_append
+from kvconfig.load.argv_table import (
+    NEVER_AN_OPTION,
+    options,
+    other_release,
+    third_is_not_append,
+)
 from kvconfig.mirror import versions
-from kvconfig.mirror.argtypes import human_readable_int, not_a_choice
+from kvconfig.mirror.argtypes import not_a_choice
 from kvconfig.mirror.json_options import known_keys, refusal
 from kvconfig.mirror.model_config import DEFAULT_MODEL
 
@@ -69,41 +80,6 @@ def _is_option(token: str) -> bool:
     return " " not in token or "=" in token.split(" ", 1)[0]
 
 
-_NEVER_AN_OPTION = re.compile(r"^--.*[A-Z]")
-"""A long option with a capital letter: vLLM's long options are the snake_case fields of
-its engine and frontend argument dataclasses, written with dashes (``EngineArgs.
-add_cli_args``), in every release, so no release took one (``--maxModelLen``)."""
-
-
-def _other(name: str, version: str, written_for: str, value: str) -> str:
-    return (
-        f"{name}{value}: kvconfig reads {written_for}'s arguments with vLLM {version}'s "
-        f"option table, which refuses it; kvconfig cannot tell what {written_for} does with "
-        "it and leaves it out (check the plan with that release: --engine vllm)"
-    )
-
-
-def _dotted_value(text: str) -> Any:
-    try:
-        return jsontext.loads(text)
-    except json.JSONDecodeError:
-        try:
-            return human_readable_int(text)
-        except ValueError:
-            return text
-
-
-def _merge(original: dict[str, Any], update: Mapping[str, Any]) -> None:
-    """vLLM's ``recursive_dict_update``: mappings merge, lists concatenate, the rest is replaced."""
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(original.get(key), dict):
-            _merge(original[key], value)
-        elif isinstance(value, list) and isinstance(original.get(key), list):
-            original[key] = original[key] + value
-        else:
-            original[key] = value
-
-
 def parse_serve_args(
     argv: Sequence[str],
     *,
@@ -127,6 +103,8 @@ def parse_serve_args(
     table refuses may be one that release took, so it is left out with an ``other-release``
     note (kvconfig cannot tell), not refused.
     """
+    if entry == "vllm-rs":  # the Rust frontend: the words its managed engine is given
+        argv, entry = vllm_rs.python_args(argv, version), "serve"
     table = options(version)
     notes: list[ArgNote] = []
 
@@ -236,12 +214,12 @@ def parse_serve_args(
             name = name[:-1]
             parsed = value.split(",")
         else:
-            parsed = _dotted_value(value)
+            parsed = dotted_value(value)
         head, *keys = name.split(".")
         nested: Any = parsed
         for key in reversed(keys):
             nested = {key: nested}
-        _merge(dotted.setdefault(head, {}), nested)
+        merge_dotted(dotted.setdefault(head, {}), nested)
         if dotted_origin.get(head) != COMMAND_LINE:
             dotted_origin[head] = origin
         skip.add(i)
@@ -275,11 +253,13 @@ def parse_serve_args(
             if len(matches) == 1:
                 notes.append(ArgNote("abbreviated", f"vLLM reads {name} as {matches[0]}", name))
                 name, spec = matches[0], table[matches[0]]
-        if spec is None and written_for is not None and not _NEVER_AN_OPTION.search(name):
+        if spec is None and written_for is not None and not NEVER_AN_OPTION.search(name):
             valued = i < len(tokens) and not _is_option(tokens[i][0]) and not eq
             value = f" and its value {tokens[i][0]!r}" if valued else ""
             i += valued
-            notes.append(ArgNote("other-release", _other(name, version, written_for, value), name))
+            notes.append(
+                ArgNote("other-release", other_release(name, version, written_for, value), name)
+            )
             continue
         if spec is None:
             longs = [o for o in table if o.startswith("--") and not o.startswith("--no-")]
@@ -294,7 +274,7 @@ def parse_serve_args(
             if eq and written_for is not None:  # a flag that took a value in another release
                 said = f" {inline!r} (vLLM {version}'s {name} takes no value)"
                 notes.append(
-                    ArgNote("other-release", _other(name, version, written_for, said), name)
+                    ArgNote("other-release", other_release(name, version, written_for, said), name)
                 )
                 continue
             if eq:
@@ -328,14 +308,14 @@ def parse_serve_args(
                 stored, unknown = kept  # the keys that release's dataclass had go
                 said = f" key {', '.join(repr(k) for k in unknown)}"
                 notes.append(
-                    ArgNote("other-release", _other(name, version, written_for, said), name)
+                    ArgNote("other-release", other_release(name, version, written_for, said), name)
                 )
             elif written_for is not None:
                 said = f" (vLLM {version} refuses it: {problem})"
                 notes.append(
                     ArgNote(
                         "other-release",
-                        _other(name, version, written_for, f" {stored!r}{said}"),
+                        other_release(name, version, written_for, f" {stored!r}{said}"),
                         name,
                     )
                 )
@@ -353,17 +333,9 @@ def parse_serve_args(
 
     model: str | None = None
     for word, _ in positionals[1:]:
-        if _RUN_TIME.search(word):
-            # a word after the model only known at run time may be no word at all, or
-            # options (an unquoted $EXTRA_ARGS, "${ARGS[@]}"): not refused, but it may
-            # change the plan
-            notes.append(
-                ArgNote(
-                    "runtime-arguments",
-                    f"{word} is only known at run time and may hold more vLLM arguments",
-                    word,
-                )
-            )
+        if _RUN_TIME.search(word):  # no word at all, or options: $EXTRA, "${ARGS[@]}"
+            said = f"{word} is only known at run time and may hold more vLLM arguments"
+            notes.append(ArgNote("runtime-arguments", said, word))
     positionals[1:] = [(w, o) for w, o in positionals[1:] if not _RUN_TIME.search(w)]
     if positionals:
         first, origin = positionals[0]

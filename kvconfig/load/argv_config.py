@@ -1,4 +1,5 @@
-"""A ``--config`` file's keys as serve words, as vLLM's ``load_config_file`` writes them."""
+"""A ``--config`` file's keys as serve words, as vLLM's ``load_config_file`` writes them;
+a dotted option's value, as vLLM's ``FlexibleArgumentParser`` reads it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig.errors import InputError
+from kvconfig.load import jsontext
 from kvconfig.load.argv_result import ArgNote
 from kvconfig.load.argv_table import OptionSpec
+from kvconfig.mirror.argtypes import human_readable_int
 
 
 def config_tokens(
@@ -63,3 +66,26 @@ def _default_reader(base: Path) -> ConfigReader:
         return yamlfile.load(full, path).data
 
     return read
+
+
+def dotted_value(text: str) -> Any:
+    """The value of a dotted option (``--kv-transfer-config.kv_role X``) as vLLM reads it:
+    JSON, else a human-readable integer (``1k``), else the text."""
+    try:
+        return jsontext.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return human_readable_int(text)
+        except ValueError:
+            return text
+
+
+def merge_dotted(original: dict[str, Any], update: Mapping[str, Any]) -> None:
+    """vLLM's ``recursive_dict_update``: mappings merge, lists concatenate, the rest is replaced."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(original.get(key), dict):
+            merge_dotted(original[key], value)
+        elif isinstance(value, list) and isinstance(original.get(key), list):
+            original[key] = original[key] + value
+        else:
+            original[key] = value

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -84,3 +85,19 @@ def names_vllm_options(data: Any) -> bool:
         return True
     names = {"--" + str(k).partition(".")[0].replace("_", "-") for k in data}
     return any(n in options(v) for v in versions.KNOWN for n in names)
+
+
+NEVER_AN_OPTION = re.compile(r"^--.*[A-Z]")
+"""A long option with a capital letter: vLLM's long options are the snake_case fields of
+its engine and frontend argument dataclasses, written with dashes (``EngineArgs.
+add_cli_args``), in every release, so no release took one (``--maxModelLen``)."""
+
+
+def other_release(name: str, version: str, written_for: str, value: str) -> str:
+    """An ``other-release`` note: an option (``value``: what follows its name) that
+    ``version``'s table refuses, in words written for another release."""
+    return (
+        f"{name}{value}: kvconfig reads {written_for}'s arguments with vLLM {version}'s "
+        f"option table, which refuses it; kvconfig cannot tell what {written_for} does with "
+        "it and leaves it out (check the plan with that release: --engine vllm)"
+    )

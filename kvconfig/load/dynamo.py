@@ -90,7 +90,7 @@ def engines(
             pod.parallelism["nodes"] = multinode["nodeCount"]
         if isinstance(service.get("replicas"), int):
             pod.parallelism["replicas"] = service["replicas"]
-        engines_here = read_container(pod, 0, base, found, env_base=env)
+        engines_here = _kv_side(read_container(pod, 0, base, found, env_base=env))
         from dataclasses import replace
 
         out.extend(
@@ -149,8 +149,17 @@ def _components(  # noqa: PLR0917 (one call site)
             pod.parallelism["replicas"] = component["replicas"]
         env = {**global_env, **_envs(component.get("envs"))}
         for index in range(len(containers)):
-            out.extend(read_container(pod, index, base, found, env_base=env))
+            out.extend(_kv_side(read_container(pod, index, base, found, env_base=env)))
     return out
+
+
+def _kv_side(engines: list[Engine]) -> list[Engine]:
+    """A graph's engine that is no ``dynamo.vllm`` worker (``vllm serve``, ``vllm-rs
+    serve`` beside a sidecar) and that nothing else gives a role: the side its
+    ``--kv-transfer-config`` says, as for any pod (``kvconfig.load.script_file``)."""
+    from kvconfig.load.script_file import with_kv_role
+
+    return [e if e.entry == "dynamo.vllm" else with_kv_role(e) for e in engines]
 
 
 def _envs(items: Any) -> dict[str, str]:

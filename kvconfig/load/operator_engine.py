@@ -135,7 +135,8 @@ rules, whose table also holds the HTTP front end's options the gRPC parser lacks
 def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
     """(entry, parser, argv) when ``words`` start a vLLM server, else None.
 
-    Recognised: ``vllm serve`` (any path to the ``vllm`` script),
+    Recognised: ``vllm serve`` (any path to the ``vllm`` script), ``vllm-rs serve``
+    (vLLM's Rust frontend, ``kvconfig.load.vllm_rs``),
     ``python -m vllm.entrypoints.openai.api_server``, ``python -m vllm.entrypoints.cli.main
     serve``, vLLM's gRPC server (``GRPC_SERVERS``), ``python -m dynamo.vllm`` (the
     arguments Dynamo passes on are split out by ``kvconfig.load.dynamo``), each optionally
@@ -151,6 +152,8 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
     if not w:
         return None
     head = os.path.basename(w[0])
+    if head == "vllm-rs" and w[1:2] == ["serve"]:
+        return "vllm-rs serve", "vllm-rs", w[2:]  # kvconfig.load.vllm_rs
     if head == "vllm":
         if len(w) >= 2 and w[1] == "serve":
             return "vllm serve", "serve", w[2:]

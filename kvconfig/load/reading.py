@@ -175,7 +175,7 @@ def reading_of(engine: Engine) -> Reading:
         args = parse_serve_args(
             engine.argv,
             version=version,
-            entry="api_server" if engine.parser == "api_server" else "serve",
+            entry=engine.parser if engine.parser in ("api_server", "vllm-rs") else "serve",
             read_config=lambda _path: {},
             source=engine.source,
             written_for=written_for(engine),

@@ -23,6 +23,10 @@ _PARAM = re.compile(
 )
 
 
+_DEFAULT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(:?)-(.*)", re.S)
+"""``${NAME:-word}`` and ``${NAME-word}``."""
+
+
 class _Params(_Variables):
     # ----- expansions -------------------------------------------------------------------
     def param(self, body: str, quoted: bool) -> tuple[str | None, str, list[str] | None]:
@@ -188,14 +192,17 @@ class _Params(_Variables):
 
     def expand_inner(self, text: str, quoted: bool) -> tuple[str | None, str]:
         """The word of ``${NAME:-word}`` as one string (split later with the outer word)."""
+        value, unknown = self.expand_string(self.inner_word(text, quoted))
+        return value, unknown
+
+    def inner_word(self, text: str, quoted: bool) -> _Word:
+        """The word of ``${NAME:-word}``, lexed as the quotes around the expansion say."""
         lexer = self.lexer(text)
         if quoted:
             word = _Word(line=1)
             lexer._double_quoted(word, to_end=True)
-        else:
-            word = lexer._word(frozenset())
-        value, unknown = self.expand_string(word)
-        return value, unknown
+            return word
+        return lexer._word(frozenset())
 
     def expand_string(self, word: _Word) -> tuple[str | None, str]:
         """A word expanded without field splitting (assignments, ``case`` words)."""
@@ -218,6 +225,11 @@ class _Params(_Variables):
             texts: tuple[str, ...] | None = None
             if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and self.lookup(name)[1] is None:
                 texts = self.state.templates.get(name)
+            default = _DEFAULT.fullmatch(name)
+            if default is not None:  # ${X:-$(...)/bin/vllm} with X unset: the word's texts
+                is_set, value = self.lookup(default.group(1))
+                if value is not None and not (is_set and (not default.group(2) or value)):
+                    texts = self.expand_template(self.inner_word(default.group(3), part.quoted))
             if texts is None:
                 value, what = self.part_value(part, tilde=k == 0, assignment=True)
                 texts = (hole(what or _source_form(part)) if value is None else value,)
