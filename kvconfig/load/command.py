@@ -211,8 +211,8 @@ def _located(err: InputError, doc: _yaml.Document) -> InputError:
         hint = (
             "this looks like a Helm chart's values, which kvconfig reads only for the charts "
             "it knows (production-stack, the vLLM chart, llm-d-modelservice, AI on EKS's "
-            "inference-charts, OPEA's vllm chart): render the "
-            "chart with helm template and lint its output"
+            "inference-charts, OPEA's vllm chart, the Semantic Router's Dynamo chart): "
+            "render the chart with helm template and lint its output"
         )
     wanted = _canonical(err.key.removeprefix("--")).partition(".")[0]
     heads = {key: _canonical(str(key)).partition(".")[0] for key in doc.data}

@@ -129,8 +129,8 @@ def never_pods(kind: Any, api_version: Any) -> bool:
 
 
 FORMATS = (
-    "kubernetes", "production-stack", "vllm-chart", "inference-charts", "opea", "llm-d",
-    "compose", "skypilot", "rayserve",
+    "kubernetes", "production-stack", "vllm-chart", "inference-charts", "opea",
+    "semantic-router", "llm-d", "compose", "skypilot", "rayserve",
 )  # fmt: skip
 
 
@@ -156,6 +156,8 @@ def kind_of(data: Any) -> str | None:
 
     if kinds.is_inference_charts(data):
         return "inference-charts"  # AI on EKS's chart (kvconfig.load.helm.inference_charts)
+    if kinds.is_semantic_router_dynamo(data):
+        return "semantic-router"  # its Dynamo chart (kvconfig.load.helm.semantic_router)
     if kinds.is_opea(data):
         return "opea"  # OPEA's vLLM chart, alone or as a subchart (kvconfig.load.helm.opea)
     if "modelArtifacts" in data or any(

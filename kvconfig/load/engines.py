@@ -164,6 +164,8 @@ def engines_of(
         from kvconfig.load.helm.inference_charts import inference_charts as reader
     elif kind == "opea":
         from kvconfig.load.helm.opea import opea as reader
+    elif kind == "semantic-router":
+        from kvconfig.load.helm.semantic_router import semantic_router as reader
     elif kind == "llm-d":
         from kvconfig.load.helm.llm_d import llm_d as reader
     elif kind == "compose":
@@ -172,7 +174,8 @@ def engines_of(
         from kvconfig.load.skypilot import engines as reader
     else:
         from kvconfig.load.rayserve import engines as reader
-    if kind in ("compose", "production-stack", "vllm-chart", "inference-charts", "opea", "llm-d"):
+    charts = ("production-stack", "vllm-chart", "inference-charts", "opea", "semantic-router")
+    if kind in ("compose", "llm-d", *charts):
         return reader(doc, folder, env or {})
     return reader(doc, folder)
 

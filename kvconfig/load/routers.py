@@ -241,8 +241,15 @@ def routers_in_file(
 def routers_of(docs: list[Any], given: Mapping[str, str] | None = None) -> list[Router]:
     """The KV-aware routers of an operator file's parsed documents; ``given``: the values
     the user gives (``--env``) for variables the cluster sets."""
+    from kvconfig.load.helm.kinds import is_semantic_router_dynamo
+
     out: list[Router] = []
-    for data in docs:
+    for doc in docs:
+        data = doc
+        if isinstance(doc, dict) and is_semantic_router_dynamo(doc):
+            from kvconfig.load.helm.semantic_router import render
+
+            data = render(doc)  # the graph its chart renders
         if isinstance(data, dict) and data.get("kind") == "DynamoGraphDeployment":
             out.extend(_dynamo(data, given or {}))
         else:

@@ -30,9 +30,15 @@ values, or the ``vllm``/``vllm-*`` sections of OPEA's application charts (merged
 application chart's ``Chart.yaml`` aliases and ``values.yaml`` when beside the file): a
 Deployment per running section (``opea``).
 
+**The Semantic Router's Dynamo chart** (``deploy/kubernetes/dynamo/helm-chart`` in
+vllm-project/semantic-router): a values file merged over the chart's ``values.yaml``,
+rendered into the ``DynamoGraphDeployment`` of its template (a KV-routing frontend and a
+``dynamo.vllm`` worker per ``workers`` entry), read as any Dynamo graph
+(``semantic_router``).
+
 Other charts: render them first (``helm template ... | kvconfig lint -``).
 
 One module per chart (``production_stack``, ``llm_d``, ``vllm_chart``,
-``inference_charts``, ``opea``); how Go templates print values (Helm's float64 numbers) in
-``values``.
+``inference_charts``, ``opea``, ``semantic_router``); how Go templates print values
+(Helm's float64 numbers) in ``values``.
 """

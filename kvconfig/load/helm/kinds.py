@@ -1,5 +1,6 @@
 """Which chart a values file is for, from its data alone (``kvconfig.load.documents``
-asks before any reader is imported): AI on EKS's inference chart and OPEA's vLLM chart.
+asks before any reader is imported): AI on EKS's inference chart, OPEA's vLLM chart and
+the Semantic Router's Dynamo chart.
 """
 
 from __future__ import annotations
@@ -68,3 +69,18 @@ def is_opea(data: Mapping[str, Any]) -> bool:
     repository = _dict(data.get("image")).get("repository")
     own = isinstance(repository, str) and bool(OPEA_IMAGE.search(repository))
     return own or bool(opea_sections(data))
+
+
+def is_semantic_router_dynamo(data: Mapping[str, Any]) -> bool:
+    """Values of the Semantic Router's Dynamo chart (``kvconfig.load.helm.semantic_router``):
+    ``workers`` whose entries hold a ``model`` mapping with a ``path``, beside the chart's
+    ``frontend`` or ``global.backendFramework``."""
+    workers = data.get("workers")
+    return (
+        isinstance(workers, list)
+        and any(isinstance(w, dict) and "path" in _dict(w.get("model")) for w in workers)
+        and (
+            isinstance(data.get("frontend"), dict)
+            or "backendFramework" in _dict(data.get("global"))
+        )
+    )
