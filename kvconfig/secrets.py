@@ -65,6 +65,18 @@ def remember_env(env: Mapping[str, str], *, every_value: bool = False) -> None:
             remember(str(value), secret=secret_name(name))
 
 
+def seen() -> frozenset[str]:
+    """The values remembered so far (a worker process sends them to its parent)."""
+    with _lock:
+        return frozenset(_seen)
+
+
+def remember_seen(values: frozenset[str]) -> None:
+    """Never print the values another process remembered (``seen``)."""
+    with _lock:
+        _seen.update(values)
+
+
 def forget() -> None:
     """Forget the remembered values (the command line does at each run)."""
     with _lock:

@@ -130,12 +130,19 @@ def read_all(
     With ``many`` (``lint``) a deployment that cannot be read or planned becomes an
     error slot; otherwise the InputError propagates.
     """
+    from kvconfig.cli import prefetch
+
     s = settings(args)
     slots: list[Slot] = []
     passed: list[T.Walked] = []
-    for target in T.named(args, command, many):
+    targets = T.named(args, command, many)
+    read = prefetch.read_all(targets, s.env)  # on every core, for many files
+    for index, target in enumerate(targets):
         try:
-            items = T.read(target, s.env)
+            items, error = read.get(index) or (T.read(target, s.env), None)
+            if error is not None:
+                raise error
+            assert items is not None
         except InputError as err:
             if isinstance(err, NoEngine) and isinstance(target, T.Walked):
                 passed.append(target)

@@ -52,6 +52,9 @@ class Walked(str):
         self.folder = folder
         return self
 
+    def __reduce__(self) -> tuple[type[Walked], tuple[str, str]]:
+        return (Walked, (str(self), self.folder))  # sent by a reading worker (prefetch)
+
 
 def passed_over(passed: Sequence[Walked]) -> str:
     """The note line naming the files folder walks found that hold no vLLM engine."""
