@@ -382,5 +382,6 @@ def say(text: str) -> None:
     line = " ".join(redact(text).split("\n"))
     # one line whatever the input held: control characters (a form feed, a NUL, U+2028)
     # are written as escapes
-    line = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line)
+    if not line.isprintable():
+        line = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line)
     print(f"kvconfig: {line}", file=sys.stderr)
