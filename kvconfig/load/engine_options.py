@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kvconfig.codes import FindingCode
 from kvconfig.errors import InputError, RunTimeValue
+from kvconfig.load import jsontext
 from kvconfig.load.checks import PLAN_ENV
 from kvconfig.load.serve import Notice, Options
 
@@ -242,19 +243,28 @@ def _inert(text: str, word: str) -> bool:
     extra configuration no plan reads (``kvconfig.mirror.connectors.registry.
     EXTRA_CONFIG_READ``): LMCache's RPC port, a P2P address. The connector and its role
     stay known, and so does the plan."""
-    from kvconfig.mirror.connectors.registry import EXTRA_CONFIG_READ
-
     try:
         data = json.loads(text)
     except ValueError:
-        return False  # the word breaks the JSON: what it holds is not known
+        # the word breaks the JSON (an unquoted $PORT): inert when the part a rule reads
+        # is the same whatever stands in for it
+        pair = jsontext.with_stand_ins(text)
+        return pair is not None and _read_part(pair[0]) == _read_part(pair[1]) != {}
     if not isinstance(data, dict):
         return False
+    return word not in json.dumps(_read_part(data), ensure_ascii=False)
+
+
+def _read_part(data: Any) -> dict[str, Any]:
+    """The keys of a kv-transfer config a plan or fleet rule reads (none: not a mapping)."""
+    from kvconfig.mirror.connectors.registry import EXTRA_CONFIG_READ
+
+    if not isinstance(data, dict):
+        return {}
     unread = set(_ADDRESSES)
     if data.get("kv_connector") not in EXTRA_CONFIG_READ:
         unread.add("kv_connector_extra_config")
-    rest = {k: v for k, v in data.items() if k not in unread}
-    return word not in json.dumps(rest, ensure_ascii=False)
+    return {k: v for k, v in data.items() if k not in unread}
 
 
 def _unknown_values(engine: Engine, opts: Options) -> None:
@@ -282,6 +292,7 @@ def _unknown_values(engine: Engine, opts: Options) -> None:
             opts.notices.append(
                 Notice(FindingCode.RUNTIME_ARGUMENTS, f"{engine.name}: {note.message}")
             )
+    kv = opts.values.get("kv-transfer-config")
     for option, what, line in run_time_words(engine, opts.values, PLAN_OPTIONS):
         shown = option if option == "model" else f"--{option}"
         raise RunTimeValue(
@@ -292,6 +303,11 @@ def _unknown_values(engine: Engine, opts: Options) -> None:
             line=line,
             fixes=_settle(engine, what, shown),
         )
+    if isinstance(kv, str) and jsontext.HOLE.search(kv) and (pair := jsontext.with_stand_ins(kv)):
+        try:
+            json.loads(kv)
+        except ValueError:  # its run-time parts lie where no rule reads (inert, above)
+            opts.values["kv-transfer-config"] = json.dumps(pair[0])
 
 
 _VARIABLE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")

@@ -47,3 +47,31 @@ def loads(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
 
 
 __all__ = ["MAX_DEPTH", "loads", "too_deep"]
+
+
+HOLE = re.compile(r"\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|`[^`]*`")
+"""A part of a word only known at run time, as kvconfig writes it (``$PORT``, ``${X}``,
+``$(cmd)``)."""
+
+
+def with_stand_ins(text: str) -> tuple[Any, Any] | None:
+    """JSON text holding parts only known at run time (``"port": $PORT``), read twice with
+    a different stand-in for them (0, then 1): what both readings agree on does not depend
+    on them (``agreed``). None when either reading is no JSON."""
+    try:
+        return loads(HOLE.sub("0", text)), loads(HOLE.sub("1", text))
+    except (ValueError, RecursionError):
+        return None
+
+
+def agreed(first: Any, second: Any) -> Any:
+    """What two readings of a JSON text agree on: the keys of an object whose values agree
+    (the others left out), any other value when both are equal, else None."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        out = {}
+        for key in first.keys() & second.keys():
+            both = agreed(first[key], second[key])
+            if both is not None or (first[key] is None and second[key] is None):
+                out[key] = both
+        return {k: out[k] for k in first if k in out}
+    return first if first == second else None

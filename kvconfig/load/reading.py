@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvconfig.errors import InputError
+from kvconfig.load import jsontext
 from kvconfig.load.operator_engine import Engine
 
 
@@ -103,7 +104,8 @@ def _json(value: Any) -> dict[str, Any] | None:
     try:
         data = json.loads(value)
     except ValueError:
-        return None
+        pair = jsontext.with_stand_ins(value)  # "port": $PORT: what holds whatever it is
+        data = None if pair is None else jsontext.agreed(*pair)
     return data if isinstance(data, dict) else None
 
 
