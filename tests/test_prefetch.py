@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import multiprocessing
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def _two_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two cores, and no other thread (one an earlier test left would keep the files
     read here)."""
     monkeypatch.setattr(prefetch.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(prefetch.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
 
 
 def _lint(folder: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> tuple[int, str, str]:

@@ -14,12 +14,8 @@ worker that dies (killed, out of memory) leaves the reading to this process.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 
 from kvconfig import secrets
 from kvconfig.cli import targets as T
@@ -47,6 +43,11 @@ def read_all(
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
     if len(files) < MIN_FILES or workers < 2:
         return {}
+    import multiprocessing  # here: a lint of a few files never pays for them
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return {}  # a fork copies one thread: another's locks could stay held in the copy
     _targets, _env = targets, env
