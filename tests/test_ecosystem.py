@@ -300,7 +300,7 @@ def test_the_hook_is_declared_as_pre_commit_expects() -> None:
     assert hook["entry"] == "kvconfig lint"
     assert {"id", "name", "entry", "language"} <= set(hook)
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert 'kvconfig = "kvconfig.cli:main"' in pyproject  # the entry's console script
+    assert 'kvconfig = "kvconfig.cli:run"' in pyproject  # the entry's console script
     files = re.compile(hook["files"])
     assert files.search("deploy/serve.yaml") and files.search("a/b.yml")
     assert not files.search("config.json") and not files.search("serve.yaml.bak")
