@@ -18,6 +18,7 @@ Errors about the engine's own file name the engine: ``FILE:LINE: ENGINE: KEY: ..
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -246,13 +247,21 @@ def _inert(text: str, word: str) -> bool:
     try:
         data = json.loads(text)
     except ValueError:
-        # the word breaks the JSON (an unquoted $PORT): inert when the part a rule reads
-        # is the same whatever stands in for it
-        pair = jsontext.with_stand_ins(text)
-        return pair is not None and _read_part(pair[0]) == _read_part(pair[1]) != {}
+        return _past_run_time(text) is not None  # the word breaks the JSON: $PORT unquoted
     if not isinstance(data, dict):
         return False
     return word not in json.dumps(_read_part(data), ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _past_run_time(text: str) -> str | None:
+    """A kv-transfer config whose run-time parts break its JSON (an unquoted ``$PORT``),
+    written as JSON with a stand-in for them, when the part a rule reads is the same
+    whatever stands in; else None."""
+    pair = jsontext.with_stand_ins(text)
+    if pair is None or _read_part(pair[0]) != _read_part(pair[1]) or not _read_part(pair[0]):
+        return None
+    return json.dumps(pair[0])
 
 
 def _read_part(data: Any) -> dict[str, Any]:
@@ -303,11 +312,11 @@ def _unknown_values(engine: Engine, opts: Options) -> None:
             line=line,
             fixes=_settle(engine, what, shown),
         )
-    if isinstance(kv, str) and jsontext.HOLE.search(kv) and (pair := jsontext.with_stand_ins(kv)):
+    if isinstance(kv, str) and jsontext.RUN_TIME_PART.search(kv):
         try:
             json.loads(kv)
         except ValueError:  # its run-time parts lie where no rule reads (inert, above)
-            opts.values["kv-transfer-config"] = json.dumps(pair[0])
+            opts.values["kv-transfer-config"] = _past_run_time(kv) or kv
 
 
 _VARIABLE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")
