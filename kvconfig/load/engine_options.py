@@ -181,15 +181,34 @@ def located(engine: Engine, run: Callable[[], T]) -> T:
     try:
         return run()
     except InputError as err:
-        if err.source not in ("", engine.source) or err.key.startswith(engine.name):
+        own = err.source in ("", engine.source) and not err.key.startswith(engine.name)
+        hint = _unset_hint(engine, err.hint)
+        if not own and hint == err.hint:
             raise
         raise type(err)(
             err.message,
-            source=engine.source,
-            line=err.line if err.line is not None else engine.line,
-            key=_key(engine, err.key),
-            hint=err.hint,
+            source=engine.source if own else err.source,
+            line=(err.line if err.line is not None else engine.line) if own else err.line,
+            key=_key(engine, err.key) if own else err.key,
+            hint=hint,
         ) from None
+
+
+def _unset_hint(engine: Engine, hint: str) -> str:
+    """``hint``, saying which variables compose made empty in the engine's service (set
+    neither in the ``.env`` beside the file nor with ``--env``): an error about its
+    command often comes from one of them (``--model $LLM_MODEL_ID``, exported by a
+    ``set_env.sh`` the user runs first)."""
+    unset = [n.key for n in engine.notes if n.kind == "unset-variable" and n.key]
+    if not unset:
+        return hint
+    names = ", ".join(f"${name}" for name in unset[:3]) + (" ..." if len(unset) > 3 else "")
+    said = (
+        f"compose made {names} empty, as neither the .env beside the file nor --env sets "
+        f"{'it' if len(unset) == 1 else 'them'}: pass the environment compose runs in, "
+        f"e.g. --env {unset[0]}=VALUE"
+    )
+    return f"{hint}; {said}" if hint else said
 
 
 def _key(engine: Engine, key: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -152,12 +153,27 @@ def _storm_role(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]
 def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
     """A replica count is an integer: the API server refuses the resource otherwise."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        hint = "write the number of pods, e.g. replicas: 1"
+        if isinstance(value, str) and _PLACEHOLDER.fullmatch(value.strip()):
+            # a template for envsubst (or a deploy script's sed): filled before kubectl
+            hint = (
+                f"{value.strip()} is a placeholder a deploy script fills in: lint the manifest "
+                f"as applied, e.g. envsubst < {_shown(res.source)} | kvconfig lint -"
+            )
         raise res.err(
             f"expected an integer replica count, got {value!r}"[:200],
             path,
             ".".join(map(str, path)),
-            "write the number of pods, e.g. replicas: 1",
+            hint,
         )
+
+
+def _shown(source: str) -> str:
+    """A file's name as a shell word (``FILE`` for standard input)."""
+    return shlex.quote(source) if source and not source.startswith("<") else "FILE"
+
+
+_PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 
 def resource_engines(
