@@ -240,12 +240,16 @@ def run_time_words(
 ) -> Iterator[tuple[str, str, int | None]]:
     """(option, word, line) for each of ``options`` whose value holds a word only known at
     run time (the engine's ``unknown-value`` notes)."""
+    from kvconfig.load.models import kubeai_cached
+
     for note in engine.notes:
         if note.kind != "unknown-value" or " in argument " not in note.message:
             continue
         what = note.message.split(" in argument ", 1)[0]
         for option in options:
             words = [w for w in _words(values.get(option)) if what in w]
+            if option == "model":  # KubeAI's cache path: only the path waits on the UID
+                words = [w for w in words if kubeai_cached(w, engine.model_uri) is None]
             if option == "kv-transfer-config" and all(_inert(w, what) for w in words):
                 continue
             if words:

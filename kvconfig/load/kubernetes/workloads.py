@@ -151,14 +151,15 @@ def _storm_role(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]
 
 
 def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
-    """A replica count is an integer: the API server refuses the resource otherwise."""
+    """A replica count is an integer: the API server refuses the resource otherwise. A
+    ``${NAME}`` there is a template's placeholder (envsubst, a deploy script's sed)."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
         hint = "write the number of pods, e.g. replicas: 1"
-        if isinstance(value, str) and _PLACEHOLDER.fullmatch(value.strip()):
-            # a template for envsubst (or a deploy script's sed): filled before kubectl
+        if isinstance(value, str) and re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", value.strip()):
+            shown = shlex.quote(res.source) if not res.source.startswith("<") else "FILE"
             hint = (
                 f"{value.strip()} is a placeholder a deploy script fills in: lint the manifest "
-                f"as applied, e.g. envsubst < {_shown(res.source)} | kvconfig lint -"
+                f"as applied, e.g. envsubst < {shown or 'FILE'} | kvconfig lint -"
             )
         raise res.err(
             f"expected an integer replica count, got {value!r}"[:200],
@@ -166,14 +167,6 @@ def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
             ".".join(map(str, path)),
             hint,
         )
-
-
-def _shown(source: str) -> str:
-    """A file's name as a shell word (``FILE`` for standard input)."""
-    return shlex.quote(source) if source and not source.startswith("<") else "FILE"
-
-
-_PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 
 def resource_engines(

@@ -32,24 +32,20 @@ _CLASSES = {
 bodies (bash's ``word`` too)."""
 
 
-class _NoClass(Exception):
-    """A class name the C locale lacks (``[[:foo:]]``: bash lets the other members match,
-    dash none), or an equivalence class or collating symbol (``[[=a=]]``, ``[[.a.]]``:
-    bash reads them, dash does not): the pattern is left to run time."""
-
-
 def _quoted(text: str) -> str:
     """``text`` as a pattern that matches it literally: each character behind a backslash."""
     return "".join("\\" + c for c in text)
 
 
-def _bracket(text: str, i: int) -> tuple[str, int] | None:
+def _bracket(text: str, i: int) -> tuple[str | None, int] | None:
     """The bracket expression of a pattern that opens at ``text[i]`` (``[``), as a Python
     class, and where it ends; None when no ``]`` closes it (the ``[`` is then a plain
     character). A ``]`` first (after ``!``/``^``) is a member; ``[:name:]`` is a
-    class (``[=c=]`` and ``[.c.]`` raise ``_NoClass``); every other member is taken
-    literally, a ``-`` between two members making a range; a backslash quotes the member
-    after it."""
+    class; every other member is taken literally, a ``-`` between two members making a
+    range; a backslash quotes the member after it. The class is None (left to run time)
+    for a class name the C locale lacks (``[[:foo:]]``: bash lets the other members match,
+    dash none) and for an equivalence class or collating symbol (``[[=a=]]``, ``[[.a.]]``:
+    bash reads them, dash does not)."""
     j = i + 1
     negate = text[j : j + 1] in ("!", "^")
     j += negate
@@ -66,7 +62,8 @@ def _bracket(text: str, i: int) -> tuple[str, int] | None:
             if end >= 0:
                 name = text[j + 2 : end]
                 if kind != ":" or name not in _CLASSES:
-                    raise _NoClass(name)
+                    closing = text.find("]", end + 2)
+                    return None, closing if closing >= 0 else len(text)
                 members.append(_CLASSES[name])
                 j = end + 2
                 continue
@@ -83,15 +80,8 @@ def _bracket(text: str, i: int) -> tuple[str, int] | None:
 
 
 def _glob_regex(text: str) -> str | None:
-    """A shell pattern as a Python regular expression (None: a class name no locale of
-    the C library has)."""
-    try:
-        return _translate(text)
-    except _NoClass:
-        return None
-
-
-def _translate(text: str) -> str:
+    """A shell pattern as a Python regular expression (None: a bracket expression left to
+    run time, see ``_bracket``)."""
     out: list[str] = []
     i = 0
     while i < len(text):
@@ -104,6 +94,8 @@ def _translate(text: str) -> str:
             out.append(re.escape(text[i + 1]))
             i += 1
         elif c == "[" and (found := _bracket(text, i)) is not None:
+            if found[0] is None:
+                return None
             out.append(found[0])
             i = found[1]
         else:
