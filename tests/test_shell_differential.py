@@ -977,3 +977,28 @@ def test_here_documents_and_a_functions_arguments_are_read_exactly(bindir: Path)
         assert second.unknown == ((4, "$U"),) and second.env.get("KV_A") == "1"
         ran = [argv for argv, _ in real(shell, script, {"U": "u"}, bindir)]
         assert ran == [first.words, ("vllm", "serve", "n", "--x", "u", "--port", "1")]
+
+
+def test_a_virtual_environment_s_activate_leaves_the_rest_known(
+    bindir: Path, tmp_path: Path
+) -> None:
+    """``. VENV/bin/activate`` of a real virtual environment, sourced by bash and dash: the
+    known ``$KV_A`` stays known after it (kvconfig.load.shell.env_scripts), ``$VIRTUAL_ENV``
+    and ``$PATH`` are only known at run time, and a file kvconfig knows nothing of still
+    leaves every variable to run time."""
+    import sys
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    script = (
+        f'KV_A=64; export KV_A; . "{venv}/bin/activate" && vllm serve m --block-size "$KV_A"\n'
+        'KV_B="$VIRTUAL_ENV" vllm serve n "$PATH"'
+    )
+    check(script, {}, bindir, BOTH)
+    first, second = read_script(script, {"HOME": _HOME}).commands
+    assert first.words == ("vllm", "serve", "m", "--block-size", "64") and not first.when
+    assert first.env["KV_A"] == "64"
+    assert second.env["KV_B"] is None and second.unknown
+    other = script.replace("bin/activate", "bin/setup.sh")
+    first, _ = read_script(other, {"HOME": _HOME}).commands
+    assert first.unknown or first.when  # any other file may set $KV_A

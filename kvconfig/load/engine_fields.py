@@ -55,6 +55,10 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
         re.compile(r"(^|/)llm-d/llm-d-xpu(-dev)?$"),
         ("python", "-m", "vllm.entrypoints.openai.api_server"),
     ),
+    # Kthena's Ascend engine image (volcano-sh/kthena docker/Dockerfile.mooncake-npu-a3, on
+    # vllm-ascend with Mooncake): its ENTRYPOINT /app/entrypoint.sh ends in exec vllm serve "$@"
+    # once the pod's AscendRealDevices is set
+    (re.compile(r"(^|/)volcano-sh/kthena-engine$"), ("vllm", "serve")),
     # NVIDIA Dynamo's runtime images (container/templates/*_runtime.Dockerfile): the CUDA
     # images' ENTRYPOINT /opt/nvidia/nvidia_entrypoint.sh, which ends in exec "$@", so
     # the container runs its command as given

@@ -101,6 +101,7 @@ class _Children(_Tests):
         env.update(local)
         dialect = dialect_of(shell)
         sub = type(self)(env, args, self.unknown_rest, self.source, line, self.key, dialect)
+        sub.may_set = list(self.may_set)
         sub.depth = self.depth + 1
         sub.host, sub.held, sub.mounts = self.host, self.held, self.mounts
         sub.start_in(self.state.cwd)

@@ -32,6 +32,7 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell.dirs import _Dirs
+from kvconfig.load.shell.env_scripts import EnvScript, env_script
 from kvconfig.load.shell.paths import PROGRAMS, output
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
 from kvconfig.load.shell.words import _Part, _source_form
@@ -203,6 +204,9 @@ class _Files(_Dirs):
         else:
             found, why = self.sourced_path(target, words, known)
             if found is None:
+                script = env_script(target, len(words) - 2) if known and target else None
+                if script is not None:
+                    return self.env_script_sourced(script, target)
                 return self.unread(head, target or "?", why)
             path = found
             try:
@@ -272,6 +276,16 @@ class _Files(_Dirs):
             return _script_text(path)
         except InputError:
             return None
+
+    def env_script_sourced(self, script: EnvScript, target: str) -> int | None:
+        """A tool's environment script (``kvconfig.load.shell.env_scripts``): only the
+        variables it may set are unknown after it, those not set before included."""
+        why = f"{target} ({script.what})"
+        for name in list(self.state.vars):
+            if script.sets.fullmatch(name) and name not in self.state.readonly:
+                self.assign(name, None, why)
+        self.may_set.append(script.sets)
+        return script.status
 
     def unread(self, head: str, target: str, why: str) -> int | None:
         """A file kvconfig does not read: it may set any variable, and it may end the

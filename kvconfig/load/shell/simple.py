@@ -233,10 +233,6 @@ class _Shell(_Children):
         if head in (".", "source"):
             if head == "source" and self.dialect != "bash":
                 return 127
-            target = words[1] if len(words) > 1 else ""
-            if target.endswith("/activate"):
-                self.assign("VIRTUAL_ENV", None, f"the file {target}")
-                return None
             return self.source_file(head, words, known)
         if head == "read" and known and self.here_input is not None:
             status = self.read_input(words[1:], local, self.here_input)

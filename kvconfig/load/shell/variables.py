@@ -58,6 +58,8 @@ class _Variables:
         if dialect == "bash" and env.get("OLDPWD") is not None:
             self.state.vars["OLDPWD"] = None  # bash keeps it only when it names a folder
         self.unknown_rest = unknown_rest
+        self.may_set: list[re.Pattern[str]] = []
+        """Names a sourced environment script may have set (``env_scripts``): unknown."""
         self.source = source
         self.line0 = line0
         self.key = key
@@ -115,6 +117,8 @@ class _Variables:
         if name in st.vars:
             return True, st.vars[name]
         if self.unknown_rest or (name in _BASH_SETS and self.dialect == "bash"):
+            return True, None
+        if any(sets.fullmatch(name) for sets in self.may_set):
             return True, None
         return False, ""
 

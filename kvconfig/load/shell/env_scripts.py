@@ -1,0 +1,101 @@
+"""Environment scripts of well-known tools, which launch scripts source from the machine
+they run on: not in the input, but what each may set is fixed by the tool that writes it.
+
+Sourcing a file kvconfig does not read leaves every variable to run time
+(``kvconfig.load.shell.files``). These files are read as what they are: a Python virtual
+environment's ``bin/activate`` changes the prompt and ``PATH`` and nothing a vLLM command
+names, so ``vllm serve $MODEL`` after it keeps its known ``$MODEL``. Only the variables
+each may set or unset stay unknown; a variable it may set that was not set before is
+unknown too (``may_set``).
+
+Sources, per script:
+
+* Python's ``venv`` (CPython ``Lib/venv/scripts/common/activate``), ``virtualenv``
+  (``src/virtualenv/activation/bash/activate.sh``) and ``uv`` (``uv-virtualenv``'s
+  ``activator/activate``): ``VIRTUAL_ENV``, ``VIRTUAL_ENV_PROMPT``, ``PATH``, ``PS1``,
+  ``PYTHONHOME`` (unset) and the ``_OLD_VIRTUAL_*`` copies; it defines ``deactivate``
+  and ends in ``hash -r``, status 0. conda's ``bin/activate`` runs the environment's
+  ``activate.d`` hooks, which may set anything: it is not one of these.
+* rustup's ``~/.cargo/env`` (``src/cli/self_update/env.sh``) and the uv / Astral
+  installer's ``~/.local/bin/env``: ``PATH`` only, status 0.
+* Intel oneAPI's ``setvars.sh``: each component's ``env/vars.sh`` sets its search paths
+  (``*PATH``), its root (``*ROOT``, ``ONEAPI_ROOT``) and its own prefixed variables
+  (``I_MPI_*``, ``CCL_*``, ``FI_*``, ``SETVARS_*`` ...); its status is only known there.
+* Huawei CANN's ``set_env.sh`` (``/usr/local/Ascend/ascend-toolkit``, ``nnal/atb``):
+  ``ASCEND_*``, ``ATB_*``, ``TOOLCHAIN_HOME`` and search paths; status only known there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EnvScript:
+    """A tool's environment script: which sourced names it is, and what it may set."""
+
+    what: str
+    """What it is, for the report (``a Python virtual environment's activate script``)."""
+    path: re.Pattern[str]
+    """The name it is sourced by (searched in the name as written)."""
+    sets: re.Pattern[str]
+    """The variables it may set or unset (matched whole)."""
+    status: int | None
+    """Its status when sourced (None: only known where it runs)."""
+    arguments: bool
+    """Whether it may be given arguments (``setvars.sh --force``)."""
+
+
+_SEARCH = r"\w*PATH"
+SCRIPTS = (
+    EnvScript(
+        "a Python virtual environment's activate script",
+        re.compile(r"^(?!.*conda)(.*/)?bin/activate$"),
+        re.compile(rf"VIRTUAL_ENV(_PROMPT)?|_OLD_VIRTUAL_\w+|PS1|PYTHONHOME|{_SEARCH}"),
+        0,
+        False,
+    ),
+    EnvScript(
+        "rustup's environment script",
+        re.compile(r"(^|/)\.cargo/env$"),
+        re.compile("PATH"),
+        0,
+        False,
+    ),
+    EnvScript(
+        "the uv installer's environment script",
+        re.compile(r"(^|/)\.local/bin/env$"),
+        re.compile("PATH"),
+        0,
+        False,
+    ),
+    EnvScript(
+        "Intel oneAPI's setvars.sh",
+        re.compile(r"(^|/)oneapi/setvars\.sh$"),
+        re.compile(
+            rf"{_SEARCH}|\w*ROOT|(ONEAPI|SETVARS|I_MPI|CCL|FI|MKL|TBB|DNNL|OCL|IPP|DAAL|CMPLR"
+            r"|DPL|DPCT|INTEL|GDB|DIAGUTIL|SYCL|ZE|VTUNE|ADVISOR)_\w*"
+        ),
+        None,
+        True,
+    ),
+    EnvScript(
+        "Huawei CANN's set_env.sh",
+        re.compile(r"(^|/)Ascend/(ascend-toolkit|nnal/atb|nnal/asdsip)(/latest)?/set_env\.sh$"),
+        re.compile(rf"{_SEARCH}|\w*ROOT|\w*_HOME|(ASCEND|ATB|ASDSIP|TOOLCHAIN)_\w*"),
+        None,
+        True,
+    ),
+)
+
+
+def env_script(name: str, arguments: int) -> EnvScript | None:
+    """The well-known environment script sourced as ``name`` with ``arguments``, if any."""
+    for script in SCRIPTS:
+        if script.path.search(name) and (arguments == 0 or script.arguments):
+            return script
+    return None
+
+
+__all__ = ["SCRIPTS", "EnvScript", "env_script"]
