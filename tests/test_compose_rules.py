@@ -184,3 +184,27 @@ def test_a_required_secret_in_the_environment_is_unknown(tmp_path: Path) -> None
     assert "${HF_TOKEN} is required" in note.message
     (given,) = engines_in(tmp_path / "compose.yaml", "compose.yaml", env={"HF_TOKEN": "x"})
     assert given.env["HF_TOKEN"] == "x" and not given.env_unknown
+
+
+def test_an_error_names_the_variables_compose_made_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--model $LLM_MODEL_ID`` with the variable set nowhere: compose makes it empty, the
+    command loses the word and vLLM's parser refuses it; the one-line error says which
+    variable, the command's own first, and how to give it."""
+    from kvconfig.cli import main
+
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.33.0\n"
+        "    environment:\n      http_proxy: ${http_proxy}\n"
+        "    command: --model $LLM_MODEL_ID --tensor-parallel-size ${NUM_CARDS} --port 80\n"
+    )
+    code = main(["lint", "--platform", "h100", str(tmp_path / "compose.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--tensor-parallel-size: needs a value" in err
+    assert "compose made $LLM_MODEL_ID, $NUM_CARDS, $http_proxy empty" in err
+    assert "--env LLM_MODEL_ID=VALUE" in err
+    model = Path(__file__).resolve().parent.parent / "examples" / "models" / "qwen3-8b"
+    given = ["--env", f"LLM_MODEL_ID={model}", "--env", "NUM_CARDS=1", "--env", "http_proxy="]
+    assert main(["lint", "--platform", "h100", *given, str(tmp_path / "compose.yaml")]) == 0

@@ -128,6 +128,26 @@ def test_lint_plans_the_model(tmp_path: Path) -> None:
     assert doc["verdict"] == "ok" and doc["groups"][0]["block_size"] == 32
 
 
+def test_a_cache_profile_plans_the_url_s_model(tmp_path: Path) -> None:
+    """With a cache profile the server loads ``/models/NAME-$(KUBEAI_MODEL_UID)``: the UID
+    is only known once the API server stores the Model, but the loader job copied the
+    url's model there, so the plan is the url's model's (no KV403)."""
+    from kvconfig.cli.commands import main
+
+    path = tmp_path / "model.yaml"
+    path.write_text(_model(extra="  minReplicas: 1\n  cacheProfile: efs"))
+    out = io.StringIO()
+    argv = ["lint", "--format", "json", "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", str(path)]
+    assert main(argv, stdout=out) == 0
+    doc = json.loads(out.getvalue())
+    assert doc["verdict"] == "ok" and doc["groups"][0]["block_size"] == 32
+    (engine,) = engines_in(path.read_text(), "<model>")
+    assert reading_of(engine).run_time == {}
+    other = _model(url="s3://bucket/qwen", extra="  cacheProfile: efs")
+    (engine,) = engines_in(other, "<model>")
+    assert "model" in reading_of(engine).run_time  # no Hugging Face id: the path decides
+
+
 def test_an_unknown_gpu_is_named_when_no_platform_is_given(tmp_path: Path) -> None:
     """A file that names its GPU by a name kvconfig has no platform for: the error says
     which GPU, rather than that none was given."""

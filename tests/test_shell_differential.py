@@ -161,6 +161,17 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"GPU": "A100"},
         BOTH,
     ),
+    "bracket expressions of patterns": (
+        'case "$K" in [[:digit:]]*) vllm serve d;; []a]) vllm serve b;;\n'
+        "  [!x-z]) vllm serve n;; esac\n"
+        'case "$J" in [a"&&"b]) vllm serve q;; esac\n'
+        'P="[a~~b]"; case "~" in $P) vllm serve t;; esac\n'
+        'case "$K" in [\\]x]) vllm serve e;; [[:foo:]a]) vllm serve f;;\n'
+        "  [[:punct:]]) vllm serve p;; esac\n"
+        'case "$K" in [[=a=]]) vllm serve eq;; [a-]) vllm serve r;; \\*) vllm serve s;; esac',
+        {"K": "]", "J": "&"},
+        BOTH,
+    ),
     "case run-time": (
         'case "$GPU" in H100) vllm serve m --block-size 64;; *) vllm serve m;; esac',
         {"GPU": None},
@@ -651,6 +662,12 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
 def test_table_against_real_shells(name: str, bindir: Path) -> None:
     script, env, shells = TABLE[name]
     check(script, env, bindir, shells)
+
+
+@pytest.mark.parametrize("value", ["]", "5x", "a", "-", "x", "*", "!", "&"])
+def test_bracket_expressions_match_as_the_shells_match(value: str, bindir: Path) -> None:
+    script = TABLE["bracket expressions of patterns"][0]
+    check(script, {"K": value, "J": value}, bindir, BOTH)
 
 
 def test_the_issue_case_is_decided_not_guessed() -> None:

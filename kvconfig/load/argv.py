@@ -48,6 +48,7 @@ from kvconfig.load.argv_table import (
     other_release,
     third_is_not_append,
 )
+from kvconfig.load.jsontext import RUN_TIME_PART
 from kvconfig.mirror import versions
 from kvconfig.mirror.argtypes import not_a_choice
 from kvconfig.mirror.json_options import known_keys, refusal
@@ -67,9 +68,6 @@ _JSON_HINT = "pass one JSON object in single quotes, or a YAML mapping in a conf
 #: such as a variable set on both sides of an ``if`` on a run-time value, as its source
 #: text): its text is only known at run time, so vLLM's JSON parser is not asked about it
 #: (the engine's run-time notes handle it).
-_RUN_TIME = re.compile(r"\$[({A-Za-z_]|`")
-
-
 def _is_option(token: str) -> bool:
     """argparse's test: an option string, not a value (``-1`` and ``-`` are values, and
     so is any text with a space in it)."""
@@ -300,7 +298,7 @@ def parse_serve_args(
             stored = taken
         if (
             isinstance(stored, str)
-            and not _RUN_TIME.search(stored)
+            and not RUN_TIME_PART.search(stored)
             and (problem := refusal(dest, stored, version) or not_a_choice(dest, stored, version))
         ):
             kept = known_keys(dest, stored, version) if written_for is not None else None
@@ -333,10 +331,10 @@ def parse_serve_args(
 
     model: str | None = None
     for word, _ in positionals[1:]:
-        if _RUN_TIME.search(word):  # no word at all, or options: $EXTRA, "${ARGS[@]}"
+        if RUN_TIME_PART.search(word):  # no word at all, or options: $EXTRA, "${ARGS[@]}"
             said = f"{word} is only known at run time and may hold more vLLM arguments"
             notes.append(ArgNote("runtime-arguments", said, word))
-    positionals[1:] = [(w, o) for w, o in positionals[1:] if not _RUN_TIME.search(w)]
+    positionals[1:] = [(w, o) for w, o in positionals[1:] if not RUN_TIME_PART.search(w)]
     if positionals:
         first, origin = positionals[0]
         if len(positionals) > 1:

@@ -18,6 +18,7 @@ Errors about the engine's own file name the engine: ``FILE:LINE: ENGINE: KEY: ..
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -180,15 +181,34 @@ def located(engine: Engine, run: Callable[[], T]) -> T:
     try:
         return run()
     except InputError as err:
-        if err.source not in ("", engine.source) or err.key.startswith(engine.name):
+        own = err.source in ("", engine.source) and not err.key.startswith(engine.name)
+        hint = _unset_hint(engine, err.hint)
+        if not own and hint == err.hint:
             raise
         raise type(err)(
             err.message,
-            source=engine.source,
-            line=err.line if err.line is not None else engine.line,
-            key=_key(engine, err.key),
-            hint=err.hint,
+            source=engine.source if own else err.source,
+            line=(err.line if err.line is not None else engine.line) if own else err.line,
+            key=_key(engine, err.key) if own else err.key,
+            hint=hint,
         ) from None
+
+
+def _unset_hint(engine: Engine, hint: str) -> str:
+    """``hint``, saying which variables compose made empty in the engine's service (set
+    neither in the ``.env`` beside the file nor with ``--env``): an error about its
+    command often comes from one of them (``--model $LLM_MODEL_ID``, exported by a
+    ``set_env.sh`` the user runs first)."""
+    unset = [n.key for n in engine.notes if n.kind == "unset-variable" and n.key]
+    if not unset:
+        return hint
+    names = ", ".join(f"${name}" for name in unset[:3]) + (" ..." if len(unset) > 3 else "")
+    said = (
+        f"compose made {names} empty, as neither the .env beside the file nor --env sets "
+        f"{'it' if len(unset) == 1 else 'them'}: pass the environment compose runs in, "
+        f"e.g. --env {unset[0]}=VALUE"
+    )
+    return f"{hint}; {said}" if hint else said
 
 
 def _key(engine: Engine, key: str) -> str:
@@ -220,12 +240,16 @@ def run_time_words(
 ) -> Iterator[tuple[str, str, int | None]]:
     """(option, word, line) for each of ``options`` whose value holds a word only known at
     run time (the engine's ``unknown-value`` notes)."""
+    from kvconfig.load.models import kubeai_cached
+
     for note in engine.notes:
         if note.kind != "unknown-value" or " in argument " not in note.message:
             continue
         what = note.message.split(" in argument ", 1)[0]
         for option in options:
             words = [w for w in _words(values.get(option)) if what in w]
+            if option == "model":  # KubeAI's cache path: only the path waits on the UID
+                words = [w for w in words if kubeai_cached(w, engine.model_uri) is None]
             if option == "kv-transfer-config" and all(_inert(w, what) for w in words):
                 continue
             if words:
@@ -246,13 +270,21 @@ def _inert(text: str, word: str) -> bool:
     try:
         data = json.loads(text)
     except ValueError:
-        # the word breaks the JSON (an unquoted $PORT): inert when the part a rule reads
-        # is the same whatever stands in for it
-        pair = jsontext.with_stand_ins(text)
-        return pair is not None and _read_part(pair[0]) == _read_part(pair[1]) != {}
+        return _past_run_time(text) is not None  # the word breaks the JSON: $PORT unquoted
     if not isinstance(data, dict):
         return False
     return word not in json.dumps(_read_part(data), ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _past_run_time(text: str) -> str | None:
+    """A kv-transfer config whose run-time parts break its JSON (an unquoted ``$PORT``),
+    written as JSON with a stand-in for them, when the part a rule reads is the same
+    whatever stands in; else None."""
+    pair = jsontext.with_stand_ins(text)
+    if pair is None or _read_part(pair[0]) != _read_part(pair[1]) or not _read_part(pair[0]):
+        return None
+    return json.dumps(pair[0])
 
 
 def _read_part(data: Any) -> dict[str, Any]:
@@ -303,11 +335,11 @@ def _unknown_values(engine: Engine, opts: Options) -> None:
             line=line,
             fixes=_settle(engine, what, shown),
         )
-    if isinstance(kv, str) and jsontext.HOLE.search(kv) and (pair := jsontext.with_stand_ins(kv)):
+    if isinstance(kv, str) and jsontext.RUN_TIME_PART.search(kv):
         try:
             json.loads(kv)
         except ValueError:  # its run-time parts lie where no rule reads (inert, above)
-            opts.values["kv-transfer-config"] = json.dumps(pair[0])
+            opts.values["kv-transfer-config"] = _past_run_time(kv) or kv
 
 
 _VARIABLE = re.compile(r"^\$\{?([A-Za-z_]\w*)\}?$")

@@ -46,12 +46,13 @@ def loads(text: str | bytes, limit: int = MAX_DEPTH) -> Any:
         raise json.JSONDecodeError(f"nested deeper than {limit} levels", text, 0) from None
 
 
-__all__ = ["MAX_DEPTH", "loads", "too_deep"]
+__all__ = ["MAX_DEPTH", "RUN_TIME_PART", "agreed", "loads", "too_deep", "with_stand_ins"]
 
 
-HOLE = re.compile(r"\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|`[^`]*`")
-"""A part of a word only known at run time, as kvconfig writes it (``$PORT``, ``${X}``,
-``$(cmd)``)."""
+RUN_TIME_PART = re.compile(r"\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|`[^`]*`")
+"""A part of a word only known at run time, as kvconfig's readers write it (``$PORT``,
+``${X}``, ``$(cmd)``, a backquoted command): the one test of whether a value read from a
+file still waits on its run time."""
 
 
 def with_stand_ins(text: str) -> tuple[Any, Any] | None:
@@ -59,7 +60,7 @@ def with_stand_ins(text: str) -> tuple[Any, Any] | None:
     a different stand-in for them (0, then 1): what both readings agree on does not depend
     on them (``agreed``). None when either reading is no JSON."""
     try:
-        return loads(HOLE.sub("0", text)), loads(HOLE.sub("1", text))
+        return loads(RUN_TIME_PART.sub("0", text)), loads(RUN_TIME_PART.sub("1", text))
     except (ValueError, RecursionError):
         return None
 

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvconfig.load.engine_fields import mapping
+from kvconfig.load.models import KUBEAI_UID_VAR as UID_VAR
+from kvconfig.load.models import KUBEAI_URL as _URL
 
 if TYPE_CHECKING:
     from kvconfig.load.kubernetes.resources import Found, Resource
@@ -51,10 +53,6 @@ PROFILES = (
     (re.compile(r"^google-tpu-(.+)$"), "google-tpu", "google.com/tpu"),
     (re.compile(r"^cpu$"), "cpu", ""),
 )
-
-_URL = re.compile(r"^([a-z0-9]+)://([^?]+)(\?.*)?$")
-#: The variable that stands for the Model's UID in a cache profile's model path.
-UID_VAR = "KUBEAI_MODEL_UID"
 
 
 def _replicas(spec: dict[str, Any]) -> int:

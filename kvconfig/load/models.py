@@ -74,6 +74,25 @@ def model_at(opts: Options, key: str, value: Any, revision: Any = None) -> Model
 _MODEL_URI = re.compile(r"^hf://([^/?#]+/[^/?#]+)")
 
 
+KUBEAI_UID_VAR = "KUBEAI_MODEL_UID"
+"""The variable that stands for a KubeAI Model's UID in a cache profile's model path."""
+KUBEAI_URL = re.compile(r"^([a-z0-9]+)://([^?]+)(\?.*)?$")
+"""A KubeAI Model's ``url`` (``SCHEME://REF``, the controller's ``parseModelURL``)."""
+
+
+def kubeai_cached(value: str, model_uri: str | None) -> str | None:
+    """The Hugging Face id whose files a cache profile's model path holds: KubeAI's cache
+    loader job copies the Model's ``url`` into ``/models/NAME-UID`` (``modelCacheDir`` and
+    the loader's arguments, ``internal/modelcontroller/cache.go``), so only the path waits
+    on the UID, not the model. None for any other path or URL."""
+    uri = KUBEAI_URL.match(model_uri or "")
+    if uri is None or uri.group(1) != "hf" or not value.startswith("/models/"):
+        return None
+    if not value.endswith(f"-$({KUBEAI_UID_VAR})"):
+        return None
+    return uri.group(2)
+
+
 def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> Path:
     """The folder a model option names: a local path, a path ``--model-path`` maps, or a
     Hugging Face id (the local cache; the Hub with ``--download``)."""
@@ -110,6 +129,8 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
         uri = _MODEL_URI.match(given or "")
         if uri is not None and (value == mount or value.startswith(mount + "/")):
             names.append(uri.group(1))
+    if (cached := kubeai_cached(value, opts.model_uri)) is not None:
+        names.append(cached)  # KubeAI's cache path: the url's model, at a path named by UID
     for name in names:
         mapped = opts.model_paths.map(name) if opts.model_paths is not None else None
         if mapped is None:

@@ -15,6 +15,7 @@ mapped back to this machine.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,7 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
         label = f"compose/{sname}"
         interp.unset, interp.required = [], []
         svc = interp.walk(raw, doc, path)
+        interp.unset.sort(key=lambda name: not _in_command(raw, name))
         line = doc.line(*path)
         image = svc.get("image") if isinstance(svc.get("image"), str) else None
         split_notes: list[Note] = []
@@ -148,6 +150,12 @@ def engines(doc: _yaml.Document, base: Path, env: Mapping[str, str]) -> list[Eng
             "vllm/vllm-openai image given only command)",
         )
     return out
+
+
+def _in_command(raw: Mapping[str, Any], name: str) -> bool:
+    """Whether the service's own command or entrypoint names the variable ``name``."""
+    written = " ".join(str(raw.get(key, "")) for key in ("entrypoint", "command"))
+    return re.search(rf"\$\{{?{re.escape(name)}(?![A-Za-z0-9_])", written) is not None
 
 
 def _engine(  # noqa: PLR0917 (one service's facts)

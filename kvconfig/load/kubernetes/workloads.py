@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -150,13 +151,21 @@ def _storm_role(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]
 
 
 def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
-    """A replica count is an integer: the API server refuses the resource otherwise."""
+    """A replica count is an integer: the API server refuses the resource otherwise. A
+    ``${NAME}`` there is a template's placeholder (envsubst, a deploy script's sed)."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        hint = "write the number of pods, e.g. replicas: 1"
+        if isinstance(value, str) and re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", value.strip()):
+            shown = shlex.quote(res.source) if not res.source.startswith("<") else "FILE"
+            hint = (
+                f"{value.strip()} is a placeholder a deploy script fills in: lint the manifest "
+                f"as applied, e.g. envsubst < {shown or 'FILE'} | kvconfig lint -"
+            )
         raise res.err(
             f"expected an integer replica count, got {value!r}"[:200],
             path,
             ".".join(map(str, path)),
-            "write the number of pods, e.g. replicas: 1",
+            hint,
         )
 
 

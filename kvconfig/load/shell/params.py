@@ -11,7 +11,7 @@ import re
 
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
-from kvconfig.load.shell.globs import _glob_regex, _replace, _trim
+from kvconfig.load.shell.globs import _glob_regex, _quoted, _replace, _trim
 from kvconfig.load.shell.state import MAX_TEXTS
 from kvconfig.load.shell.variables import _Variables
 from kvconfig.load.shell.words import _Part, _source_form, _Word, hole
@@ -305,24 +305,29 @@ class _Params(_Variables):
         return self.pattern(word)
 
     def pattern(self, word: _Word) -> re.Pattern[str] | None:
-        """A shell pattern as a regular expression; None when part of it is unknown."""
-        out: list[str] = []
+        """A shell pattern as a regular expression; None when part of it is unknown. The
+        word is written as one pattern, its quoted characters each behind a backslash, so
+        that a bracket expression may span quoted parts (``[a"&&"b]``)."""
+        text: list[str] = []
         for k, part in enumerate(word.parts):
             if part.kind == "lit":
-                text = part.text
-                if k == 0 and not part.quoted and text.startswith("~"):
-                    value, _ = self.tilde(text)
-                    if value is None:
+                value = part.text
+                if k == 0 and not part.quoted and value.startswith("~"):
+                    home, _ = self.tilde(value)
+                    if home is None:
                         return None
-                    out.append(re.escape(value))
+                    text.append(_quoted(home))
                     continue
-                out.append(re.escape(text) if part.quoted else _glob_regex(text))
-                continue
-            value, _ = self.part_value(part, tilde=False)
-            if value is None:
-                return None
-            out.append(re.escape(value) if part.quoted else _glob_regex(value))
+            else:
+                found, _ = self.part_value(part, tilde=False)
+                if found is None:
+                    return None
+                value = found
+            text.append(_quoted(value) if part.quoted else value)
+        regex = _glob_regex("".join(text))
+        if regex is None:
+            return None
         try:
-            return re.compile("".join(out), re.S)
+            return re.compile(regex, re.S)
         except re.error:
             return None

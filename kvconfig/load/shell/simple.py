@@ -19,7 +19,7 @@ from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.remote import remote_of
 from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
-from kvconfig.load.shell.words import HOLE, _Word, assignment, hole, one_field
+from kvconfig.load.shell.words import HOLE, _Word, assignment, hole, holes_named, one_field
 from kvconfig.load.shell.wrappers import (
     SHELLS,
     file_of,
@@ -149,10 +149,10 @@ class _Shell(_Children):
         at its own place among the command's words (``at``: where the word's first is)."""
         out = []
         for k, text in enumerate(fields):
-            found = HOLE.search(text)
-            if found is not None:
-                unknown_at.append((at + k, bytes.fromhex(found.group(1)).decode() or "$@"))
-            out.append(HOLE.sub(lambda m: bytes.fromhex(m.group(1)).decode() or "$@", text))
+            written, first = holes_named(text)
+            if first is not None:
+                unknown_at.append((at + k, first))
+            out.append(written)
         return out
 
     def command(

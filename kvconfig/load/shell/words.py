@@ -73,6 +73,15 @@ def _named(m: re.Match[str]) -> str:
     return bytes.fromhex(m.group(1)).decode(errors="replace") or "a run-time value"
 
 
+def holes_named(text: str) -> tuple[str, str | None]:
+    """``text`` with each hole written as what it names, and what its first hole names
+    (None when it holds none)."""
+    first = HOLE.search(text)
+    if first is None:
+        return text, None
+    return HOLE.sub(_named, text), _named(first)
+
+
 def split_holes(word: _Word) -> None:
     """A word lexed from a text with holes: each hole becomes a part of kind ``hole``,
     only known at run time, quoted as the text around it was."""
