@@ -70,11 +70,16 @@ def test_parameters_are_sorted_with_the_gpu_request_as_tensor_parallel_size() ->
     values = coalesce(
         {"inference": {"accelerator": "gpu", "modelServer": {"deployment": {"resources": {
             "gpu": {"requests": {"nvidia.com/gpu": 4}}}}}}},
-        {"modelParameters": {"maxModelLen": 4096, "enforceEager": True}},
+        {"modelParameters": {"maxModelLen": 4096, "enforceEager": True, "trustRemoteCode": False}},
     )  # fmt: skip
-    assert (
-        parameters(values) == "--enforce-eager true --max-model-len 4096 --tensor-parallel-size 4"
-    )
+    # the helper's kindIs "bool" branch (_helpers.tpl, 7c3e3d4): a true flag is bare, a
+    # false one is left out
+    assert parameters(values) == "--enforce-eager --max-model-len 4096 --tensor-parallel-size 4"
+    values["modelPath"] = "/models/qwen"
+    values["model"] = "Qwen/Qwen3-8B"
+    assert parameters(values).endswith("--served-model-name Qwen/Qwen3-8B --tensor-parallel-size 4")
+    values["inference"]["accelerator"] = "graviton"
+    assert "--tensor-parallel-size" not in parameters(values)
 
 
 def _values(tmp_path: Path, text: str) -> Path:

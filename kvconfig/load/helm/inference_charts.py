@@ -1,6 +1,7 @@
-"""AI on EKS's inference chart (awslabs/ai-on-eks-charts ``charts/inference-charts``, as
-of commit 12babb5): a values file, merged over the chart's own ``values.yaml`` as
-``helm install -f FILE`` merges it, read as the chart's templates render it.
+"""AI on EKS's inference chart (awslabs/ai-on-eks-charts ``charts/inference-charts``, its
+templates as of commit 12babb5 and its ``_helpers.tpl`` as of 7c3e3d4): a values file,
+merged over the chart's own ``values.yaml`` as ``helm install -f FILE`` merges it, read as
+the chart's templates render it.
 
 ``inference.framework`` picks the template:
 
@@ -21,10 +22,13 @@ of commit 12babb5): a values file, merged over the chart's own ``values.yaml`` a
 
 PARAMETERS is the chart's ``inference-charts.modelParameters`` helper: ``--KEY VALUE``
 for each ``modelParameters`` key in sorted order (Go's ``range`` over a map), the key
-kebab-cased (sprig's ``kebabcase``) and the value printed by ``%v``; ``aibrix`` adds
-``--served-model-name SERVICE``; ``vllm.loadFormat`` adds ``--load-format``; without a
-``tensorParallelSize`` the helper adds ``--tensor-parallel-size`` from the GPU request
-(``nvidia.com/gpu``), or twice the Neuron request on Neuron.
+kebab-cased (sprig's ``kebabcase``) and the value printed by ``%v``, a boolean as the bare
+``--KEY`` when true and nothing when false (the helper before 7c3e3d4 printed ``--KEY
+true``, which vLLM's parser refuses: no values file of that time holds a boolean);
+``aibrix`` adds ``--served-model-name SERVICE``, a ``modelPath`` ``--served-model-name
+MODEL``; ``vllm.loadFormat`` adds ``--load-format``; without a ``tensorParallelSize``
+the helper adds ``--tensor-parallel-size`` from the GPU request (``nvidia.com/gpu``), or
+twice the Neuron request on Neuron, and none on Graviton.
 """
 
 from __future__ import annotations
@@ -85,13 +89,21 @@ def parameters(values: Mapping[str, Any]) -> str:
     """The words the ``inference-charts.modelParameters`` helper prints."""
     params = mapping(values.get("modelParameters"))
     inference = mapping(values.get("inference"))
-    args = [f"--{kebab(str(k))} {_go(params[k])}" for k in sorted(params, key=str)]
+    args = []
+    for key in sorted(params, key=str):
+        value = params[key]
+        if isinstance(value, bool):  # kindIs "bool": a flag when true, nothing when false
+            args.extend([f"--{kebab(str(key))}"] if value else [])
+        else:
+            args.append(f"--{kebab(str(key))} {_go(value)}")
     if inference.get("framework") == "aibrix":
         args.append(f"--served-model-name {_go(inference.get('serviceName'))}")
+    elif _truthy(values.get("modelPath")):
+        args.append(f"--served-model-name {_go(values.get('model'))}")
     load_format = values_at(values, "vllm", "loadFormat")
     if _truthy(load_format):
         args.append(f"--load-format {_go(load_format)}")
-    if not _truthy(params.get("tensorParallelSize")):
+    if not _truthy(params.get("tensorParallelSize")) and inference.get("accelerator") != "graviton":
         resources = values_at(values, "inference", "modelServer", "deployment", "resources")
         if inference.get("accelerator") == "neuron":
             count = values_at(resources, "neuron", "requests")
