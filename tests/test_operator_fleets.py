@@ -177,6 +177,33 @@ def test_skypilot_alternatives_with_other_counts_are_one_engine_each() -> None:
     }
 
 
+def test_a_skypilot_run_script_s_dynamo_frontend_is_a_router(tmp_path: Path) -> None:
+    """The node of rank 0 starts a KV-routing Dynamo frontend beside the worker: a router
+    of the fleet, its block size from the task's envs (KV711 against 64-token workers),
+    and one from ``--env`` as ``sky launch --env`` sets it."""
+    from kvconfig.load.routers import routers_in_file
+
+    task = (
+        "name: t\nnum_nodes: 2\nresources:\n  accelerators: H100:8\n"
+        "envs:\n  KV_BLOCK: 16\nrun: |\n"
+        '  if [ "$SKYPILOT_NODE_RANK" = 0 ]; then\n'
+        "    python -m dynamo.frontend --router-mode kv --kv-cache-block-size $KV_BLOCK &\n"
+        "  fi\n"
+        "  vllm serve Qwen/Qwen3-8B --block-size 64 -tp $SKYPILOT_NUM_GPUS_PER_NODE\n"
+    )
+    (router,) = routers_in_file(task, "t.sky.yaml")
+    assert router.name == "skypilot/t/dynamo.frontend" and router.block_size == 16
+    (given,) = routers_in_file(task, "t.sky.yaml", {"KV_BLOCK": "64"})
+    assert given.block_size == 64
+    path = tmp_path / "t.sky.yaml"
+    path.write_text(task)
+    code, text = _run(
+        "lint", "--fleet", "--format", "json", "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}",
+        str(path),
+    )  # fmt: skip
+    assert code == 1 and "KV711" in {f["code"] for f in json.loads(text)["findings"]}
+
+
 DGD = """apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
 metadata: {name: kv}

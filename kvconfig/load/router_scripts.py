@@ -43,7 +43,7 @@ def script_routers(
     cmds = commands(
         text, dict(env or {}), source=source, line=1, key=label, dialect=dialect, path=path
     )
-    return _started(label, cmds)
+    return started(label, cmds)
 
 
 def in_shell(name: str, words: list[str], cenv: Any) -> list[Router]:
@@ -64,10 +64,10 @@ def in_shell(name: str, words: list[str], cenv: Any) -> list[Router]:
         )  # fmt: skip
     except InputError:
         return []  # a script the shell refuses starts nothing (the engine reader says so)
-    return _started(name, cmds)
+    return started(name, cmds)
 
 
-def _started(label: str, cmds: Sequence[Any]) -> list[Router]:
+def started(label: str, cmds: Sequence[Any]) -> list[Router]:
     """The Dynamo frontends and standalone routers among a script's commands."""
     out: list[Router] = []
     for cmd in cmds:

@@ -241,6 +241,7 @@ def routers_in_file(
 def routers_of(docs: list[Any], given: Mapping[str, str] | None = None) -> list[Router]:
     """The KV-aware routers of an operator file's parsed documents; ``given``: the values
     the user gives (``--env``) for variables the cluster sets."""
+    from kvconfig.load.documents import kind_of
     from kvconfig.load.helm.kinds import is_semantic_router_dynamo
 
     out: list[Router] = []
@@ -252,6 +253,10 @@ def routers_of(docs: list[Any], given: Mapping[str, str] | None = None) -> list[
             data = render(doc)  # the graph its chart renders
         if isinstance(data, dict) and data.get("kind") == "DynamoGraphDeployment":
             out.extend(_dynamo(data, given or {}))
+        elif isinstance(data, dict) and kind_of(data) == "skypilot":
+            from kvconfig.load.skypilot import task_routers
+
+            out.extend(task_routers(data, given or {}))
         else:
             out.extend(_walk(data))
     return out

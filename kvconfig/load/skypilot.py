@@ -22,14 +22,18 @@ serve``, its tag's version, the container's ``-e`` environment.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.docker_run import is_vllm_start, vllm_command
 from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, known_versions
 from kvconfig.load.operator_engine import Engine, Note
+
+if TYPE_CHECKING:
+    from kvconfig.load.router_rules import Router
 
 _PIN = re.compile(r"\bvllm(?:\[[^\]]*\])?==(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)")
 
@@ -89,17 +93,7 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
             hint="add run: vllm serve MODEL ...",
         )
     accelerators, image_id = _resources(data)
-    env: dict[str, str | None] = {}
-    for section in ("envs", "secrets"):
-        block = data.get(section)
-        if isinstance(block, dict):
-            for key, value in block.items():
-                known = section == "envs" and value is not None
-                env[str(key)] = (
-                    (str(value).lower() if isinstance(value, bool) else str(value))
-                    if known
-                    else None
-                )
+    env = task_env(data)
     by_count: dict[int | None, list[str]] = {}
     for gpu_name, count in accelerators:
         by_count.setdefault(count, []).append(gpu_name)
@@ -115,6 +109,45 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
             )
         )
     return found
+
+
+def task_env(data: dict[str, Any]) -> dict[str, str | None]:
+    """The variables a task's ``run`` script starts with: its ``envs`` (known) and
+    ``secrets`` (their values are not in the file)."""
+    env: dict[str, str | None] = {}
+    for section in ("envs", "secrets"):
+        block = data.get(section)
+        if isinstance(block, dict):
+            for key, value in block.items():
+                known = section == "envs" and value is not None
+                env[str(key)] = (
+                    (str(value).lower() if isinstance(value, bool) else str(value))
+                    if known
+                    else None
+                )
+    return env
+
+
+def task_routers(data: dict[str, Any], given: Mapping[str, str]) -> list[Router]:
+    """The KV-aware routers a task's ``run`` script starts (a Dynamo frontend on the node
+    of rank 0), read with the task's environment, ``given`` (``--env``, as ``sky launch
+    --env``) over it, and SkyPilot's per-node variables only known at run time."""
+    from kvconfig.load.router_scripts import started
+    from kvconfig.load.shell.script import commands
+
+    run = data.get("run")
+    if not isinstance(run, str):
+        return []
+    env = {**task_env(data), **given}
+    for runtime in ("SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_TASK_ID",
+                    "SKYPILOT_NUM_NODES", "SKYPILOT_NUM_GPUS_PER_NODE"):  # fmt: skip
+        env.setdefault(runtime, None)
+    label = f"skypilot/{data.get('name') or 'task'}"
+    try:
+        cmds = commands(run, env, source=label, line=None, key=label, dialect="bash")
+    except InputError:
+        return []  # a script the shell refuses starts nothing (the engine reader says so)
+    return started(label, cmds)
 
 
 def _engine(
