@@ -81,3 +81,56 @@ def test_the_recordings_are_what_kubectl_kustomize_prints(case: str) -> None:
         assert done.returncode != 0
         said = (recorded / "expected.err").read_text().strip()
         assert said in done.stderr.replace('\\"', '"')  # klog quotes the error's quotes
+
+
+_MALFORMED = [5, "x", True, [5], ["a"], [None], {"a": 1}]
+_FIELDS = [
+    "resources", "bases", "patches", "patchesStrategicMerge", "patchesJson6902", "images",
+    "replicas", "configMapGenerator", "replacements",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("field", _FIELDS)
+def test_a_malformed_field_is_a_one_line_input_error(field: str, tmp_path: Path) -> None:
+    """Each field of the wrong type (a number, a string, a list of the wrong items) is bad
+    input with kvconfig's one-line error, never an internal error."""
+    (tmp_path / "deploy.yaml").write_text(
+        (CASES / "missing-target" / "k" / "deploy.yaml").read_text()
+    )
+    k = tmp_path / "kustomization.yaml"
+    head = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+    for value in _MALFORMED:
+        body = {"resources": ["deploy.yaml"], field: value}
+        k.write_text(head + yaml.safe_dump(body))
+        try:
+            with reading_within(allowed_roots([str(k)])):
+                build(yaml.safe_load(k.read_text()), tmp_path, str(k))
+        except InputError as err:
+            assert "\n" not in str(err)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        {"select": 5},
+        {"select": {"kind": "Deployment"}, "fieldPaths": "x"},
+        {"select": {"kind": "Deployment"}, "options": ["a"]},
+        {"select": {"kind": "Deployment"}, "options": {"delimiter": 1, "index": "x"}},
+        {"select": {"kind": "Deployment"}, "reject": 5},
+        {"select": {"kind": "Deployment", "labelSelector": "a in (b)"}},
+    ],
+)
+def test_a_malformed_replacement_target_is_an_input_error(target: Any, tmp_path: Path) -> None:
+    (tmp_path / "deploy.yaml").write_text(
+        (CASES / "missing-target" / "k" / "deploy.yaml").read_text()
+    )
+    k = tmp_path / "kustomization.yaml"
+    body = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": ["deploy.yaml"],
+        "replacements": [{"source": {"kind": "Deployment", "name": "vllm"}, "targets": [target]}],
+    }
+    k.write_text(yaml.safe_dump(body))
+    with pytest.raises(InputError), reading_within(allowed_roots([str(k)])):
+        build(yaml.safe_load(k.read_text()), tmp_path, str(k))

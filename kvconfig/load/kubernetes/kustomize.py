@@ -26,7 +26,7 @@ from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.kubernetes.kustomize_fields import generated, replace
+from kvconfig.load.kubernetes.kustomize_fields import as_list, as_map, generated, replace
 from kvconfig.load.roots import inside
 
 NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -89,7 +89,8 @@ def build(data: dict[str, Any], folder: Path, source: str, depth: int = 0) -> li
         return None, read_file(path, str(path))
 
     docs: list[_yaml.Document] = []
-    for name in [*(data.get("resources") or []), *(data.get("bases") or [])]:
+    for name in [*as_list(data.get("resources"), "resources", "resources", fail),
+                 *as_list(data.get("bases"), "bases", "bases", fail)]:  # fmt: skip
         base, text = load(name, "resources")
         if base is None:
             docs.extend(load_documents(text, str(root / name))[0])
@@ -113,11 +114,12 @@ def build(data: dict[str, Any], folder: Path, source: str, depth: int = 0) -> li
             return yaml_load(load(entry["path"], key)[1], source)
         return yaml_load(str(text), source)
 
-    for entry in data.get("patchesStrategicMerge") or []:
+    for entry in as_list(data.get("patchesStrategicMerge"), "patches", "patches", fail):
         for patch in _as_list(patch_text(entry, "patchesStrategicMerge")):
             _apply_sm(resources, patch, None, fail)
-    for entry in data.get("patches") or []:
-        patch, target = patch_text(entry, "patches"), (entry or {}).get("target")
+    for raw in as_list(data.get("patches"), "patches", "patches", fail):
+        entry = as_map(raw, "a patch", "patches", fail)
+        patch, target = patch_text(entry, "patches"), entry.get("target")
         if isinstance(patch, list) and all(isinstance(op, dict) and "op" in op for op in patch):
             _apply_json(resources, patch, target, fail)
         else:
@@ -129,15 +131,18 @@ def build(data: dict[str, Any], folder: Path, source: str, depth: int = 0) -> li
         if isinstance(meta, dict) and "name" in meta:
             names[id(res)] = {str(meta["name"])}
             meta["name"] = f"{data.get('namePrefix', '')}{meta['name']}{data.get('nameSuffix', '')}"
-    for entry in data.get("patchesJson6902") or []:
+    for raw in as_list(data.get("patchesJson6902"), "patchesJson6902", "patches", fail):
+        entry = as_map(raw, "a JSON patch", "patchesJson6902", fail)
         _apply_json(
             resources, _as_list(patch_text(entry, "patchesJson6902")), entry.get("target"), fail
         )
-    for entry in data.get("replicas") or []:
+    for raw in as_list(data.get("replicas"), "replicas", "replicas", fail):
+        entry = as_map(raw, "a replicas entry", "replicas", fail)
         for res in resources:
             if res.get("metadata", {}).get("name") == entry.get("name") and "spec" in res:
                 res["spec"]["replicas"] = entry.get("count")
-    for entry in data.get("images") or []:
+    for raw in as_list(data.get("images"), "images", "images", fail):
+        entry = as_map(raw, "an images entry", "images", fail)
         for res in resources:
             _retag(res, entry)
     replace(data, resources, names, load, fail)

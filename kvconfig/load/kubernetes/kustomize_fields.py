@@ -34,24 +34,54 @@ Load = Callable[[Any, str], tuple[Path | None, str]]
 DEFAULT_FIELD_PATH = "metadata.name"
 
 
+def as_list(value: Any, what: str, key: str, fail: Fail) -> list[Any]:
+    """``value`` as the list kustomize's types want (unset: empty); a one-line error
+    otherwise (``kvconfig.load.kubernetes.kustomize`` reads its fields with it too)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise fail(f"{what} must be a list, not {type(value).__name__}", key)
+    return value
+
+
+def as_map(value: Any, what: str, key: str, fail: Fail) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(f"{what} must be a mapping, not {type(value).__name__}", key)
+    return value
+
+
+def _options(value: Any, fail: Fail) -> tuple[str, int, bool]:
+    """A replacement's ``options``: (delimiter, index, create)."""
+    options = as_map(value, "options", "replacements", fail)
+    delimiter, index = options.get("delimiter") or "", options.get("index") or 0
+    if not isinstance(delimiter, str) or isinstance(index, bool) or not isinstance(index, int):
+        raise fail("options take a string delimiter and an integer index", "replacements")
+    return delimiter, index, bool(options.get("create"))
+
+
 def generated(data: Mapping[str, Any], resources: list[dict[str, Any]], load: Load,
               fail: Fail) -> list[dict[str, Any]]:  # fmt: skip
     """The ConfigMaps ``configMapGenerator`` adds (those it merges into or replaces in
     ``resources`` are changed there)."""
     out: list[dict[str, Any]] = []
-    for entry in data.get("configMapGenerator") or []:
+    key = "configMapGenerator"
+    for entry in as_list(data.get(key), key, key, fail):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            raise fail("a configMapGenerator entry needs a name", "configMapGenerator")
+            raise fail("a configMapGenerator entry needs a name", key)
         values: dict[str, str] = {}
-        files = [*(entry.get("envs") or []), *([entry["env"]] if entry.get("env") else [])]
+        files = [*as_list(entry.get("envs"), "envs", key, fail), *as_list(
+            [entry["env"]] if entry.get("env") else None, "env", key, fail
+        )]  # fmt: skip
         for name in files:
-            values.update(_env_file(load(name, "configMapGenerator")[1], str(name), fail))
-        for literal in entry.get("literals") or []:
+            values.update(_env_file(load(name, key)[1], str(name), fail))
+        for literal in as_list(entry.get("literals"), "literals", key, fail):
             key, eq, value = str(literal).partition("=")
             if not eq or not key:
                 raise fail(f"the literal {literal!r} is not KEY=VALUE", "configMapGenerator")
             values[key] = _unquoted(value)
-        for item in entry.get("files") or []:
+        for item in as_list(entry.get("files"), "files", key, fail):
             key, eq, path = str(item).partition("=")
             if not eq:
                 key, path = Path(str(item)).name, str(item)
@@ -104,7 +134,7 @@ def replace(data: Mapping[str, Any], resources: list[dict[str, Any]],
     from kvconfig.load.documents import load_documents
 
     entries: list[Any] = []
-    for entry in data.get("replacements") or []:
+    for entry in as_list(data.get("replacements"), "replacements", "replacements", fail):
         if isinstance(entry, dict) and set(entry) == {"path"}:
             text = load(entry["path"], "replacements")[1]
             for doc in load_documents(text, str(entry["path"]))[0]:
@@ -116,22 +146,23 @@ def replace(data: Mapping[str, Any], resources: list[dict[str, Any]],
             raise fail("replacements must specify a source and at least one target",
                        "replacements")  # fmt: skip
         value = _source_value(entry["source"], resources, names, fail)
-        for target in entry["targets"]:
+        for target in as_list(entry["targets"], "targets", "replacements", fail):
             if not isinstance(target, dict) or not isinstance(target.get("select"), dict):
                 raise fail("target must specify resources to select", "replacements")
-            options = target.get("options") or {}
+            options = _options(target.get("options"), fail)
+            rejects = as_list(target.get("reject"), "reject", "replacements", fail)
+            paths = as_list(target.get("fieldPaths"), "fieldPaths", "replacements", fail)
             for res in resources:
                 if not _picked(res, target["select"], names, fail):
                     continue
-                if any(_picked(res, r, names, fail) for r in target.get("reject") or []
-                       if isinstance(r, dict) and r):  # fmt: skip
+                if any(_picked(res, r, names, fail) for r in rejects if isinstance(r, dict) and r):
                     continue
-                for path in target.get("fieldPaths") or [DEFAULT_FIELD_PATH]:
+                for path in paths or [DEFAULT_FIELD_PATH]:
                     parts = split_path(str(path))
-                    if options.get("create") and "*" in parts:
+                    if options[2] and "*" in parts:
                         raise fail("cannot support create option in a multi-value target",
                                    "replacements")  # fmt: skip
-                    slots = _slots(res, parts, bool(options.get("create")))
+                    slots = _slots(res, parts, options[2])
                     if not slots:
                         raise fail(f"unable to find field {path!r} in replacement target",
                                    "replacements")  # fmt: skip
@@ -154,12 +185,11 @@ def _source_value(source: Any, resources: list[dict[str, Any]], names: Mapping[i
     if value is None or (isinstance(value, (str, dict, list)) and not value):
         raise fail(f"fieldPath `{path}` is missing for replacement source {selector}",
                    "replacements")  # fmt: skip
-    options = source.get("options") or {}
-    if options.get("delimiter"):
+    delimiter, index, _create = _options(source.get("options"), fail)
+    if delimiter:
         if isinstance(value, (dict, list)):
             raise fail("delimiter option can only be used with scalar nodes", "replacements")
-        parts = _text(value).split(str(options["delimiter"]))
-        index = int(options.get("index") or 0)
+        parts = _text(value).split(delimiter)
         if not 0 <= index < len(parts):
             raise fail(f"options.index {index} is out of bounds for value {_text(value)}",
                        "replacements")  # fmt: skip
@@ -263,21 +293,21 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _set(old: Any, value: Any, options: Mapping[str, Any], fail: Fail) -> Any:
+def _set(old: Any, value: Any, options: tuple[str, int, bool], fail: Fail) -> Any:
     """``old`` after the replacement: a scalar keeps its type and takes ``value``'s text
     (kustomize sets the node's value, not its tag), anything else becomes ``value``."""
-    if options.get("delimiter"):
+    delimiter, index, _create = options
+    if delimiter:
         if isinstance(old, (dict, list)):
             raise fail("delimiter option can only be used with scalar nodes", "replacements")
-        parts = _text(old).split(str(options["delimiter"]))
-        index = int(options.get("index") or 0)
+        parts = _text(old).split(delimiter)
         if index < 0:
             parts.insert(0, _text(value))
         elif index >= len(parts):
             parts.append(_text(value))
         else:
             parts[index] = _text(value)
-        value = str(options["delimiter"]).join(parts)
+        value = delimiter.join(parts)
     if isinstance(old, (dict, list)) or old is None or isinstance(value, (dict, list)):
         return copy.deepcopy(value)
     text = _text(value)
