@@ -364,6 +364,13 @@ class FindingCode(str, Enum):
         Severity.WARNING,
         "docker-compose stops a string command at | ; & < >: the rest never runs",
     )
+    SERVER_REFUSED = (
+        "KV812",
+        "server-refused",
+        Severity.ERROR,
+        "vLLM's parser refuses one server's command in a file that starts several: that "
+        "server never starts, and the fleet runs without it",
+    )
 
     # --- untrusted input: what kvconfig does not run, read or pass on (KV9xx) ---
     REMOTE_CODE_IGNORED = (

@@ -449,10 +449,14 @@ def test_operator_files_become_engines(tmp_path: Path, monkeypatch: pytest.Monke
             ),
         ]
 
+    from kvconfig.load.engines import refusal
+
     monkeypatch.setitem(
         sys.modules,
         "kvconfig.load.engines",
-        types.SimpleNamespace(engines_in=engines_in, read_file=lambda p, _s: p.read_text()),
+        types.SimpleNamespace(
+            engines_in=engines_in, read_file=lambda p, _s: p.read_text(), refusal=refusal
+        ),
     )
     doc = fleet_document([str(manifest)])
     assert [(e["name"], e["role"], e["replicas"], e["platform"]) for e in doc["engines"]] == [

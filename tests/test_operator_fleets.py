@@ -317,3 +317,22 @@ def test_unplanned_engines_show_in_text_and_html(tmp_path: Path) -> None:
     _, page = _run("lint", "--fleet", "--format", "html", "--platform", "H100", str(path))
     assert 'data-kv="unplanned"' in page and "<td>example-org/not-cached</td>" in page
     assert page.count("<td>KV402</td>") == 2
+
+
+def test_a_server_vllm_refuses_is_left_out_of_the_fleet(tmp_path: Path) -> None:
+    """A script that starts two servers, one with an option vLLM's parser refuses: that
+    one exits with status 2 and never starts, so the fleet is the other (planned) and a
+    KV812 error says why; when no server starts the file is bad input, as for lint."""
+    script = tmp_path / "two.sh"
+    good = f"vllm serve {QWEN3_8B} --port 8100 --block-size 32 &"
+    bad = f"vllm serve {QWEN3_8B} --port 8200 --zmq-server-port 5555 &"
+    script.write_text(f"#!/bin/bash\n{good}\n{bad}\nwait\n")
+    code, text = _run("lint", "--fleet", "--format", "json", "--platform", "H100", str(script))
+    doc = json.loads(text)
+    assert code == 1 and doc["verdict"] == "reject"
+    assert [e["name"] for e in doc["engines"]] == ["two.sh#1"]
+    (refused,) = [f for f in doc["findings"] if f["code"] == "KV812"]
+    assert refused["engines"] == ["two.sh#2"] and "--zmq-server-port" in refused["message"]
+    script.write_text(f"#!/bin/bash\n{bad}\n{bad.replace('8200', '8300')}\nwait\n")
+    code, _ = _run("lint", "--fleet", "--platform", "H100", str(script))
+    assert code == 2

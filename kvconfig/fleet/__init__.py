@@ -74,6 +74,11 @@ def fleet_document(
         asked=vllm_version,
         trtllm_cubins=trtllm_cubins,
     )
+    refused = [spec for spec in fleet.engines if spec.refused]
+    if refused:
+        from dataclasses import replace as _replace
+
+        fleet = _replace(fleet, engines=tuple(s for s in fleet.engines if not s.refused))
     engines, unplanned = P.plan_engines(fleet, plans)
     if engine == "vllm":
         from kvconfig.fleet import engine_mode
@@ -86,13 +91,14 @@ def fleet_document(
             trust_remote_code=trust_remote_code,
         )
     from kvconfig.fleet.rules.common import sort
-    from kvconfig.fleet.unplanned import modelless_issues, unplanned_issues
+    from kvconfig.fleet.unplanned import modelless_issues, refused_issues, unplanned_issues
 
     found = sort(
         [
             *P.issues(engines, fleet.routers, plans),
             *unplanned_issues(unplanned),
             *modelless_issues(unplanned, fleet.routers, engines),
+            *refused_issues(refused),
         ]
     )
     return P.fleet_json(fleet, engines, found, engine, unplanned)

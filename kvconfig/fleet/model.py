@@ -48,6 +48,9 @@ class EngineSpec:
     environment kept), not rebuilt from ``target``."""
     vllm_version: str | None = None
     """The engine's own vLLM release (default: the fleet's)."""
+    refused: str = ""
+    """Why vLLM's parser refuses the server's command (an operator file's server that
+    never starts, KV812); empty when it starts."""
 
     def key(self, extra: Mapping[str, Any] | None = None) -> str:
         """Engines with the same key have the same plan."""

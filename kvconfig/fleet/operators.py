@@ -54,8 +54,11 @@ def read_operator_file(
         if "not an operator file" in err.message or "expected a Kubernetes" in err.message:
             return None
         raise
+    refused = [readers.refusal(e) or "" for e in found]
+    if all(refused):  # no server starts: the first refusal is the file's error, as lint's
+        refused = [""] * len(found)
     out = []
-    for e in found:
+    for e, why in zip(found, refused, strict=True):
         given = {
             option: int(e.parallelism[key])
             for key, option in PARALLELISM.items()
@@ -77,6 +80,7 @@ def read_operator_file(
                 defaults=dict(getattr(e, "defaults", {}) or {}),
                 where=f"{e.source}:{e.line}" if getattr(e, "line", None) else str(e.source),
                 engine=e,
+                refused=why,
             )
         )
     return out, _routers(text, path, [spec.name for spec in out], env)

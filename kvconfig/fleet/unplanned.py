@@ -160,6 +160,25 @@ def unplanned_issues(found: Sequence[Unplanned]) -> list[Issue]:
     return out
 
 
+def refused_issues(refused: Sequence[EngineSpec]) -> list[Issue]:
+    """KV812 for each server of an operator file whose command vLLM's parser refuses: it
+    exits with status 2, so the fleet runs without it (the others are planned)."""
+    return [
+        Issue(
+            "KV812",
+            [spec.name],
+            f"{spec.name}: vLLM's parser refuses its command, so this server never starts "
+            f"and the fleet runs without it: {spec.refused}",
+            "fails: vllm serve exits with status 2 before the engine starts",
+            [
+                "fix the command as the error says",
+                "or remove the server from the file if it is not meant to run",
+            ],
+        )
+        for spec in refused
+    ]
+
+
 def _router_size(router: RouterSpec) -> tuple[int | None, str]:
     if router.block_size is not None:
         return router.block_size, "set"

@@ -217,6 +217,17 @@ _NOT_ENGINES: dict[str, tuple[type[InputError], str, str, str]] = {
 """Files kvconfig knows that start no engine: (error, message, key, hint)."""
 
 
+def refusal(engine: Engine) -> str | None:
+    """Why vLLM's parser refuses the engine's command (the server exits with status 2 and
+    never starts), or None when it takes it (``kvconfig.load.reading.reading_of``)."""
+    from kvconfig.load.reading import reading_of
+
+    said = reading_of(engine).unreadable
+    if said is None:
+        return None
+    return said.removeprefix(f"{engine.source}: ")  # the report names the file already
+
+
 def _no_pods(data: Any) -> bool:
     """A Kubernetes resource that never holds a pod template (skipped unbuilt)."""
     return isinstance(data, dict) and never_pods(data.get("kind"), data.get("apiVersion"))

@@ -3,16 +3,17 @@ kustomize builds it, for what shapes a pod.
 
 kustomize (kubernetes-sigs/kustomize, ``api/internal/target/kusttarget.go``) gathers the
 ``resources`` (each a file, else a folder holding its own kustomization), then runs its
-transformers in the order of ``kusttarget_configplugin.go``: ``patchesStrategicMerge``,
-``patches``, the name prefix and suffix, ``patchesJson6902``, ``replicas``, ``images``.
+generators (``configMapGenerator``, ``kustomize_fields``) and then its transformers in the
+order of ``kusttarget_configplugin.go``: ``patchesStrategicMerge``, ``patches``, the name
+prefix and suffix, ``patchesJson6902``, ``replicas``, ``images``, ``replacements``.
 Its default load restrictor (``LoadRestrictionsRootOnly``, ``api/krusty/options.go``)
 refuses a resource or patch *file* outside the kustomization's folder
 (``loadrestrictions.go``); a folder outside it is a base and is allowed. A strategic
 merge patch merges maps, replaces lists, and merges the pod's lists by their merge key
 (``containers`` and ``env`` by ``name`` ...); ``null`` removes a key and ``$patch:
 delete`` an element (Kubernetes' strategic merge patch). Everything else a kustomization
-can do that may change a pod (components, replacements, Helm charts, generators'
-transformers) is not built here: bad input that says to pipe ``kubectl kustomize``.
+can do that may change a pod (components, Helm charts, generators' transformers) is not
+built here: bad input that says to pipe ``kubectl kustomize``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.kubernetes.kustomize_fields import as_list, as_map, generated, replace
 from kvconfig.load.roots import inside
 
 NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -33,7 +35,7 @@ _BUILT = frozenset({
     "patchesStrategicMerge", "patchesJson6902", "images", "replicas", "namePrefix",
     "nameSuffix", "namespace", "commonLabels", "labels", "commonAnnotations",
     "configMapGenerator", "secretGenerator", "generatorOptions", "buildMetadata",
-    "sortOptions",
+    "sortOptions", "replacements",
 })  # fmt: skip
 _MERGE_KEYS = {
     "containers": "name", "initContainers": "name", "ephemeralContainers": "name",
@@ -87,7 +89,8 @@ def build(data: dict[str, Any], folder: Path, source: str, depth: int = 0) -> li
         return None, read_file(path, str(path))
 
     docs: list[_yaml.Document] = []
-    for name in [*(data.get("resources") or []), *(data.get("bases") or [])]:
+    for name in [*as_list(data.get("resources"), "resources", "resources", fail),
+                 *as_list(data.get("bases"), "bases", "bases", fail)]:  # fmt: skip
         base, text = load(name, "resources")
         if base is None:
             docs.extend(load_documents(text, str(root / name))[0])
@@ -99,44 +102,54 @@ def build(data: dict[str, Any], folder: Path, source: str, depth: int = 0) -> li
         docs.extend(build(inner_docs[0].data, base, str(inner), depth + 1) if inner_docs else [])
     docs = [d._replace(data=copy.deepcopy(d.data)) for d in docs]
     resources = [d.data for d in docs if isinstance(d.data, dict)]
+    for made in generated(data, resources, load, fail):
+        docs.append(_yaml.Document(source, made, {}))
+        resources.append(made)
 
     def patch_text(entry: Any, key: str) -> Any:
         if isinstance(entry, str) and "\n" not in entry and not entry.lstrip().startswith("{"):
-            return _yaml_load(load(entry, key)[1], source)
+            return yaml_load(load(entry, key)[1], source)
         text = entry.get("patch") if isinstance(entry, dict) and "patch" in entry else entry
         if isinstance(entry, dict) and "path" in entry:
-            return _yaml_load(load(entry["path"], key)[1], source)
-        return _yaml_load(str(text), source)
+            return yaml_load(load(entry["path"], key)[1], source)
+        return yaml_load(str(text), source)
 
-    for entry in data.get("patchesStrategicMerge") or []:
+    for entry in as_list(data.get("patchesStrategicMerge"), "patches", "patches", fail):
         for patch in _as_list(patch_text(entry, "patchesStrategicMerge")):
             _apply_sm(resources, patch, None, fail)
-    for entry in data.get("patches") or []:
-        patch, target = patch_text(entry, "patches"), (entry or {}).get("target")
+    for raw in as_list(data.get("patches"), "patches", "patches", fail):
+        entry = as_map(raw, "a patch", "patches", fail)
+        patch, target = patch_text(entry, "patches"), entry.get("target")
         if isinstance(patch, list) and all(isinstance(op, dict) and "op" in op for op in patch):
             _apply_json(resources, patch, target, fail)
         else:
             for one in _as_list(patch):
                 _apply_sm(resources, one, target, fail)
+    names: dict[int, set[str]] = {}  # the names a replacement's selector may still use
     for res in resources:
         meta = res.get("metadata")
         if isinstance(meta, dict) and "name" in meta:
+            names[id(res)] = {str(meta["name"])}
             meta["name"] = f"{data.get('namePrefix', '')}{meta['name']}{data.get('nameSuffix', '')}"
-    for entry in data.get("patchesJson6902") or []:
+    for raw in as_list(data.get("patchesJson6902"), "patchesJson6902", "patches", fail):
+        entry = as_map(raw, "a JSON patch", "patchesJson6902", fail)
         _apply_json(
             resources, _as_list(patch_text(entry, "patchesJson6902")), entry.get("target"), fail
         )
-    for entry in data.get("replicas") or []:
+    for raw in as_list(data.get("replicas"), "replicas", "replicas", fail):
+        entry = as_map(raw, "a replicas entry", "replicas", fail)
         for res in resources:
             if res.get("metadata", {}).get("name") == entry.get("name") and "spec" in res:
                 res["spec"]["replicas"] = entry.get("count")
-    for entry in data.get("images") or []:
+    for raw in as_list(data.get("images"), "images", "images", fail):
+        entry = as_map(raw, "an images entry", "images", fail)
         for res in resources:
             _retag(res, entry)
+    replace(data, resources, names, load, fail)
     return docs
 
 
-def _yaml_load(text: str, source: str) -> Any:
+def yaml_load(text: str, source: str) -> Any:
     from kvconfig.load.documents import load_documents
 
     docs = load_documents(text, source)[0]
