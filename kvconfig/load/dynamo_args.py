@@ -19,7 +19,8 @@ from kvconfig.mirror import versions
 #: Dynamo's own options (runtime and vLLM wrapper groups) and how many words each takes:
 #: 0 (flag; ``--no-`` forms included), 1, "?" (optional value) or "*" (any number).
 #: From ai-dynamo/dynamo ``components/src/dynamo/common/configuration/groups/runtime_args.py``
-#: and ``components/src/dynamo/vllm/backend_args.py``.
+#: and ``components/src/dynamo/vllm/backend_args.py``, every stored version (a flag one
+#: release removed stays, as the scripts written for it pass it).
 DYNAMO_OPTIONS: dict[str, int | str] = {
     **{f"--{n}": 1 for n in (
         "namespace", "endpoint", "kv-state-endpoint", "discovery-backend", "request-plane",
@@ -39,7 +40,10 @@ DYNAMO_OPTIONS: dict[str, int | str] = {
         "benchmark-prefill-kv-read-granularity", "benchmark-prefill-batch-granularity",
         "benchmark-decode-length-granularity", "benchmark-decode-batch-granularity",
         "benchmark-warmup-iterations", "benchmark-output-path", "benchmark-timeout",
-        "sleep-mode-level", "stage-configs-path",
+        "sleep-mode-level", "stage-configs-path", "embedding-worker-processes",
+        "benchmark-points-file", "video-output-dir", "default-video-fps",
+        "layerwise-num-gpu-layers", "boundary-ratio", "flow-shift", "diffusion-cache-backend",
+        "diffusion-cache-config", "ulysses-degree", "ring-degree", "cfg-parallel-size",
     )},
     **{f"--{p}{n}": 0 for n in (
         "fpm-trace", "exclude-tools-when-tool-choice-none", "dyn-enable-structural-tag",
@@ -47,7 +51,9 @@ DYNAMO_OPTIONS: dict[str, int | str] = {
         "is-prefill-worker", "is-decode-worker", "use-vllm-tokenizer", "route-to-encoder",
         "multimodal-encode-worker", "multimodal-worker", "multimodal-decode-worker",
         "enable-multimodal", "enable-rl", "frontend-decoding", "embedding-worker", "headless",
-        "gms-shadow-mode", "omni",
+        "gms-shadow-mode", "omni", "classify-worker", "transcription-worker", "realtime",
+        "embedding-frontend-tokenization", "enable-layerwise-offload", "vae-use-slicing",
+        "vae-use-tiling", "enable-cache-dit-summary", "enable-cpu-offload",
     ) for p in ("", "no-")},
     "--dyn-structural-tag": "?",
     "--connector": "*",
