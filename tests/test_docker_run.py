@@ -54,7 +54,7 @@ def test_entrypoint_replaces_the_images() -> None:
 @pytest.mark.parametrize(
     "words",
     [
-        "docker run ubuntu vllm serve m",  # the image's entry point is not known
+        "docker run ubuntu Qwen/Qwen3-8B --port 8000",  # an unknown image's arguments
         "docker run --entrypoint= vllm/vllm-openai m",  # the image's CMD, not known here
         "docker run -p",  # a value missing: docker refuses
         "docker ps",
@@ -63,6 +63,21 @@ def test_entrypoint_replaces_the_images() -> None:
 )
 def test_not_a_known_start(words: str) -> None:
     assert container_start(words.split()) is None
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "docker run -d vllm:openvino vllm serve m --port 80",
+        "docker run --rm my/build python3 -m vllm.entrypoints.openai.api_server --model m",
+    ],
+)
+def test_an_unknown_image_given_a_vllm_command_runs_it(words: str) -> None:
+    """An image kvconfig does not know, given a command that starts vLLM (or a shell
+    script): the container's program is that command, as on an image with no entry point
+    or one that ends in exec "$@"; only bare arguments need the image's entry point."""
+    container = container_start(words.split())
+    assert container is not None and container.words[-2:] in (("--port", "80"), ("--model", "m"))
 
 
 SCRIPT = """#!/bin/bash

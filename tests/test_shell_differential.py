@@ -172,6 +172,21 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"K": "]", "J": "&"},
         BOTH,
     ),
+    "getopts with no arguments keeps the defaults": (
+        'M=default; while getopts ":m:p:h" o; do case $o in m) M=$OPTARG;; p) P=$OPTARG;;\n'
+        "  h) exit 0;; \\?) exit 1;; esac; done; KV_A=$M KV_B=${P-unset} vllm serve $M",
+        {},
+        BOTH,
+    ),
+    "getopts over set -- and its errors": (
+        "set -- -m m1 -q -pv -x -- -m m2 rest\n"
+        'while getopts ":m:p:" o; do KV_A=$o KV_B=${OPTARG-u} KV_C=$OPTIND vllm serve "$o"; done\n'
+        'KV_A=$o KV_C=$OPTIND vllm serve end "$@"; shift $((OPTIND - 1)); vllm serve "$@"\n'
+        'OPTIND=1; set -- -m; getopts "m:" o 2>/dev/null; KV_A=$o vllm serve "$?" ${OPTARG-u}\n'
+        "OPTIND=1; getopts ab o -a -b; vllm serve $o $OPTIND; getopts ab o -a -b; vllm serve $o",
+        {},
+        BOTH,
+    ),
     "case run-time": (
         'case "$GPU" in H100) vllm serve m --block-size 64;; *) vllm serve m;; esac',
         {"GPU": None},
@@ -1002,3 +1017,21 @@ def test_a_virtual_environment_s_activate_leaves_the_rest_known(
     other = script.replace("bin/activate", "bin/setup.sh")
     first, _ = read_script(other, {"HOME": _HOME}).commands
     assert first.unknown or first.when  # any other file may set $KV_A
+
+
+def test_getopts_is_read_when_the_arguments_are_known() -> None:
+    """A launch script's getopts loop with no arguments ends at once (the defaults stand);
+    over known arguments each option and its value are read, as bash and dash read them
+    (the table cases check the same scripts against both)."""
+    script = TABLE["getopts with no arguments keeps the defaults"][0]
+    (cmd,) = read_script(script, {}, args=["launch.sh"]).commands
+    assert cmd.words == ("vllm", "serve", "default") and not cmd.unknown and not cmd.when
+    assert cmd.env["KV_B"] == "unset"
+    loop = TABLE["getopts over set -- and its errors"][0]
+    got = [c.words for c in read_script(loop, {}).commands]
+    assert got[:5] == [
+        ("vllm", "serve", "m"), ("vllm", "serve", "?"), ("vllm", "serve", "p"),
+        ("vllm", "serve", "?"), ("vllm", "serve", "end", "-m", "m1", "-q", "-pv", "-x", "--",
+                                "-m", "m2", "rest"),
+    ]  # fmt: skip
+    assert got[5] == ("vllm", "serve", "-m", "m2", "rest")

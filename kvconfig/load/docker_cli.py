@@ -123,8 +123,22 @@ def container_of(words: Sequence[str]) -> Container | None:
         return Container((entrypoint, *after), image, True, env, at, tuple(mounts), detached)
     entry_point = image_entry(image)
     if entry_point is None:
+        if after and _runs_itself(after):
+            # an image kvconfig does not know, given a command that is itself a shell
+            # script or a vLLM start: read as the container's program, as on an image with
+            # no entry point or one that ends in exec "$@" (the CUDA and Python images)
+            return Container(tuple(after), image, True, env, at, tuple(mounts), detached)
         return None
     return Container((*entry_point, *after), image, False, env, at, tuple(mounts), detached)
+
+
+def _runs_itself(words: Sequence[str]) -> bool:
+    """Whether ``words`` are a program of their own: a shell given a script, or a command
+    that starts vLLM (``vllm serve``, ``python3 -m vllm.entrypoints.openai.api_server``)."""
+    from kvconfig.load.operator_engine import server_start
+
+    shell = os.path.basename(words[0]) in ("bash", "sh", "dash") and "-c" in words[1:3]
+    return shell or server_start(words) is not None
 
 
 def _option(rest: list[str], i: int) -> tuple[str | None, str | None, int]:

@@ -11,6 +11,12 @@ replacing it (``kvconfig.load.docker_cli``). vLLM's images
 entry point ``["vllm", "serve"]`` (vLLM ``docker/Dockerfile``, LMCache
 ``docker/Dockerfile``), so the words after such an image are ``vllm serve``'s arguments.
 
+An image kvconfig does not know, given a command that starts vLLM itself (``vllm serve
+...``, ``python3 -m vllm.entrypoints.openai.api_server ...``) or a shell script (``bash -c
+'...'``), runs that command: the images vLLM is built into have no entry point or one that
+ends in ``exec "$@"``. Bare arguments after such an image need its entry point, which is
+not known here: no server is read.
+
 An entry point that is a shell given a script (``--entrypoint bash IMAGE -c 'SCRIPT'``,
 ``--entrypoint /bin/sh IMAGE -c ...``) runs that script in the container: kvconfig reads
 it as that shell would (``kvconfig.load.shell``: bash, or dash for ``sh``, the

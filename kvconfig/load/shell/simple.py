@@ -16,6 +16,7 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell.children import _Children
 from kvconfig.load.shell.conditions import _test
+from kvconfig.load.shell.getopts import getopts
 from kvconfig.load.shell.remote import remote_of
 from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
@@ -245,6 +246,10 @@ class _Shell(_Children):
                 status = self.read_input(words[1:], local, self.state.input, fed=True)
                 if status != "other":
                     return status if isinstance(status, int) else None
+        if head == "getopts" and known and len(words) >= 3:
+            status = getopts(self, words[1], words[2], words[3:] if len(words) > 3 else None)
+            if status != "other":
+                return status if isinstance(status, int) else None
         if head in ("read", "getopts", "mapfile", "readarray") or (
             head == "printf" and words[1:2] == ["-v"]
         ):
