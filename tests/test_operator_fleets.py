@@ -7,7 +7,10 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from kvconfig.cli.commands import main
+from kvconfig.errors import NoEngine
 
 CORPUS = Path(__file__).parent / "realworld" / "files"
 QWEN3_8B = Path(__file__).parent.parent / "examples" / "models" / "qwen3-8b"
@@ -336,3 +339,19 @@ def test_a_server_vllm_refuses_is_left_out_of_the_fleet(tmp_path: Path) -> None:
     script.write_text(f"#!/bin/bash\n{bad}\n{bad.replace('8200', '8300')}\nwait\n")
     code, _ = _run("lint", "--fleet", "--platform", "H100", str(script))
     assert code == 2
+
+
+def test_a_server_skypilot_setup_leaves_running_is_the_task_s_engine() -> None:
+    """SkyPilot runs ``setup`` then ``run`` on the same nodes: a server ``setup`` starts
+    detached in the background serves the task when ``run`` starts none."""
+    from kvconfig.load.engines import engines_in
+
+    task = (
+        "envs:\n  MODEL: Qwen/Qwen3-8B\nresources:\n  accelerators: L4\nsetup: |\n"
+        '  setsid bash -c "vllm serve $MODEL --block-size 32 > vllm.log 2>&1" &\n'
+        "run: |\n  python client.py\n"
+    )
+    (engine,) = engines_in(task, "<sky>")
+    assert engine.argv[:3] == ("Qwen/Qwen3-8B", "--block-size", "32")
+    with pytest.raises(NoEngine, match="the run script starts no 'vllm serve'"):
+        engines_in(task.replace("vllm serve", "echo"), "<sky>")

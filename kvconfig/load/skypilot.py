@@ -78,13 +78,16 @@ def _resources(data: dict[str, Any]) -> tuple[list[tuple[str, int | None]], str 
 
 
 def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
-    """The vLLM server the task's ``run`` script starts: one engine per GPU count of the
-    task's accelerator alternatives (one when they agree, or name none)."""
+    """The vLLM server the task's ``run`` script starts (or, when it starts none, one its
+    ``setup`` leaves running in the background): one engine per GPU count of the task's
+    accelerator alternatives (one when they agree, or name none)."""
     data = doc.data
     name = str(data.get("name") or Path(doc.source).stem)
     label = f"skypilot/{name}"
     run = data.get("run")
-    if not isinstance(run, str) or not run.strip():
+    if not isinstance(run, str):
+        run = ""
+    if not run.strip() and not (isinstance(data.get("setup"), str) and data["setup"].strip()):
         raise NoEngine(
             "the task has no run script, so it starts no vLLM server",
             source=doc.source,
@@ -174,6 +177,14 @@ def _engine(
 
     cmds = commands(run, env, source=doc.source, line=script_line, key=label, dialect="bash")
     chosen, problem = servers(cmds, is_vllm_start)
+    setup = data.get("setup")
+    if not chosen and isinstance(setup, str):
+        # a server setup starts in the background (setsid ... &) outlives setup and
+        # serves the task: SkyPilot runs setup, then run, on the same nodes
+        setup_line = doc.line("setup")
+        cmds = commands(setup, env, source=doc.source, key=label, dialect="bash",
+                        line=(setup_line + 1) if setup_line is not None else None)  # fmt: skip
+        chosen, problem = servers(cmds, is_vllm_start)
     starts = []
     for found in chosen:
         start, container, cmd = vllm_command(found, doc.source)
@@ -185,6 +196,14 @@ def _engine(
             line=starts[1][1].line,
             key=label,
             hint="keep one vLLM server per task",
+        )
+    if not starts and not run.strip():
+        raise NoEngine(
+            "the task has no run script, so it starts no vLLM server",
+            source=doc.source,
+            line=run_line or 1,
+            key="run",
+            hint="add run: vllm serve MODEL ...",
         )
     if not starts:
         raise NoEngine(
