@@ -187,6 +187,17 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "set -u ends the script at an unset parameter": (
+        'set -u; KV_A=${X-d}; vllm serve a "$KV_A" ${Y:+y} "$@"; f() { vllm serve "$1"; }; f b\n'
+        "set +u; vllm serve c $Q; set -o nounset; vllm serve d ${#Q}; vllm serve never",
+        {},
+        BOTH,
+    ),
+    "set -eu and a function's missing argument": (
+        'set -eu; f() { vllm serve "$1"; }; f a; KV_A=1 f; vllm serve never',
+        {},
+        BOTH,
+    ),
     "case run-time": (
         'case "$GPU" in H100) vllm serve m --block-size 64;; *) vllm serve m;; esac',
         {"GPU": None},
@@ -1017,6 +1028,12 @@ def test_a_virtual_environment_s_activate_leaves_the_rest_known(
     other = script.replace("bin/activate", "bin/setup.sh")
     first, _ = read_script(other, {"HOME": _HOME}).commands
     assert first.unknown or first.when  # any other file may set $KV_A
+
+
+def test_set_u_stops_the_script_where_the_shells_stop() -> None:
+    script = TABLE["set -u ends the script at an unset parameter"][0]
+    got = [c.words for c in read_script(script, {}).commands]
+    assert got == [("vllm", "serve", "a", "d"), ("vllm", "serve", "b"), ("vllm", "serve", "c")]
 
 
 def test_getopts_is_read_when_the_arguments_are_known() -> None:

@@ -99,6 +99,8 @@ class _Params(_Variables):
             if name in ("@", "*"):
                 args = self.state.args
                 return (None, "$#", None) if args is None else (str(len(args) - 1), "", None)
+            if self.state.nounset and not is_set:
+                raise _Stop  # ${#X} of an unset X under set -u
             if value is None:
                 return None, "${#" + name + "}", None
             if not is_set and name.isalpha() is False and self.dialect == "sh":
@@ -112,6 +114,9 @@ class _Params(_Variables):
     ) -> tuple[str | None, str, list[str] | None]:
         whole = "${" + body + "}"
         what = self.unknown_why(name) if name.isidentifier() or name.isdigit() else "$" + name
+        tests_set = re.match(r":?[-=?+]", op) is not None  # ${X-w}: no error under set -u
+        if self.state.nounset and not is_set and name not in ("@", "*") and not tests_set:
+            raise _Stop  # set -u: "unbound variable", and the shell exits
         if not op:
             if value is None:
                 return None, what, None

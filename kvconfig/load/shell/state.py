@@ -85,6 +85,9 @@ class _State:
     """What is left of the input a compound command is fed (``done <<< TEXT``,
     ``kvconfig.load.shell.loops``): its text, None when only known at run time, and what
     made it so; None when ``read`` takes the script's own input."""
+    nounset: bool = False
+    """``set -u`` (``set -o nounset``) is in force: expanding an unset parameter is an
+    error that ends a non-interactive shell (POSIX 2.14 ``set -u``)."""
 
     def copy(self) -> _State:
         return _State(
@@ -104,6 +107,7 @@ class _State:
             self.cwd,
             dict(self.templates),
             self.input,
+            self.nounset,
         )
 
 
@@ -135,6 +139,7 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     )
     merged.readonly = set().union(*(e.readonly for e in ends))
     merged.nocase = merged.nocase or any(e.nocase for e in ends)
+    merged.nounset = all(e.nounset for e in ends)  # on one side only: no error assumed
     folders = {e.cwd for e in ends}
     merged.cwd = folders.pop() if len(folders) == 1 else None
     merged.programs = {}

@@ -195,3 +195,16 @@ def unknown_to_dash(words: Sequence[str]) -> list[str]:
         for name in after_options(words, "sh")[2]
         if name not in _DASH_OPTIONS
     ]
+
+
+def nounset_after(options: list[str], now: bool) -> bool:
+    """Whether ``set OPTIONS`` leaves ``-u`` in force (``-u``, ``-eu``, ``-o nounset`` on;
+    ``+u``, ``+o nounset`` off)."""
+    for i, word in enumerate(options):
+        if word[:1] not in "-+" or word.startswith("--"):
+            continue
+        if "u" in word[1:]:
+            now = word[0] == "-"
+        if "o" in word[1:] and options[i + 1 : i + 2] == ["nounset"]:
+            now = word[0] == "-"
+    return now
