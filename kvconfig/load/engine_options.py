@@ -240,7 +240,7 @@ def run_time_words(
 ) -> Iterator[tuple[str, str, int | None]]:
     """(option, word, line) for each of ``options`` whose value holds a word only known at
     run time (the engine's ``unknown-value`` notes)."""
-    from kvconfig.load.models import kubeai_cached
+    from kvconfig.load.models import loaded_copy
 
     for note in engine.notes:
         if note.kind != "unknown-value" or " in argument " not in note.message:
@@ -249,7 +249,7 @@ def run_time_words(
         for option in options:
             words = [w for w in _words(values.get(option)) if what in w]
             if option == "model":  # KubeAI's cache path: only the path waits on the UID
-                words = [w for w in words if kubeai_cached(w, engine.model_uri) is None]
+                words = [w for w in words if loaded_copy(w, engine.model_uri) is None]
             if option == "kv-transfer-config" and all(_inert(w, what) for w in words):
                 continue
             if words:

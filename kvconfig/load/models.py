@@ -80,17 +80,23 @@ KUBEAI_URL = re.compile(r"^([a-z0-9]+)://([^?]+)(\?.*)?$")
 """A KubeAI Model's ``url`` (``SCHEME://REF``, the controller's ``parseModelURL``)."""
 
 
-def kubeai_cached(value: str, model_uri: str | None) -> str | None:
-    """The Hugging Face id whose files a cache profile's model path holds: KubeAI's cache
-    loader job copies the Model's ``url`` into ``/models/NAME-UID`` (``modelCacheDir`` and
-    the loader's arguments, ``internal/modelcontroller/cache.go``), so only the path waits
-    on the UID, not the model. None for any other path or URL."""
+def loaded_copy(value: str, model_uri: str | None) -> str | None:
+    """The Hugging Face id whose files an operator's loader put at the path ``value``,
+    when ``model_uri`` is that ``hf://`` model: KubeAI's cache loader job copies the
+    Model's ``url`` into ``/models/NAME-UID`` (``modelCacheDir`` and the loader's
+    arguments, ``internal/modelcontroller/cache.go``: only the path waits on the UID), and
+    llmaz's model loader downloads an ``OpenModel``'s Hub id into
+    ``/workspace/models/models--ORG--NAME`` (``modelsource/modelhub.go``). None for any
+    other path or URL."""
     uri = KUBEAI_URL.match(model_uri or "")
-    if uri is None or uri.group(1) != "hf" or not value.startswith("/models/"):
+    if uri is None or uri.group(1) != "hf":
         return None
-    if not value.endswith(f"-$({KUBEAI_UID_VAR})"):
-        return None
-    return uri.group(2)
+    hub_id = uri.group(2)
+    if value.startswith("/models/") and value.endswith(f"-$({KUBEAI_UID_VAR})"):
+        return hub_id
+    if value == "/workspace/models/models--" + hub_id.replace("/", "--"):
+        return hub_id
+    return None
 
 
 def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> Path:
@@ -129,8 +135,8 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
         uri = _MODEL_URI.match(given or "")
         if uri is not None and (value == mount or value.startswith(mount + "/")):
             names.append(uri.group(1))
-    if (cached := kubeai_cached(value, opts.model_uri)) is not None:
-        names.append(cached)  # KubeAI's cache path: the url's model, at a path named by UID
+    if (cached := loaded_copy(value, opts.model_uri)) is not None:
+        names.append(cached)  # an operator's loader put the model there (KubeAI, llmaz)
     for name in names:
         mapped = opts.model_paths.map(name) if opts.model_paths is not None else None
         if mapped is None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig.errors import NoEngine
+from kvconfig.load import llmaz
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import LLM_D_SIMULATOR
 from kvconfig.load.kubernetes import model_booster
@@ -161,12 +162,8 @@ def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
                 f"{value.strip()} is a placeholder a deploy script fills in: lint the manifest "
                 f"as applied, e.g. envsubst < {shown or 'FILE'} | kvconfig lint -"
             )
-        raise res.err(
-            f"expected an integer replica count, got {value!r}"[:200],
-            path,
-            ".".join(map(str, path)),
-            hint,
-        )
+        said = f"expected an integer replica count, got {value!r}"[:200]
+        raise res.err(said, path, ".".join(map(str, path)), hint)
 
 
 def resource_engines(
@@ -370,6 +367,8 @@ def engines(
             out.extend(
                 model_booster.with_model_uri(res, resource_engines(made, base, found, blocks))
             )
+        elif llmaz.is_playground(res.data):
+            out.extend(llmaz.engines(res, resources, base, found, blocks))
         elif kind == "Model" and str(res.data.get("apiVersion", "")).startswith("kubeai.org/"):
             from kvconfig.load import kubeai
 
