@@ -8,6 +8,9 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load.engines import engines_in
 from kvconfig.load.reading import reading_of
 
@@ -87,12 +90,17 @@ spec:
     assert engine.argv == ("/workspace/models/models--Qwen--Qwen3-8B", "--block-size", "64")
     assert engine.image == "my/vllm:v0.33.0"
     sglang = claim + "\n  backendRuntimeConfig: {backendName: sglang}"
-    try:
+    with pytest.raises(NoEngine, match="no vLLM"):
         engines_in(_input(sglang, ("qwen", "Qwen/Qwen3-8B")), "<pg>")
-    except Exception as err:
-        assert "no vLLM" in str(err)
-    else:
-        raise AssertionError("an sglang Playground starts no vLLM engine")
+
+
+def test_a_config_field_no_model_fills_is_refused_as_the_controller_refuses_it() -> None:
+    claim = (
+        "  modelClaim: {modelName: qwen}\n"
+        "  backendRuntimeConfig: {configName: speculative-decoding}"
+    )
+    with pytest.raises(InputError, match=r"needs \{\{ \.DraftModelPath \}\}"):
+        engines_in(_input(claim, ("qwen", "Qwen/Qwen3-8B")), "<pg>")
 
 
 def test_a_model_the_input_does_not_hold_is_only_known_in_the_cluster() -> None:

@@ -143,6 +143,13 @@ def engines(
         )  # fmt: skip
     args = [_FIELD.sub(lambda m: fields.get(m.group(1), m.group(0)), str(a))
             for a in match.get("args") or []]  # fmt: skip
+    unfilled = next((m.group(0) for a in args if (m := _FIELD.search(a))), None)
+    if unfilled is not None:  # renderFlags: "missing flag or the flag has format error"
+        raise res.err(
+            f"the {chosen} config of the BackendRuntime {backend} needs {unfilled}, which "
+            "the Playground's models do not give: llmaz's controller refuses it",
+            ("spec",), "modelClaim", "claim a main model (and a draft one for its draft path)",
+        )  # fmt: skip
     args += [str(a) for a in config.get("args") or []]
     env = [*(runtime.get("envs") or []), *(config.get("envs") or [])]
     version = config.get("version") or runtime.get("version") or "latest"
