@@ -119,3 +119,23 @@ def test_lint_plans_the_loaded_model(tmp_path: Path) -> None:
             "--model-path", f"Qwen/Qwen3-8B={QWEN3_8B}", str(path)]  # fmt: skip
     assert main(argv, stdout=out) == 0
     assert json.loads(out.getvalue())["verdict"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("uri", "path"),
+    [
+        ("host:///workspace/Qwen2-0.5B-Instruct", "/workspace/Qwen2-0.5B-Instruct"),
+        ("oss://bucket.oss-cn.aliyuncs.com/models/Qwen2-7B", "/workspace/models/models--Qwen2-7B"),
+        ("s3://bucket/models/qwen.gguf", "/workspace/models/qwen.gguf"),
+        ("gcs://bucket/a/b/opt-125m", "/workspace/models/models--opt-125m"),
+    ],
+)
+def test_a_uri_model_is_where_the_loader_puts_it(uri: str, path: str) -> None:
+    """``modelsource/uri.go``: a host path as it is, else the loader's copy of the
+    address's last element (``pkg/util/uri.go`` parses the address)."""
+    model = MODEL.replace("source: {modelHub: {modelID: %(id)s}}", f"source: {{uri: '{uri}'}}")
+    text = "---\n".join(
+        [model % {"name": "m"}, PLAYGROUND % {"claim": "  modelClaim: {modelName: m}"}]
+    )
+    (engine,) = engines_in(text, "<pg>")
+    assert engine.argv[:2] == ("--model", path)

@@ -12,8 +12,9 @@ when a model is claimed with the ``draft`` role and ``default`` otherwise
 ``{{ .DraftModelPath }}`` filled in (``backendruntime.go``: ``renderFlags``), then
 ``backendRuntimeConfig.args``. The image is the runtime's ``image:version``
 (``backendRuntimeConfig.version`` wins). A model from the Hub is loaded to
-``/workspace/models/models--ORG--NAME`` (``modelsource/modelhub.go``; its ``fileName``
-when set; the Hub id itself with the ``llmaz.io/skip-model-loader`` annotation), its
+``/workspace/models/models--ORG--NAME`` (``modelsource/modelhub.go``; its ``filename``
+when set; the Hub id itself with the ``llmaz.io/skip-model-loader`` annotation), one of
+a ``uri`` to the loader's copy of its last element (a ``host://`` path as it is), its
 name the ``OpenModel``'s. The replicas are ``spec.replicas`` (1 by default); the GPUs, the
 limits of the main model's first inference flavor.
 
@@ -86,11 +87,30 @@ def _model_path(model: dict[str, Any], skip: bool) -> tuple[str, str | None]:
         uri = f"hf://{model_id}" if hub.get("name") in (None, "Huggingface") else None
         if skip:
             return model_id, uri
-        if hub.get("fileName"):
-            return MODELS_DIR + str(hub["fileName"]), uri
+        if hub.get("filename"):
+            return MODELS_DIR + str(hub["filename"]), uri
         return MODELS_DIR + "models--" + model_id.replace("/", "--"), uri
-    uri_text = str(source.get("uri") or "")
-    return (uri_text or "$(MODEL_PATH)"), None
+    return _uri_path(str(source.get("uri") or ""), skip), None
+
+
+def _uri_path(uri: str, skip: bool) -> str:
+    """Where a model of ``source.uri`` is loaded (``modelsource/uri.go``, the address
+    parsed by ``pkg/util/uri.go``): a ``host://`` path as it is; the URI itself when the
+    loader is skipped; else the loader's copy, ``/workspace/models/models--NAME`` for the
+    address's last element (a ``.gguf`` file under its own name)."""
+    protocol, sep, address = uri.partition("://")
+    if not sep or "://" in address:
+        return uri or "$(MODEL_PATH)"  # the webhook refuses it: only the cluster knows
+    if protocol.upper() == "HOST":
+        return address
+    if skip:
+        return uri
+    if protocol.upper() == "OSS":  # <bucket>.<endpoint>/<modelPath>
+        address = address.partition(".")[2]
+    if protocol.upper() in ("OSS", "S3", "GCS"):
+        address = address.partition("/")[2]
+    last = address.split("/")[-1]
+    return MODELS_DIR + (last if ".gguf" in address else "models--" + last)
 
 
 def engines(
