@@ -272,3 +272,38 @@ def test_a_pd_config_may_be_a_file(tmp_path: Path) -> None:
         ("decode", 2),
         ("prefill", 2),
     ]
+
+
+@pytest.mark.parametrize(
+    ("where", "found"),
+    [("serve/configs/llm", True), ("serve/llm", True), ("llm", True), ("../llm", False)],
+)
+def test_a_relative_llm_config_is_found_from_a_working_folder_above_the_file(
+    tmp_path: Path, where: str, found: bool
+) -> None:
+    """Serve opens ``./configs/llm.yaml`` from its working folder, which the file does not
+    name: the Serve config's own folder, else the nearest folder above it in the
+    repository that holds the path; outside the repository nothing is read."""
+    from kvconfig.load import roots
+
+    repo = tmp_path / "repo"
+    (repo / "serve" / "configs").mkdir(parents=True)
+    holder = (repo / where).parent
+    holder.mkdir(parents=True, exist_ok=True)
+    (holder / "configs").mkdir(exist_ok=True)
+    (holder / "configs" / "llm.yaml").write_text(
+        "model_loading_config: {model_id: Qwen/Qwen3-8B}\n"
+        "engine_kwargs: {tensor_parallel_size: 4}\n"
+    )
+    serve = repo / "serve" / "configs" / "serve.yaml"
+    serve.write_text(
+        "applications:\n- args: {llm_config: ./configs/llm.yaml}\n"
+        "  import_path: ray.serve.llm:build_dp_openai_app\n"
+    )
+    with roots.reading_within((repo,)):
+        if not found:
+            with pytest.raises(InputError, match=r"llm\.yaml"):
+                engines_in(serve, "serve.yaml")
+            return
+        engines = engines_in(serve, "serve.yaml")
+    assert [reading_of(e).tensor for e in engines] == [4]

@@ -41,6 +41,7 @@ from kvconfig.load.argv_config import (
     dotted_value,
     merge_dotted,
 )
+from kvconfig.load.argv_legacy import fold_speculative
 from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
 from kvconfig.load.argv_table import (
     NEVER_AN_OPTION,
@@ -224,6 +225,8 @@ def parse_serve_args(
     tokens = [p for i, p in enumerate(processed) if i not in skip]
     for head, merged in dotted.items():
         tokens += [(head, dotted_origin[head]), (json.dumps(merged), dotted_origin[head])]
+    tokens, folded = fold_speculative(tokens, written_for)  # a release before 0.9's draft
+    notes.extend(folded)
 
     # argparse
     values: dict[str, Any] = {}

@@ -30,6 +30,7 @@ NOTE_CODES = {
     "dotted-replaces": FindingCode.DOTTED_REPLACES,
     "config-value-dropped": FindingCode.CONFIG_VALUE_DROPPED,
     "other-release": FindingCode.RELEASE_ASSUMED,
+    "legacy-speculative": FindingCode.RELEASE_ASSUMED,
     "runtime-arguments": FindingCode.RUNTIME_ARGUMENTS,
 }
 

@@ -112,18 +112,7 @@ def _method_and_layers(
             "set speculative-config.model to the drafter's folder",
         )
     if method is None or method == "draft_model":
-        low = model.lower()
-        method = (
-            "eagle"
-            if "eagle-" in low
-            else "eagle3"
-            if "eagle3" in low
-            else "dflash"
-            if "dflash" in low
-            else "dspark"
-            if "dspark" in low
-            else "draft_model"
-        )
+        method = speculative.named_by_model(model)
     key = "speculative-config.model"
     draft = model_at(opts, key, model, spec.get("revision"))
     if method in ("eagle", "eagle3"):

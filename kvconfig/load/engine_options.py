@@ -248,7 +248,7 @@ def run_time_words(
         what = note.message.split(" in argument ", 1)[0]
         for option in options:
             words = [w for w in _words(values.get(option)) if what in w]
-            if option == "model":  # KubeAI's cache path: only the path waits on the UID
+            if option == "model":  # an operator's loaded copy (KubeAI's waits on the UID)
                 words = [w for w in words if loaded_copy(w, engine.model_uri) is None]
             if option == "kv-transfer-config" and all(_inert(w, what) for w in words):
                 continue

@@ -88,10 +88,10 @@ def loaded_copy(value: str, model_uri: str | None) -> str | None:
     llmaz's model loader downloads an ``OpenModel``'s Hub id into
     ``/workspace/models/models--ORG--NAME`` (``modelsource/modelhub.go``). None for any
     other path or URL."""
-    uri = KUBEAI_URL.match(model_uri or "")
-    if uri is None or uri.group(1) != "hf":
+    uri = _MODEL_URI.match(model_uri or "")
+    if uri is None:
         return None
-    hub_id = uri.group(2)
+    hub_id = uri.group(1)
     if value.startswith("/models/") and value.endswith(f"-$({KUBEAI_UID_VAR})"):
         return hub_id
     if value == "/workspace/models/models--" + hub_id.replace("/", "--"):

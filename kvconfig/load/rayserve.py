@@ -142,7 +142,7 @@ def _one(  # noqa: PLR0917 (part of the walk)
     if isinstance(config, str):
         from kvconfig.load import roots
 
-        file = Path(config) if Path(config).is_absolute() else base / config
+        file = _config_file(config, base)
         if not roots.inside(file, base):
             raise InputError(
                 f"{config!r} lies outside the repository; kvconfig does not read it",
@@ -163,6 +163,26 @@ def _one(  # noqa: PLR0917 (part of the walk)
         jobs.append((app, sub.data, (), env, role, sub))
     elif isinstance(config, dict):
         jobs.append((app, config, where, env, role, doc))
+
+
+def _config_file(config: str, base: Path) -> Path:
+    """Where Serve finds an ``LLMConfig`` file: a relative path is opened from the Serve
+    process's working folder (``PDServingArgs.parse_args`` and ``LLMServingArgs`` open it
+    as given), which the file does not name. The Serve config's own folder when the path
+    is there, else the nearest folder above it, inside the repository, that holds it (a
+    release test's ``./configs/model_config/...`` from the folder that holds
+    ``configs/``); the own folder's path when none does (read as missing)."""
+    from kvconfig.load import roots
+
+    if Path(config).is_absolute():
+        return Path(config)
+    for folder in (base, *base.parents):
+        candidate = folder / config
+        if not roots.inside(candidate):
+            break
+        if candidate.is_file():
+            return candidate
+    return base / config
 
 
 def _engine(  # noqa: PLR0917 (one call site)

@@ -43,8 +43,8 @@ class Reading:
     block_size: int | None
     """``--block-size``, or the launcher's default; None: vLLM picks it."""
     speculative: str | None
-    """The speculative method (``eagle3``, ``mtp``, ``ngram``...), ``draft`` for a draft
-    model without a method, None without speculative decoding."""
+    """The speculative method (``eagle3``, ``mtp``, ``ngram``...; a draft model without a
+    method: the one its name gives), None without speculative decoding."""
     connector: str | None
     """``kv_connector`` of ``--kv-transfer-config`` (``MultiConnector(A,B)`` lists the
     connectors a MultiConnector or Dynamo's PdConnector chains)."""
@@ -140,17 +140,21 @@ def _connector(config: Mapping[str, Any] | None) -> tuple[str | None, str | None
 
 
 def _speculative(config: Mapping[str, Any] | None, version: str) -> str | None:
-    """The method as vLLM stores it: a ``*_mtp`` model-type name is ``mtp``
-    (``SpeculativeConfig.__post_init__``, ``kvconfig.mirror.speculative.canonical``)."""
+    """The method as vLLM stores it (``SpeculativeConfig.__post_init__``): a ``*_mtp``
+    model-type name is ``mtp`` (``kvconfig.mirror.speculative.canonical``), and a draft
+    model without a method, or with ``draft_model``, takes the method its name gives."""
     if not config:
         return None
-    method = config.get("method")
+    from kvconfig.mirror.speculative import canonical, named_by_model
+
+    method, model = config.get("method"), config.get("model")
+    if method in (None, "", "draft_model") and isinstance(model, str) and model:
+        return named_by_model(model)
     if isinstance(method, str) and method:
         from kvconfig.mirror import versions
-        from kvconfig.mirror.speculative import canonical
 
         return canonical(method, versions.facts(version).mtp_methods)
-    return "draft" if config.get("model") else None
+    return None
 
 
 def _bases(engine: Engine) -> dict[str, str]:

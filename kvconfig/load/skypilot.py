@@ -142,15 +142,26 @@ def task_routers(data: dict[str, Any], given: Mapping[str, str]) -> list[Router]
     if not isinstance(run, str):
         return []
     env = {**task_env(data), **given}
-    for runtime in ("SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_TASK_ID",
-                    "SKYPILOT_NUM_NODES", "SKYPILOT_NUM_GPUS_PER_NODE"):  # fmt: skip
-        env.setdefault(runtime, None)
+    for key, value in {**_per_node(data), "SKYPILOT_NUM_GPUS_PER_NODE": None}.items():
+        env.setdefault(key, value)
     label = f"skypilot/{data.get('name') or 'task'}"
     try:
         cmds = commands(run, env, source=label, line=None, key=label, dialect="bash")
     except InputError:
         return []  # a script the shell refuses starts nothing (the engine reader says so)
     return started(label, cmds)
+
+
+def _per_node(data: dict[str, Any]) -> dict[str, str | None]:
+    """The variables SkyPilot sets on every node of the task: the node count (from
+    ``num_nodes``) and those only known at run time (rank, IPs, task id)."""
+    nodes = data.get("num_nodes", 1)
+    return {
+        "SKYPILOT_NUM_NODES": str(nodes) if isinstance(nodes, int) else None,
+        "SKYPILOT_NODE_RANK": None,
+        "SKYPILOT_NODE_IPS": None,
+        "SKYPILOT_TASK_ID": None,
+    }
 
 
 def _engine(
@@ -167,10 +178,7 @@ def _engine(
     """The engine of the task on the GPUs ``gpus`` (their count is in ``env``)."""
     from kvconfig.load.shell.script import commands
 
-    nodes = data.get("num_nodes", 1)
-    env["SKYPILOT_NUM_NODES"] = str(nodes) if isinstance(nodes, int) else None
-    for runtime in ("SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_TASK_ID"):
-        env[runtime] = None
+    env.update(_per_node(data))
     run_line = doc.line("run")
     script_line = (run_line + 1) if run_line is not None else None
     from kvconfig.load.shell import servers
@@ -266,6 +274,7 @@ def _engine(
     parallelism: dict[str, int] = {}
     if env["SKYPILOT_NUM_GPUS_PER_NODE"]:
         parallelism["gpus"] = int(env["SKYPILOT_NUM_GPUS_PER_NODE"])
+    nodes = data.get("num_nodes", 1)
     if isinstance(nodes, int) and nodes > 1:
         parallelism["nodes"] = nodes
     if data.get("service") is None or _serve_count(data["service"]) == 1:

@@ -31,3 +31,18 @@ def canonical(method: str | None, mtp_aliases: Collection[str]) -> str | None:
     if method is not None and method in mtp_aliases:
         return "mtp"
     return method
+
+
+def named_by_model(model: str) -> str:
+    """The method of a speculative config that names a draft ``model`` and no method, as
+    ``SpeculativeConfig.__post_init__`` reads the name: ``ngram``/``[ngram]`` is n-gram
+    lookup, an ``eagle-`` checkpoint EAGLE, ``eagle3`` EAGLE-3, ``dflash`` and ``dspark``
+    theirs, any other model a draft model."""
+    low = model.lower()
+    if low in ("ngram", "[ngram]"):
+        return "ngram"
+    for part, method in (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"),
+                         ("dspark", "dspark")):  # fmt: skip
+        if part in low:
+            return method
+    return "draft_model"
