@@ -29,3 +29,21 @@ def test_a_yaml_bool_is_not_a_gpu_count() -> None:
     text = TASK.format(accelerators="{H100: false}", service="")
     (engine,) = engines_in(text, "task.yaml")
     assert engine.parallelism.get("gpus") == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [
+        ({"resources": {"accelerators": "H100:8"}, "run": "vllm serve m"}, "skypilot"),
+        ({"num_nodes": 2, "envs": {"A": "1"}, "secrets": {"HF_TOKEN": None}}, "skypilot"),
+        # chart values beside a resources key: SkyPilot's task schema refuses the others
+        ({"replicaCount": 1, "image": {"tag": "v1"}, "resources": {"limits": {}}}, None),
+        ({"num_nodes": 2, "tensor_parallel_size": 8}, None),
+    ],
+)
+def test_a_task_has_only_the_keys_skypilots_schema_allows(
+    data: dict[str, object], kind: str | None
+) -> None:
+    from kvconfig.load.documents import kind_of
+
+    assert kind_of(data) == kind

@@ -134,6 +134,17 @@ FORMATS = (
 )  # fmt: skip
 
 
+_SKYPILOT_TASK_KEYS = frozenset({
+    "name", "workdir", "event_callback", "num_nodes", "resources", "file_mounts", "service",
+    "pool", "setup", "run", "envs", "secrets", "managed_secrets", "inputs", "outputs",
+    "file_mounts_mapping", "config", "volumes", "volume_mounts", "api_server_access",
+    "_metadata", "experimental",
+})  # fmt: skip
+"""The keys a SkyPilot task may have: its schema refuses any other (``get_task_schema``
+in ``sky/utils/schemas.py``, ``additionalProperties: False``; ``experimental`` from
+releases before ``config``), so chart values with a ``resources`` key are no task."""
+
+
 def kind_of(data: Any) -> str | None:
     """Which operator format a parsed document is, or None (a ``vllm serve`` config, a
     native kvconfig file, or something else)."""
@@ -192,7 +203,7 @@ def kind_of(data: Any) -> str | None:
     ):
         return "rayserve"
     resources = data.get("resources")
-    if (
+    if data.keys() <= _SKYPILOT_TASK_KEYS and (
         isinstance(data.get("run"), str)
         or isinstance(data.get("setup"), str)
         or (isinstance(resources, (dict, list)) and not isinstance(data.get("model"), str))
