@@ -660,6 +660,13 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": None},
         BOTH,
     ),
+    "an array holding run-time elements": (
+        'A=(--model "m-$X" -tp 2 "$X" --port "$X"); A+=("--b=$X" c); vllm serve "${A[@]}"\n'
+        'vllm serve "${A[1]}" ${#A[@]} "${A[2]}"; B=($X y); vllm serve "${B[@]}" ${#B[@]}\n'
+        'vllm serve "${A[*]}" ${A[@]} "${A[@]:1}"; C=("$X" z); vllm serve "$C" "${C[1]}"',
+        {"X": None},
+        ("bash",),
+    ),
     "an array's elements or a default": (
         'A=(); vllm serve m ${A[@]+"${A[@]}"} x; B=("p q" r); vllm serve ${B[@]+"${B[@]}"}\n'
         'vllm serve ${C[@]:-d} ${B[*]+"${B[*]}"}',
@@ -1052,3 +1059,20 @@ def test_getopts_is_read_when_the_arguments_are_known() -> None:
                                 "-m", "m2", "rest"),
     ]  # fmt: skip
     assert got[5] == ("vllm", "serve", "-m", "m2", "rest")
+
+
+def test_an_arrays_run_time_elements_stay_one_word_each() -> None:
+    """An element that is one field whatever its run-time parts hold keeps its place in
+    ``"${A[@]}"``, so the words around it stay known; an unquoted one may be any number of
+    fields, so the array's words after it are not placed."""
+    script = (
+        'A=(--model "m-$X" -tp 2 "$X" --port 8000); vllm serve "${A[@]}"\n'
+        'B=(--model $X -tp 2); vllm serve "${B[@]}"\n'
+    )
+    first, second = read_script(script, {"X": None}, dialect="bash").commands
+    assert first.words == (
+        "vllm", "serve", "--model", "m-$X", "-tp", "2", "$X", "--port", "8000",
+    )  # fmt: skip
+    assert [i for i, _ in first.unknown] == [3, 6]
+    assert [i for i, _ in second.unknown] == [2]
+    assert len(second.words) == 3

@@ -18,10 +18,6 @@ _WORD_DEFAULT = re.compile(
 
 
 class _Fields(_Params):
-    holes_ok = False
-    """Whether the word expanded is a command's, whose fields may hold holes: ``"$@"`` in a
-    function whose arguments are partly only known at run time."""
-
     def expand_word(self, word: _Word) -> tuple[list[str], list[str]]:
         """The fields of a word, and what in it was unknown (then one field, as written);
         in bash, after brace expansion (``kvconfig.load.shell.braces``)."""

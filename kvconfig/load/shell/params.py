@@ -14,7 +14,7 @@ from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.globs import _glob_regex, _quoted, _replace, _trim
 from kvconfig.load.shell.state import MAX_TEXTS
 from kvconfig.load.shell.variables import _Variables
-from kvconfig.load.shell.words import _Part, _source_form, _Word, hole
+from kvconfig.load.shell.words import HOLE, _Part, _source_form, _Word, hole, holes_named
 
 _PARAM = re.compile(
     r"^(?P<len>#)?(?P<bang>!)?(?P<name>[A-Za-z_][A-Za-z0-9_]*|[@*#?$!0-9-]|[0-9]+)"
@@ -28,6 +28,10 @@ _DEFAULT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(:?)-(.*)", re.S)
 
 
 class _Params(_Variables):
+    holes_ok = False
+    """A command's words are being expanded: ``"$@"`` and ``"${A[@]}"`` may give fields
+    holding run-time parts, which ``kvconfig.load.shell.simple`` takes apart."""
+
     # ----- expansions -------------------------------------------------------------------
     def param(self, body: str, quoted: bool) -> tuple[str | None, str, list[str] | None]:
         """(value or None, what was unknown, array fields for ``${A[@]}``)."""
@@ -59,11 +63,16 @@ class _Params(_Variables):
                 is_set, scalar = self.lookup(name)
                 values = [scalar] if is_set else []
             merged = any(v is None for v in values)  # its length only known at run time
+            marked = [v for v in values if v is not None and HOLE.search(v)]
             if index in ("@", "*"):
                 if m.group("len") and not op and not merged:
                     return str(len(values)), "", None
-                if op or any(v is None for v in values):
+                if op or merged:
                     return None, "${" + body + "}", None
+                if marked and not (index == "@" and quoted and self.holes_ok):
+                    # elements holding run-time parts: only a command's words take them
+                    # apart ("${A[@]}": one word each, kvconfig.load.shell.simple)
+                    return None, holes_named(marked[0])[1] or "${" + body + "}", None
                 known = [v or "" for v in values]
                 if index == "@":
                     return " ".join(known), "", known
@@ -83,6 +92,8 @@ class _Params(_Variables):
                 return None, "${" + body + "}", None
             value = values[k] if 0 <= k < len(values) else ""
             is_set = 0 <= k < len(values)
+            if value is not None and HOLE.search(value):  # "--model=$M" of a run-time $M
+                return None, holes_named(value)[1] or "${" + body + "}", None
             if m.group("len"):
                 if op:
                     return None, "${" + body + "}", None
