@@ -1076,3 +1076,24 @@ def test_an_arrays_run_time_elements_stay_one_word_each() -> None:
     assert [i for i, _ in first.unknown] == [3, 6]
     assert [i for i, _ in second.unknown] == [2]
     assert len(second.words) == 3
+
+
+@pytest.mark.parametrize("shell", ["bash", "dash"])
+def test_the_lines_of_a_value_known_only_by_its_lines(bindir: Path, shell: str) -> None:
+    """SkyPilot's ``SKYPILOT_NODE_IPS`` holds one run-time IP per line for each node:
+    ``wc -l`` of it is the node count for any IPs, as the shell counts it; split or
+    unquoted, it is left to run time."""
+    from kvconfig.load.shell.words import hole
+
+    script = (
+        'N=$(echo "$IPS" | wc -l); M=`echo "x $IPS" | wc -l`; vllm serve m -tp "$N" "$M"\n'
+        "vllm serve m $(echo $IPS | wc -l)"
+    )
+    dialect = "bash" if shell == "bash" else "sh"
+    template = "\n".join([hole("an IP")] * 3)
+    first, second = read_script(script, {"IPS": template}, dialect=dialect).commands
+    assert first.words == ("vllm", "serve", "m", "-tp", "3", "3") and not first.unknown
+    assert [i for i, _ in second.unknown] == [3]
+    for ips in ("10.0.0.1\n10.0.0.2\n10.0.0.3", "a\nb c\nd"):
+        ran = [argv for argv, _ in real(shell, script, {"IPS": ips}, bindir)]
+        assert ran[0] == first.words and ran[1] == ("vllm", "serve", "m", "1")

@@ -155,11 +155,18 @@ def task_routers(data: dict[str, Any], given: Mapping[str, str]) -> list[Router]
 def _per_node(data: dict[str, Any]) -> dict[str, str | None]:
     """The variables SkyPilot sets on every node of the task: the node count (from
     ``num_nodes``) and those only known at run time (rank, IPs, task id)."""
+    from kvconfig.load.shell.words import hole
+
     nodes = data.get("num_nodes", 1)
+    known = isinstance(nodes, int) and not isinstance(nodes, bool) and 0 < nodes <= 1024
+    # SKYPILOT_NODE_IPS: "one IP address per line" for each node (SkyPilot's docs,
+    # docs/source/running-jobs/environment-variables.rst): the IPs are only known at run
+    # time, their lines are not ($(echo "$SKYPILOT_NODE_IPS" | wc -l) is the node count)
+    ips = "\n".join([hole("an IP of $SKYPILOT_NODE_IPS")] * nodes) if known else None
     return {
         "SKYPILOT_NUM_NODES": str(nodes) if isinstance(nodes, int) else None,
         "SKYPILOT_NODE_RANK": None,
-        "SKYPILOT_NODE_IPS": None,
+        "SKYPILOT_NODE_IPS": ips,
         "SKYPILOT_TASK_ID": None,
     }
 

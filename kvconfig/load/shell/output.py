@@ -23,7 +23,7 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import sed
 from kvconfig.load.shell.files import _Files
-from kvconfig.load.shell.words import _Word
+from kvconfig.load.shell.words import _Word, one_field
 
 
 class _Output(_Files):
@@ -73,6 +73,8 @@ class _Output(_Files):
         prints, through ``tr`` or ``sed``."""
         words = self.program_words(first)
         filter_words = self.program_words(then)
+        if filter_words == ["wc", "-l"] and not words:
+            return self.lines_echoed(first)
         if not words or words[0] != "echo" or not filter_words:
             return None
         printed = self.echoed(words[1:])
@@ -83,6 +85,32 @@ class _Output(_Files):
         else:
             out = self.sed_output(filter_words[1:], printed)
         return None if out is None else out.rstrip("\n")
+
+    def lines_echoed(self, node: N.Node) -> str | None:
+        """``$(echo "$V" | wc -l)`` where ``V`` is only known at run time but its lines are
+        (its known text with run-time parts that hold no newline: SkyPilot's
+        ``SKYPILOT_NODE_IPS``, one IP per line for each node): the count ``wc -l`` prints,
+        the newlines ``echo`` writes. Words that may split, or any backslash, leave it to
+        run time."""
+        if not isinstance(node, N.Simple) or node.opaque or len(node.words) < 2:
+            return None
+        if node.words[0].raw() != "echo" or not all(one_field(w) for w in node.words[1:]):
+            return None
+        saved = self.state
+        self.state = saved.copy()
+        args: list[str] = []
+        try:
+            for w in node.words[1:]:
+                texts = self.expand_template(w)
+                if len(texts) != 1:
+                    return None
+                args.append(texts[0])
+        except _Stop:
+            return None
+        finally:
+            self.state = saved
+        printed = self.echoed(args)
+        return None if printed is None else str(printed.count("\n"))
 
     def sed_output(self, args: list[str], given: str | None) -> str | None:
         """What ``sed ARGS`` prints (``kvconfig.load.shell.sed``): from its files, else

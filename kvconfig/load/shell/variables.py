@@ -47,6 +47,10 @@ class _Variables:
         for name, value in env.items():
             if value is None:
                 self.state.why[name] = "$" + name
+            elif HOLE.search(value):  # known text around run-time parts: a template
+                self.state.vars[name] = None
+                self.state.why[name] = "$" + name
+                self.state.templates[name] = (value,)
         # Every new shell sets IFS to space, tab, newline, whatever its environment says:
         # bash's initialize_shell_variables ("Don't allow IFS to be imported from the
         # environment", variables.c), dash's INIT block (setvareq(defifsvar), var.c).
