@@ -10,7 +10,7 @@ import re
 from kvconfig.load.shell.braces import doubtful, expand_braces
 from kvconfig.load.shell.globs import _has_glob
 from kvconfig.load.shell.params import _Params
-from kvconfig.load.shell.words import _source_form, _Word
+from kvconfig.load.shell.words import HOLE, _source_form, _Word, holes_named, one_field
 
 _WORD_DEFAULT = re.compile(
     r"^([A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?|[0-9@*#?$!-])(:?)([-+])(.*)$", re.S
@@ -18,6 +18,28 @@ _WORD_DEFAULT = re.compile(
 
 
 class _Fields(_Params):
+    def assign_array(self, name: str, elements: list[_Word], append: bool) -> None:
+        """``NAME=(...)``/``NAME+=(...)``: each element's fields. An element that stays one
+        field whatever its run-time parts hold (``"--model=$M"``) keeps its known text with
+        those parts marked (``kvconfig.load.shell.words.hole``), so ``"${NAME[@]}"`` in a
+        command gives each element its own word; any other run-time element is None (it
+        may be any number of fields, so the array's length is only known at run time)."""
+        values: list[str | None] = []
+        for w in elements:
+            fields, unknown = self.expand_word(w)
+            if not unknown:
+                values.extend(fields)
+                continue
+            texts = self.expand_template(w) if len(fields) == 1 and one_field(w) else ()
+            values.append(texts[0] if len(texts) == 1 else None)
+        old = self.state.arrays.get(name, []) if append else []
+        self.state.arrays[name] = [*old, *values]
+        first = self.state.arrays[name][0] if self.state.arrays[name] else ""
+        if first is not None and HOLE.search(first):
+            self.state.why[name] = holes_named(first)[1] or "$" + name
+            first = None
+        self.state.vars[name] = first
+
     def expand_word(self, word: _Word) -> tuple[list[str], list[str]]:
         """The fields of a word, and what in it was unknown (then one field, as written);
         in bash, after brace expansion (``kvconfig.load.shell.braces``)."""

@@ -13,7 +13,7 @@ from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.fields import split_value
 from kvconfig.load.shell.loops import _Loops
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEXTS
-from kvconfig.load.shell.words import HOLE, _Word, holes_named, one_field
+from kvconfig.load.shell.words import HOLE, _Word
 from kvconfig.load.shell.wrappers import after_options, nounset_after, unknown_to_dash
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -32,28 +32,6 @@ dash from 0.5.11; POSIX 2024's declaration utilities)."""
 
 
 class _Scope(_Loops):
-    def assign_array(self, name: str, elements: list[_Word], append: bool) -> None:
-        """``NAME=(...)``/``NAME+=(...)``: each element's fields. An element that stays one
-        field whatever its run-time parts hold (``"--model=$M"``) keeps its known text with
-        those parts marked (``kvconfig.load.shell.words.hole``), so ``"${NAME[@]}"`` in a
-        command gives each element its own word; any other run-time element is None (it
-        may be any number of fields, so the array's length is only known at run time)."""
-        values: list[str | None] = []
-        for w in elements:
-            fields, unknown = self.expand_word(w)
-            if not unknown:
-                values.extend(fields)
-                continue
-            texts = self.expand_template(w) if len(fields) == 1 and one_field(w) else ()
-            values.append(texts[0] if len(texts) == 1 else None)
-        old = self.state.arrays.get(name, []) if append else []
-        self.state.arrays[name] = [*old, *values]
-        first = self.state.arrays[name][0] if self.state.arrays[name] else ""
-        if first is not None and HOLE.search(first):
-            self.state.why[name] = holes_named(first)[1] or "$" + name
-            first = None
-        self.state.vars[name] = first
-
     def read_input(
         self,
         args: list[str],
