@@ -660,6 +660,15 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": None},
         BOTH,
     ),
+    "arithmetic commands and loops over expansions": (
+        "c=(a b c); n=1; (( n = $n + 1 )); vllm serve a$n; i=0\n"
+        "while (( i < ${#c[@]} )); do vllm serve w$i; (( i++ )); done; (( 0 )) || vllm serve z\n"
+        "(( i-- )) && vllm serve p$i; (( --i )) || vllm serve q$i\n"
+        "for ((k = ${#c[@]}; k > $n; k--)); do vllm serve k$k; done\n"
+        "(( x = $X + 1 )); vllm serve x$x; ((echo s); vllm serve sub)",
+        {"X": None},
+        ("bash",),
+    ),
     "an array holding run-time elements": (
         'A=(--model "m-$X" -tp 2 "$X" --port "$X"); A+=("--b=$X" c); vllm serve "${A[@]}"\n'
         'vllm serve "${A[1]}" ${#A[@]} "${A[2]}"; B=($X y); vllm serve "${B[@]}" ${#B[@]}\n'
@@ -1097,3 +1106,19 @@ def test_the_lines_of_a_value_known_only_by_its_lines(bindir: Path, shell: str) 
     for ips in ("10.0.0.1\n10.0.0.2\n10.0.0.3", "a\nb c\nd"):
         ran = [argv for argv, _ in real(shell, script, {"IPS": ips}, bindir)]
         assert ran[0] == first.words and ran[1] == ("vllm", "serve", "m", "1")
+
+
+def test_arithmetic_commands_are_evaluated(bindir: Path) -> None:
+    """``(( ))`` sets its variables and its status (0 for a value other than 0), and the
+    expressions of ``for (( ))`` are expanded first, exactly as bash does."""
+    script = (
+        "c=(a b c); n=1; (( n = $n + 1 )); i=0\n"
+        "while (( i < ${#c[@]} )); do vllm serve w$i; (( i++ )); done\n"
+        "(( i++ )) && vllm serve p$i; (( n - 2 )) || vllm serve q$n\n"
+        "for ((k = ${#c[@]}; k > $n; k--)); do vllm serve k$k; done"
+    )
+    reading = read_script(script, {}, dialect="bash")
+    said = [c.words for c in reading.commands]
+    assert all(not c.unknown and not c.when for c in reading.commands)
+    assert said == [argv for argv, _ in real("bash", script, {}, bindir)]
+    assert [w[2] for w in said] == ["w0", "w1", "w2", "p4", "q2", "k3"]

@@ -311,15 +311,12 @@ def parse_serve_args(
                 notes.append(
                     ArgNote("other-release", other_release(name, version, written_for, said), name)
                 )
-            elif written_for is not None:
-                said = f" (vLLM {version} refuses it: {problem})"
-                notes.append(
-                    ArgNote(
-                        "other-release",
-                        other_release(name, version, written_for, f" {stored!r}{said}"),
-                        name,
-                    )
-                )
+            elif written_for is not None and not problem.startswith("invalid JSON"):
+                # (text that is no JSON at all is refused for every release: each reads
+                # these options with json.loads)
+                said = f" {stored!r} (vLLM {version} refuses it: {problem})"
+                note = other_release(name, version, written_for, said)
+                notes.append(ArgNote("other-release", note, name))
                 continue
             else:
                 hint = "use one of them" if problem.startswith("invalid c") else _JSON_HINT

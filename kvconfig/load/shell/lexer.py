@@ -11,7 +11,7 @@ import re
 
 from kvconfig.errors import InputError
 from kvconfig.load.shell.quoting import _Scanner
-from kvconfig.load.shell.words import _Op, _Part, _Word, split_holes
+from kvconfig.load.shell.words import _Op, _Part, _Word, split_holes, starts_command
 
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "(", ")", "\n")
 _OPERATOR_STARTS = frozenset(o[0] for o in _OPERATORS)
@@ -98,6 +98,15 @@ class _Lexer(_Scanner):
             ):
                 out.append(self._arith_for())
                 continue
+            if (
+                self.dialect == "bash"
+                and self.text.startswith("((", self.i)
+                and starts_command(out)
+            ):
+                arithmetic = self._arith_command()
+                if arithmetic is not None:
+                    out.append(arithmetic)
+                    continue
             after = out[-1] if self.dbracket and out else None
             if isinstance(after, _Word) and after.raw() == "=~" and c not in _REGEX_ENDS:
                 out.append(self._word(_REGEX_ENDS))
@@ -181,6 +190,22 @@ class _Lexer(_Scanner):
         word = self._word()
         word.parts.insert(0, part)
         word.line = line
+        return word
+
+    def _arith_command(self) -> _Word | None:
+        """bash's ``(( expression ))`` command: a word of part kind ``arithcmd`` holding
+        the expression. None (two subshells, as bash reads them when the text is no
+        arithmetic) when no ``))`` closes it or it holds a ``;`` or a newline."""
+        start, line = self.i, self.line
+        try:
+            word = self._arith_for()
+        except InputError:  # no )) closes it: two subshells
+            word = _Word([_Part(";", True, "arithcmd")], line)
+        inner = word.parts[0].text
+        if ";" in inner or "\n" in inner:
+            self.i, self.line = start, line
+            return None
+        word.parts[0] = _Part(inner, True, "arithcmd", "((" + inner + "))")
         return word
 
     def _arith_for(self) -> _Word:

@@ -184,14 +184,18 @@ class _Loops(_Control):
                 hint="write for (( init; test; step ))",
             )
         init, test, step = parts
-        names = re.findall(
-            r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%]?=(?!=)|\+\+|--)", node.expression
-        )
-        names += re.findall(r"(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)", node.expression)
+        names = _assigned(node.expression)
         status: int | None = 0
         if self.arith_effects(init):
             for _ in range(MAX_LOOP):
-                go = arith_value(test, self.arith_var) if test.strip() else 1
+                tested = self.arith_text(test)
+                go = (
+                    1
+                    if not test.strip()
+                    else None
+                    if tested is None
+                    else (arith_value(tested, self.arith_var))
+                )
                 if go is None:
                     break
                 if go == 0:
@@ -212,10 +216,30 @@ class _Loops(_Control):
 
         return self.fork([[node.body], []], reason, self.loop_body, [unknown, None])
 
+    def arith_text(self, text: str) -> str | None:
+        """An arithmetic expression of ``for (( ))`` after the expansions bash applies to
+        it each time it is evaluated (parameters, ``${#A[@]}``, command substitutions, as
+        between double quotes); None when one is only known at run time."""
+        if "$" not in text and "`" not in text:
+            return text
+        value, _what = self.expand_inner(text, True)
+        return value
+
     def arith_effects(self, text: str) -> bool:
         """Run ``NAME=E``, ``NAME op= E``, ``NAME++``, ``++NAME`` (comma-separated) or an
-        expression without effect; False when a value is only known at run time."""
-        for raw in text.split(","):
+        expression without effect, after its expansions; False when a value is only known
+        at run time."""
+        return self.arith_run(text) is not None
+
+    def arith_run(self, text: str) -> int | None:
+        """``arith_effects``, giving the value of the last expression (0 for none; a
+        ``NAME++`` is the value before, a ``++NAME`` the value after), None when a value is
+        only known at run time."""
+        expanded = self.arith_text(text)
+        if expanded is None:
+            return None
+        last = 0
+        for raw in expanded.split(","):
             item = raw.strip()
             if not item:
                 continue
@@ -224,19 +248,36 @@ class _Loops(_Control):
                 name = m.group(2) or m.group(3)
                 op = m.group(1) or m.group(4)
                 expr = f"{name} {op[0]} 1"
+                before = arith_value(name, self.arith_var) if m.group(3) else None
             else:
                 m = re.fullmatch(r"([A-Za-z_]\w*)\s*([-+*/%]?)=(?!=)(.*)", item, re.S)
                 if m is None:
-                    if arith_value(item, self.arith_var) is None:
-                        return False
+                    value = arith_value(item, self.arith_var)
+                    if value is None:
+                        return None
+                    last = value
                     continue
                 name, op, rhs = m.group(1), m.group(2), m.group(3)
                 expr = f"{name} {op} ({rhs})" if op else rhs
+                before = None
             value = arith_value(expr, self.arith_var)
             if value is None:
-                return False
+                return None
             self.assign(name, str(value))
-        return True
+            last = value if before is None else before
+        return last
+
+    def arith_command(self, text: str) -> int | None:
+        """bash's ``(( expression ))``: its effects, and status 0 when the value is not 0,
+        else 1 (the bash manual, Compound Commands); a value only known at run time leaves
+        the status and every variable it assigns to run time."""
+        value = self.arith_run(text)
+        if value is not None:
+            return 0 if value else 1
+        for name in _assigned(text):
+            self.assign(name, None, f"(({text}))")
+        self.last_unknown = f"(({text}))"
+        return None
 
     def round(self, body: N.Node) -> tuple[int | None, bool]:
         """One round of a loop's body: (its status, whether ``break`` left the loop). A
@@ -342,3 +383,9 @@ def _text(node: N.Node) -> str:
             _TEXTS.clear()
         kept = _TEXTS[id(node)] = (node, re.sub(r"name='[^']*'", "", repr(node)))
     return kept[1]
+
+
+def _assigned(text: str) -> list[str]:
+    """The names an arithmetic expression assigns (``N=``, ``N+=``, ``N++``, ``++N``)."""
+    names = re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:[-+*/%]?=(?!=)|\+\+|--)", text)
+    return names + re.findall(r"(?:\+\+|--)\s*([A-Za-z_][A-Za-z0-9_]*)", text)

@@ -46,6 +46,8 @@ class _Shell(_Children):
         if node.opaque:
             self.last_unknown = node.opaque if isinstance(node.opaque, str) else "a [[ ]] test"
             return None
+        if words and words[0].parts and words[0].parts[0].kind == "arithcmd":
+            return self.arith_command(words[0].parts[0].text)  # bash's (( expression ))
         if any(part.kind == "andor" for w in words for part in w.parts):
             return self.compound_test(words[1:-1])
         if self.dialect == "bash" and words and words[0].raw() == "[[":

@@ -125,3 +125,17 @@ def assignment(word: _Word) -> tuple[str, bool, _Word] | None:
         return None
     value = _Word([_Part(first.text[m.end() :], False, "lit"), *word.parts[1:]], word.line)
     return m.group(1), bool(m.group(2)), value
+
+
+_COMMAND_AFTER = frozenset({"then", "do", "else", "elif", "if", "while", "until", "{", "!"})
+
+
+def starts_command(out: list[_Word | _Op]) -> bool:
+    """Whether the next token starts a command: first, after an operator that ends or
+    joins commands, or after a reserved word a command follows."""
+    if not out:
+        return True
+    last = out[-1]
+    if isinstance(last, _Op):
+        return last.text != ")"
+    return len(last.parts) == 1 and not last.parts[0].quoted and last.raw() in _COMMAND_AFTER
