@@ -371,3 +371,26 @@ def test_a_run_time_word_after_the_model_is_noted_not_refused(word: str) -> None
     assert [(n.kind, n.key) for n in ours.notes] == [("runtime-arguments", word)]
     with pytest.raises(InputError, match="unrecognized arguments: x"):
         parse_serve_args(["m", word, "x"])
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [
+        # bash brace-expands an unquoted {"k":"v","r":"p"} into k:v r:p (Kthena's bash -c)
+        ("kv_connector:MooncakeConnector", True),
+        ("{bad", True),
+        # a key 0.33's KVTransferConfig lacks may be one the release that runs has
+        ('{"kv_connector": "NixlConnector", "kv_role": "kv_both", "kv_ip": "x"}', False),
+    ],
+)
+def test_text_that_is_no_json_is_refused_for_every_release(value: str, refused: bool) -> None:
+    """Every release reads ``--kv-transfer-config`` with ``json.loads``: words written for
+    another release are refused when they are no JSON at all, and keep the other-release
+    leniency for what only some release's dataclass refuses."""
+    words = ["m", "--kv-transfer-config", value]
+    if refused:
+        with pytest.raises(InputError, match="invalid JSON"):
+            parse_serve_args(words, written_for="the vLLM of vllm-prefill:latest")
+        return
+    args = parse_serve_args(words, written_for="the vLLM of vllm-prefill:latest")
+    assert json.loads(args.values["kv-transfer-config"])["kv_connector"] == "NixlConnector"
