@@ -669,6 +669,19 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": None},
         ("bash",),
     ),
+    "set -e ends at a failure outside a test": (
+        'set -e; f() { [ "$1" = x ] && echo hi; }; false || true; if false; then :; fi\n'
+        "while false; do :; done; ! true; true && false || true; (( 0 )) || :; false | true\n"
+        "vllm serve a; f x; vllm serve b; set +e; false; vllm serve c; set -o errexit\n"
+        "g() { return 3; }; g && :; vllm serve d; g; vllm serve e",
+        {},
+        ("bash",),
+    ),
+    "set -e in dash": (
+        "set -eu; [ -n \"${K:-}\" ] || vllm serve a; test -n \"${K:-}\"; vllm serve b",
+        {},
+        BOTH,
+    ),
     "an array holding run-time elements": (
         'A=(--model "m-$X" -tp 2 "$X" --port "$X"); A+=("--b=$X" c); vllm serve "${A[@]}"\n'
         'vllm serve "${A[1]}" ${#A[@]} "${A[2]}"; B=($X y); vllm serve "${B[@]}" ${#B[@]}\n'

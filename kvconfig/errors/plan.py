@@ -162,11 +162,13 @@ class ScriptStops(KVConfigError):
 
 class ScriptJumps(KVConfigError):
     """``break``/``continue``/``return`` of a launch script leaving ``count`` loops or a
-    function. Internal to ``kvconfig.load.shell``, like ``ScriptStops``."""
+    function; ``status``: what a ``return`` gives (None: only known at run time).
+    Internal to ``kvconfig.load.shell``, like ``ScriptStops``."""
 
-    def __init__(self, kind: str, count: int) -> None:
+    def __init__(self, kind: str, count: int, status: int | None = None) -> None:
         self.kind = kind
         self.count = count
+        self.status = status
         super().__init__(f"{kind} {count}")
 
 

@@ -28,6 +28,21 @@ class _Control(_Fields):
 
     backgrounded = 0
     """How many commands ended by ``&`` the one running now is inside."""
+    tested = 0
+    """How many tests the command running now is inside (an ``if``/``while``/``until``
+    condition, an and-or list's command but the last, a pipeline's command but the last,
+    a ``!`` pipeline): ``set -e`` ignores a failure there and in all such a test runs (the
+    bash manual, The Set Builtin; POSIX 2.14 ``set -e``)."""
+
+    @contextlib.contextmanager
+    def testing(self, exempt: bool = True) -> Iterator[None]:
+        """Run a command where ``set -e`` ignores its failure (when ``exempt``)."""
+        self.tested += exempt
+        try:
+            yield
+        finally:
+            self.tested -= exempt
+
     landed_at = 0
     """The outermost frame a side of a run-time choice left to in the loop round being
     run (its index in ``frames``; -1: a side ended the script), for ``loops``."""
@@ -85,10 +100,14 @@ class _Control(_Fields):
             return status
         if isinstance(node, N.Simple):
             status = self.simple(node)
+            if status and self.state.errexit and not self.tested:
+                raise _Stop  # set -e: a command that fails outside a test ends the shell
         elif isinstance(node, N.AndOr):
             self.deferring = isinstance(node.first, N.Simple)
             try:
-                status = self.run_node(node.first)
+                # (a stand-in for a status already taken, _STATUS, is no command of its own)
+                with self.testing(bool(node.rest) or node.first in _STATUS.values()):
+                    status = self.run_node(node.first)
             finally:
                 self.deferring = False
             went, self.pending = self.pending, None
@@ -104,19 +123,19 @@ class _Control(_Fields):
                     status = self.fork([[runs], [skips]], reason, self.run_node, order)
                     break
                 if (status == 0) == (op == "&&"):
-                    status = self.run_node(nxt)
+                    with self.testing(k < len(node.rest) - 1):
+                        status = self.run_node(nxt)
         elif isinstance(node, N.Pipeline):
             status = 0
             for k, cmd in enumerate(node.commands):
                 saved = self.state
                 self.state = saved.copy()
                 try:
-                    with self.subshell():
+                    with self.subshell(), self.testing(node.negate or k < len(node.commands) - 1):
                         status = self.run_node(cmd)
                 except (_Stop, _Jump):
                     status = None
                 self.state = saved
-                del k
             if node.negate:
                 status = None if status is None else int(status == 0)
         elif isinstance(node, N.Group):
@@ -207,7 +226,8 @@ class _Control(_Fields):
             return self.run_node(node.otherwise) if node.otherwise is not None else 0
         cond, body = node.clauses[k]
         self.last_unknown = ""
-        status = self.run_node(cond)
+        with self.testing():
+            status = self.run_node(cond)
         if status == 0:
             return self.run_node(body)
         if status is not None:

@@ -61,7 +61,7 @@ class _Loops(_Control):
             except _Jump as jump:
                 if kind != "function" or jump.kind != "return":
                     raise
-                status, ends = None, [self.state]
+                status, ends = jump.status, [self.state]
             except _Stop:
                 if not frame.left:
                     raise
@@ -333,7 +333,8 @@ class _Loops(_Control):
         status: int | None = 0
         for _ in range(MAX_LOOP):
             self.last_unknown = ""
-            cond = self.run_node(node.condition)
+            with self.testing():
+                cond = self.run_node(node.condition)
             if cond is not None:
                 go = (cond == 0) != node.until
                 if not go:

@@ -14,7 +14,7 @@ from kvconfig.load.shell.fields import split_value
 from kvconfig.load.shell.loops import _Loops
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEXTS
 from kvconfig.load.shell.words import HOLE, _Word
-from kvconfig.load.shell.wrappers import after_options, nounset_after, unknown_to_dash
+from kvconfig.load.shell.wrappers import after_options, option_after, unknown_to_dash
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BUILTINS = frozenset(
@@ -191,7 +191,8 @@ class _Scope(_Loops):
                 self.state.args = None
                 return 0
             k, _letters, _names = after_options(words, self.dialect)
-            self.state.nounset = nounset_after(words[1:k], self.state.nounset)
+            self.state.nounset = option_after(words[1:k], "u", "nounset", self.state.nounset)
+            self.state.errexit = option_after(words[1:k], "e", "errexit", self.state.errexit)
             if self.dialect == "sh":
                 self.state.when = (*self.state.when, *unknown_to_dash(words))
             if k < len(words) or "--" in words[1:k]:

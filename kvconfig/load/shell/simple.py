@@ -219,7 +219,11 @@ class _Shell(_Children):
             return self.positional(words, known, line)
         if head in ("exit", "return"):
             if head == "return" and (self.local_frames or self.sourcing):
-                raise _Jump("return", 1)
+                word = words[1] if len(words) > 1 and known else None
+                gives = self.state.status if len(words) == 1 else None
+                if word is not None and re.fullmatch(r"[0-9]+", word):
+                    gives = int(word) & 255  # return N: N modulo 256 (bash, dash)
+                raise _Jump("return", 1, gives)
             raise _Stop
         if head in ("break", "continue"):
             try:

@@ -88,6 +88,9 @@ class _State:
     nounset: bool = False
     """``set -u`` (``set -o nounset``) is in force: expanding an unset parameter is an
     error that ends a non-interactive shell (POSIX 2.14 ``set -u``)."""
+    errexit: bool = False
+    """``set -e`` (``set -o errexit``) is in force: a command that fails outside a test
+    ends the shell (POSIX 2.14 ``set -e``)."""
 
     def copy(self) -> _State:
         return _State(
@@ -108,6 +111,7 @@ class _State:
             dict(self.templates),
             self.input,
             self.nounset,
+            self.errexit,
         )
 
 
@@ -140,6 +144,7 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     merged.readonly = set().union(*(e.readonly for e in ends))
     merged.nocase = merged.nocase or any(e.nocase for e in ends)
     merged.nounset = all(e.nounset for e in ends)  # on one side only: no error assumed
+    merged.errexit = all(e.errexit for e in ends)
     folders = {e.cwd for e in ends}
     merged.cwd = folders.pop() if len(folders) == 1 else None
     merged.programs = {}

@@ -197,14 +197,14 @@ def unknown_to_dash(words: Sequence[str]) -> list[str]:
     ]
 
 
-def nounset_after(options: list[str], now: bool) -> bool:
-    """Whether ``set OPTIONS`` leaves ``-u`` in force (``-u``, ``-eu``, ``-o nounset`` on;
-    ``+u``, ``+o nounset`` off)."""
+def option_after(options: list[str], letter: str, name: str, now: bool) -> bool:
+    """Whether ``set OPTIONS`` leaves the option ``-LETTER`` (``-o NAME``) in force
+    (``-u``, ``-eu``, ``-o nounset`` on; ``+u``, ``+o nounset`` off)."""
     for i, word in enumerate(options):
         if word[:1] not in "-+" or word.startswith("--"):
             continue
-        if "u" in word[1:]:
+        if letter in word[1:]:
             now = word[0] == "-"
-        if "o" in word[1:] and options[i + 1 : i + 2] == ["nounset"]:
+        if "o" in word[1:] and options[i + 1 : i + 2] == [name]:
             now = word[0] == "-"
     return now
