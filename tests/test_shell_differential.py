@@ -905,6 +905,7 @@ def _commands(depth: int) -> st.SearchStrategy[str]:
         st.just("shift"),
         st.builds(lambda n: f"unset {n}", _name),
         st.sampled_from(["cd /usr", "cd /nonexistent", "cd / || exit 0", "cd bin && cd .."]),
+        st.sampled_from(["set -e", "set +e", "false", "f 16"]),
         # a command built in a variable, partly of run-time values, and eval'd
         st.builds(lambda ws: f'C="vllm serve {" ".join(ws)}"', st.lists(_piece, max_size=3)),
         st.builds(lambda w: f'C="$C {w}"', _piece),

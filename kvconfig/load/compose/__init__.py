@@ -210,7 +210,8 @@ def _engine(  # noqa: PLR0917 (one service's facts)
                 )
             )
         for w in script_cmd.when:
-            notes.append(Note("run-time-branch", f"this vLLM command runs only on {w}", line))
+            if not w.startswith("the status of"):
+                notes.append(Note("run-time-branch", f"this vLLM command runs only on {w}", line))
     if entry == "dynamo.vllm":
         from kvconfig.load import dynamo_args
 

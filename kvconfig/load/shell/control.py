@@ -100,8 +100,12 @@ class _Control(_Fields):
             return status
         if isinstance(node, N.Simple):
             status = self.simple(node)
-            if status and self.state.errexit and not self.tested:
-                raise _Stop  # set -e: a command that fails outside a test ends the shell
+            if self.state.errexit and not self.tested and status != 0:
+                if status is not None:
+                    raise _Stop  # set -e: a command that fails outside a test ends the shell
+                at = self.at(node.line)
+                self.state.when = (*self.state.when, f"the status of the command on line {at} "
+                                   "(set -e ends the script where it fails)")  # fmt: skip
         elif isinstance(node, N.AndOr):
             self.deferring = isinstance(node.first, N.Simple)
             try:
