@@ -678,7 +678,7 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         ("bash",),
     ),
     "set -e in dash": (
-        "set -eu; [ -n \"${K:-}\" ] || vllm serve a; test -n \"${K:-}\"; vllm serve b",
+        'set -eu; [ -n "${K:-}" ] || vllm serve a; test -n "${K:-}"; vllm serve b',
         {},
         BOTH,
     ),
