@@ -46,7 +46,15 @@ def read_operator_file(
     if readers is None or not path.is_file():
         return None
     if path.suffix not in (".yaml", ".yml", ".json") and not _is_script(path):
-        return None
+        # another name (production-stack's Terraform values are VALUES.tpl): what it holds
+        # decides, as for lint
+        from kvconfig.load import sources
+
+        try:
+            if not isinstance(sources.read_file(path, str(path), env=env), list):
+                return None
+        except InputError:
+            return None
     text = readers.read_file(path, str(path))
     try:
         found = readers.engines_in(text, str(path), env=env, base=path.resolve().parent, path=path)
