@@ -352,6 +352,12 @@ class FindingCode(str, Enum):
         "arguments only known at run time (a Secret's VLLM_ADDITIONAL_ARGS, a run-time $EXTRA_ARGS "
         "after the model) may change the plan",
     )
+    DUPLICATE_KEY = (
+        "KV806",
+        "duplicate-key",
+        Severity.WARNING,
+        "a YAML key is given twice: vLLM's config reader and Helm keep the last value",
+    )
     RUNTIME_BRANCH = (
         "KV810",
         "runtime-branch",

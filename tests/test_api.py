@@ -80,6 +80,7 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "MachineryError": (("kvconfig cannot find make_arg_parser",), {}),
     "InputError": (("bad",), {"source": "f.yaml", "line": 3, "key": "k", "hint": "h"}),
     "ModelUnavailable": (("not cached",), {"source": "f.yaml", "key": "model", "hint": "h"}),
+    "DuplicateKey": (("duplicate key 'kind'",), {"source": "f.yaml", "line": 3}),
     "NoEngine": (("no vLLM container found",), {"source": "f.yaml", "hint": "h"}),
     "UnsupportedArchitecture": (("XForCausalLM", "m/config.json", "kvconfig: 1"), {}),
     "RunTimeValue": (

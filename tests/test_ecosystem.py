@@ -214,7 +214,7 @@ def test_github_input_errors_from_the_cli(
     assert err == (INVALID / "yaml-duplicate-key.err").read_text(encoding="utf-8")
     assert out == (
         "::error file=yaml-duplicate-key.yaml,line=3,title=kvconfig input error::"
-        "duplicate key 'block-size', first set on line 2 (keep one of them)\n"
+        "duplicate key 'kind', first set on line 2 (keep one of them)\n"
     )
 
 

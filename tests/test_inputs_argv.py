@@ -394,3 +394,62 @@ def test_text_that_is_no_json_is_refused_for_every_release(value: str, refused: 
         return
     args = parse_serve_args(words, written_for="the vLLM of vllm-prefill:latest")
     assert json.loads(args.values["kv-transfer-config"])["kv_connector"] == "NixlConnector"
+
+
+@pytest.mark.parametrize("command", [False, True])
+def test_a_key_given_twice_in_a_config_file_keeps_its_last_value(
+    tmp_path: Path, command: bool
+) -> None:
+    """vLLM's ``load_config_file`` reads the file with PyYAML's ``safe_load``, which keeps
+    a key's last value: so does kvconfig, on both paths, with KV806."""
+    import yaml
+
+    from kvconfig.load.command import options_from_argv, options_from_yaml
+    from kvconfig.load.yamlfile import parse
+
+    text = "model: m\nblock-size: 16\nblock-size: 32\n"
+    (tmp_path / "serve.yaml").write_text(text)
+    assert yaml.safe_load(text)["block-size"] == 32  # vLLM's reader
+    if command:
+        opts = options_from_argv(
+            ["m", "--config", "serve.yaml"], version="0.33.0", base=tmp_path, source="<command>"
+        )
+    else:
+        doc = parse(text, str(tmp_path / "serve.yaml"), last_wins=True)
+        opts = options_from_yaml(doc, "0.33.0")
+    assert str(opts.values["block-size"]) == "32"
+    assert [n.code.value for n in opts.notices] == ["KV806"]
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        # production-stack values: Helm keeps the last value (helm/helm#4107)
+        (
+            "servingEngineSpec:\n  modelSpec:\n  - name: a\n    repository: vllm/vllm-openai\n"
+            "    tag: latest\n    modelURL: m\n    replicaCount: 1\n    replicaCount: 2\n",
+            True,
+        ),
+        # a Kubernetes manifest: kubectl refuses it ("mapping key already defined")
+        ("apiVersion: apps/v1\nkind: Deployment\nkind: StatefulSet\nmetadata: {name: x}\n", False),
+        # a compose file: compose-go refuses it
+        ("services:\n  a:\n    image: vllm/vllm-openai\n    image: x\n", False),
+        # kvconfig's own files
+        ("kvconfig: 1\nkvconfig: 1\n", False),
+    ],
+)
+def test_a_key_given_twice_is_read_as_the_files_runtime_reads_it(text: str, kept: bool) -> None:
+    from kvconfig.errors import DuplicateKey
+    from kvconfig.load.documents import load_documents
+    from kvconfig.load.sources import read_text
+
+    if kept:
+        (doc,), _ = load_documents(text, "values.yaml")
+        assert doc.data["servingEngineSpec"]["modelSpec"][0]["replicaCount"] == 2
+        assert [d[0] for d in doc.duplicates] == ["servingEngineSpec.modelSpec.0.replicaCount"]
+        read_text(text, "values.yaml", Path("."))
+        return
+    with pytest.raises(DuplicateKey):
+        load_documents(text, "f.yaml")
+    with pytest.raises(DuplicateKey):
+        read_text(text, "f.yaml", Path("."))

@@ -80,6 +80,12 @@ class ModelUnavailable(InputError):
     file reads for the checks that need no model, and ``load_deployment`` raises it."""
 
 
+class DuplicateKey(InputError):
+    """A YAML mapping holds a key twice. Runtimes differ: kubectl and docker compose
+    refuse it ("mapping key already defined"), while vLLM's ``--config`` reader and
+    Helm's values reader keep the last value (``kvconfig.load.yamlfile``)."""
+
+
 class NoEngine(InputError):
     """The input holds no vLLM engine: only resources without a pod (Services,
     ConfigMaps), a launch script that starts no server, an empty file, or a YAML file that

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kvconfig.errors import InputError
-from kvconfig.load import jsontext
+from kvconfig.load import jsontext, yamlfile
 from kvconfig.load.argv_result import ArgNote
 from kvconfig.load.argv_table import OptionSpec
 from kvconfig.mirror.argtypes import human_readable_int
@@ -18,7 +18,15 @@ from kvconfig.mirror.argtypes import human_readable_int
 def config_tokens(
     data: Any, table: Mapping[str, OptionSpec], source: str
 ) -> tuple[list[str], list[ArgNote]]:
-    """vLLM's ``load_config_file``: a config mapping as command-line words."""
+    """vLLM's ``load_config_file``: a config mapping (or the YAML document holding it) as
+    command-line words. A key the document gives twice keeps its last value, as PyYAML's
+    ``safe_load`` keeps it, with a ``duplicate-key`` note."""
+    notes: list[ArgNote] = []
+    if isinstance(data, yamlfile.Document):
+        for key, first, last in data.duplicates:
+            said = f"{source}:{last}: {key} is given twice (first on line {first}); vLLM's "
+            notes.append(ArgNote("duplicate-key", said + "YAML reader keeps this last value", key))
+        data = data.data
     if not isinstance(data, dict):
         raise InputError(
             "the config file is not a mapping of vllm serve options",
@@ -26,7 +34,6 @@ def config_tokens(
             hint="write 'option: value' lines",
         )
     out: list[str] = []
-    notes: list[ArgNote] = []
     for key, value in data.items():
         if isinstance(value, bool):
             if value:
@@ -60,10 +67,8 @@ ConfigReader = Callable[[str], Any]
 
 def _default_reader(base: Path) -> ConfigReader:
     def read(path: str) -> Any:
-        from kvconfig.load import yamlfile
-
         full = Path(path) if Path(path).is_absolute() else base / path
-        return yamlfile.load(full, path).data
+        return yamlfile.load(full, path, last_wins=True)  # PyYAML: the last key wins
 
     return read
 

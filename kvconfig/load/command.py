@@ -31,6 +31,7 @@ NOTE_CODES = {
     "config-value-dropped": FindingCode.CONFIG_VALUE_DROPPED,
     "other-release": FindingCode.RELEASE_ASSUMED,
     "legacy-speculative": FindingCode.RELEASE_ASSUMED,
+    "duplicate-key": FindingCode.DUPLICATE_KEY,
     "runtime-arguments": FindingCode.RUNTIME_ARGUMENTS,
 }
 
@@ -191,7 +192,7 @@ def options_from_yaml(doc: _yaml.Document, version: str, base: Path | None = Non
             version=version,
             base=folder,
             source=doc.source,
-            read_config=lambda _path: doc.data,
+            read_config=lambda _path: doc,
         )
     except InputError as err:
         raise _located(err, doc) from None

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kvconfig.errors import InputError
+from kvconfig.errors import DuplicateKey, InputError
 from kvconfig.load import jsontext
 from kvconfig.load import yamlfile as _yaml
 
@@ -66,6 +66,15 @@ def template_error(source: str, line: int, action: str, key: str = "") -> InputE
     )
 
 
+def last_key_wins(data: Any) -> bool:
+    """Whether the runtime that reads a document keeps the last value of a key given twice:
+    vLLM's ``--config`` reader (PyYAML's ``safe_load``), Helm's values (helm/helm#4107),
+    SkyPilot and Ray Serve (PyYAML) do; kubectl ("mapping key already defined"), compose
+    (compose-go on go-yaml v3) and kvconfig's own files refuse it."""
+    native = isinstance(data, dict) and "kvconfig" in data
+    return not native and kind_of(data) not in ("kubernetes", "compose")
+
+
 def load_documents(text: str, source: str) -> tuple[list[_yaml.Document], list[str]]:
     """The YAML (or JSON) documents of an operator file, and the kinds of the Kubernetes
     resources skipped unbuilt because they never hold a pod template."""
@@ -78,7 +87,13 @@ def load_documents(text: str, source: str) -> tuple[list[_yaml.Document], list[s
         return True
 
     try:
-        docs = _yaml.parse_all(text, source, select=worth_reading)
+        try:
+            docs = _yaml.parse_all(text, source, select=worth_reading)
+        except DuplicateKey as dup:
+            skipped.clear()
+            docs = _yaml.parse_all(text, source, select=worth_reading, last_wins=True)
+            if not all(last_key_wins(d.data) for d in docs):
+                raise dup from None
     except InputError as err:
         found = unrendered(text)
         if found is not None:

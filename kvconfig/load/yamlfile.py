@@ -7,24 +7,24 @@ written as, which is what ``vllm serve --config`` passes on). Explicit tags
 regular files are read, and at most ``MAX_BYTES`` of them, so a FIFO or
 ``/dev/zero`` cannot hang the reader. A document whose aliases would expand to
 more than ``MAX_NODES`` nodes (a "billion laughs" file) or that nests deeper
-than ``MAX_DEPTH`` is refused. Duplicate keys are an error rather than a silent
-override. Merge keys (``<<: *base``) are YAML 1.1's, which every parser behind kvconfig's
-inputs applies (PyYAML's ``safe_load`` for vLLM's ``--config``, SkyPilot and Ray Serve;
-go-yaml for Kubernetes, Helm and compose): a mapping's own keys win over merged ones, an
-earlier mapping of a merged list over a later one, a later merge key over an earlier one.
+than ``MAX_DEPTH`` is refused. A key given twice is an error (kubectl's and compose's
+reading), or keeps its last value where the runtime's reader does (``parse``). Merge
+keys (``<<: *base``) are YAML 1.1's, which every parser behind kvconfig's inputs applies
+(PyYAML's ``safe_load`` for vLLM's ``--config``, SkyPilot and Ray Serve; go-yaml for
+Kubernetes, Helm and compose): a mapping's own keys win over merged ones, an earlier
+mapping of a merged list over a later one, a later merge key over an earlier one.
 """
 
 from __future__ import annotations
 
-import stat
-from collections.abc import Callable, Mapping
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kvconfig.errors import InputError
-
-MAX_BYTES = 1024 * 1024
-"""Largest configuration file kvconfig reads (1 MiB)."""
+from kvconfig.errors import DuplicateKey, InputError
+from kvconfig.load.filetext import MAX_BYTES, decode, read_bytes, read_text
 
 MAX_NODES = 100_000
 """Most YAML nodes a document may expand to, aliases included."""
@@ -46,6 +46,9 @@ class Document(NamedTuple):
     source: str
     data: Any
     lines: Mapping[Path_, int]
+    duplicates: tuple[tuple[str, int, int], ...] = ()
+    """Keys given twice in a mapping, read with the last value (``parse``'s
+    ``last_wins``): (the key's path, written with dots; its first line; its last line)."""
 
     def line(self, *path: str | int) -> int | None:
         """1-based line where ``path`` was written, or its nearest parent's."""
@@ -57,84 +60,28 @@ class Document(NamedTuple):
         return None
 
 
-def read_bytes(path: Path, source: str, limit: int, *, what: str = "file") -> bytes:
-    """At most ``limit`` bytes of a regular file; one-line InputErrors for everything else.
+_LAST_WINS: contextvars.ContextVar[list[tuple[str, int, int]] | None] = contextvars.ContextVar(
+    "last_wins", default=None
+)
+"""While a ``last_wins`` parse runs: the keys it found given twice."""
 
-    Refuses folders, missing and unreadable paths, and anything that is not a regular
-    file (a FIFO, a device such as ``/dev/zero``) before reading it, and files over
-    ``limit`` bytes without reading past the limit.
-    """
+
+@contextlib.contextmanager
+def _keys_twice(last_wins: bool) -> Iterator[list[tuple[str, int, int]]]:
+    """While a document is built: a key given twice in a mapping is ``DuplicateKey``, or
+    with ``last_wins`` keeps its last value and is noted in the list this yields."""
+    found: list[tuple[str, int, int]] = []
+    token = _LAST_WINS.set(found if last_wins else None)
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise InputError(f"no such {what}", source=source, hint="check the path") from None
-    except NotADirectoryError:
-        raise InputError(
-            f"no such {what}", source=source, hint="check the path: part of it is a file"
-        ) from None
-    except OSError as err:
-        raise InputError(
-            f"cannot read: {err.strerror or err}", source=source, hint="check the path"
-        ) from None
-    except ValueError:  # a NUL byte in the name
-        raise InputError(
-            "not a usable path (it holds a NUL byte)", source=source, hint="check the path"
-        ) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(
-            "is a folder, not a file",
-            source=source,
-            hint="pass a file; kvconfig lint also takes folders and lints their .yaml files",
-        )
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(
-            "is a pipe, socket or device, not a regular file",
-            source=source,
-            hint="pass a file saved on disk",
-        )
-    if st.st_size > limit:
-        raise InputError(
-            f"is {st.st_size} bytes; kvconfig reads at most {limit} bytes",
-            source=source,
-            hint=f"a {what} like this is a few KiB: check that this is the right path",
-        )
-    try:
-        with path.open("rb") as f:
-            raw = f.read(limit + 1)
-    except OSError as err:
-        raise InputError(
-            f"cannot read: {err.strerror or err}", source=source, hint="check its permissions"
-        ) from None
-    if len(raw) > limit:
-        raise InputError(
-            f"is over {limit} bytes; kvconfig reads at most {limit} bytes",
-            source=source,
-            hint=f"a {what} like this is a few KiB: check that this is the right path",
-        )
-    return raw
+        yield found
+    finally:
+        _LAST_WINS.reset(token)
 
 
-def decode(raw: bytes, source: str, *, what: str = "the file") -> str:
-    """UTF-8 text (a leading byte-order mark is dropped); InputError names the bad byte's line."""
-    try:
-        return raw.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise InputError(
-            f"not UTF-8 text: byte {err.start} is 0x{raw[err.start]:02x}",
-            source=source,
-            line=line,
-            hint=f"save {what} as UTF-8",
-        ) from None
-
-
-def read_text(path: Path, source: str) -> str:
-    """The file's text: refuses folders, non-files, unreadable, oversized and non-UTF-8 files."""
-    return decode(read_bytes(path, source, MAX_BYTES), source)
-
-
-def parse(text: str, source: str) -> Document:
-    """Parse YAML text safely into plain data with a line map."""
+def parse(text: str, source: str, *, last_wins: bool = False) -> Document:
+    """Parse YAML text safely into plain data with a line map. A key given twice in a
+    mapping is ``DuplicateKey`` (kubectl's and compose's reading), or with ``last_wins``
+    the last value (PyYAML's, so vLLM's ``--config``; Helm's values)."""
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -147,8 +94,9 @@ def parse(text: str, source: str) -> Document:
         if node is None:
             return Document(source, None, {})
         lines: dict[Path_, int] = {}
-        data = _build(node, (), lines, [MAX_NODES], source, 0)
-        return Document(source, data, lines)
+        with _keys_twice(last_wins) as twice:
+            data = _build(node, (), lines, [MAX_NODES], source, 0)
+        return Document(source, data, lines, tuple(twice))
     except yaml.YAMLError as err:
         raise _syntax_error(err, text, source) from None
     finally:
@@ -264,14 +212,19 @@ def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
             key = _build(key_node, (), {}, budget, source, depth + 1)
             if not isinstance(key, (str, int)) or isinstance(key, bool):
                 key = str(key)
-            if key in out:
-                raise InputError(
-                    f"duplicate key {key!r}, first set on line {lines[(*path, key)]}",
-                    source=source,
-                    line=key_line,
-                    hint="keep one of them",
-                )
             sub = (*path, key)
+            if key in out:
+                twice = _LAST_WINS.get()
+                if twice is None:
+                    raise DuplicateKey(
+                        f"duplicate key {key!r}, first set on line {lines[sub]}",
+                        source=source,
+                        line=key_line,
+                        hint="keep one of them",
+                    )
+                twice.append((".".join(map(str, sub)), lines[sub], key_line))
+                for old in [p for p in lines if p[: len(sub)] == sub]:
+                    del lines[old]  # the last one wins: the first one's lines go with it
             lines[sub] = key_line
             out[key] = _build(value_node, sub, lines, budget, source, depth + 1)
         for key_line, value_node in reversed(merges):  # a later merge key wins
@@ -300,9 +253,9 @@ def _scalar(node: Any, source: str) -> Any:
         ) from None
 
 
-def load(path: Path, source: str) -> Document:
-    """Read and parse one YAML file."""
-    return parse(read_text(path, source), source)
+def load(path: Path, source: str, *, last_wins: bool = False) -> Document:
+    """Read and parse one YAML file (``last_wins``: see ``parse``)."""
+    return parse(read_text(path, source), source, last_wins=last_wins)
 
 
 def _merge_into(  # noqa: PLR0917 (part of the recursive walk)
@@ -358,6 +311,7 @@ def parse_all(
     source: str,
     *,
     select: Callable[[Mapping[str, str]], bool] | None = None,
+    last_wins: bool = False,
 ) -> list[Document]:
     """Every document of a YAML stream (``---`` between documents), each with its lines.
 
@@ -365,6 +319,7 @@ def parse_all(
     Empty documents are left out. Each document has its own ``MAX_NODES`` budget.
     ``select`` sees the plain top-level pairs of each mapping document
     (``top_scalars``) and may skip it unbuilt; skipped documents are not returned.
+    ``last_wins``: see ``parse``.
     """
     import yaml
 
@@ -382,10 +337,25 @@ def parse_all(
             if select is not None and not select(top_scalars(node)):
                 continue
             lines: dict[Path_, int] = {(): node.start_mark.line + 1}
-            data = _build(node, (), lines, [MAX_NODES], source, 0)
-            docs.append(Document(source, data, lines))
+            with _keys_twice(last_wins) as twice:
+                data = _build(node, (), lines, [MAX_NODES], source, 0)
+            docs.append(Document(source, data, lines, tuple(twice)))
     except yaml.YAMLError as err:
         raise _syntax_error(err, text, source) from None
     finally:
         loader.dispose()
     return docs
+
+
+__all__ = [
+    "MAX_BYTES",
+    "Document",
+    "Path_",
+    "decode",
+    "load",
+    "parse",
+    "parse_all",
+    "read_bytes",
+    "read_text",
+    "top_scalars",
+]  # the file readers (kvconfig.load.filetext) are read from here too
