@@ -669,6 +669,12 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": None},
         ("bash",),
     ),
+    "a polling while loop with a counter": (
+        "n=0; while true; do if [ \"$X\" = 16 ]; then break; fi; n=$((n + 1))\n"
+        "if (( n >= 3 )); then break; fi; sleep 0; done; vllm serve m$n; vllm serve after",
+        {"X": None},
+        ("bash",),
+    ),
     "set -e ends at a failure outside a test": (
         'set -e; f() { [ "$1" = x ] && echo hi; }; false || true; if false; then :; fi\n'
         "while false; do :; done; ! true; true && false || true; (( 0 )) || :; false | true\n"

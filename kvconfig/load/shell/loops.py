@@ -339,10 +339,14 @@ class _Loops(_Control):
                 go = (cond == 0) != node.until
                 if not go:
                     return status
-                before = len(self.commands)
+                before, frame = len(self.commands), self.frames[-1]
+                start, left = (dict(self.state.vars), dict(self.state.arrays)), len(frame.left)
                 status, broke = self.round(node.body)
                 if broke:
                     return 0
+                if len(frame.left) > left:  # a polling loop: a run-time answer may end it
+                    # after any round, so what its rounds change is only known at run time
+                    self.widen(*start, f"the rounds of the loop on line {self.at(node.line)}")
                 mark = (dict(self.state.vars), len(self.commands) - before)
                 if mark in seen:  # the loop repeats itself: it never ends on its own
                     del self.commands[before:]
