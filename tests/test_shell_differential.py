@@ -670,7 +670,7 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         ("bash",),
     ),
     "a polling while loop with a counter": (
-        "n=0; while true; do if [ \"$X\" = 16 ]; then break; fi; n=$((n + 1))\n"
+        'n=0; while true; do if [ "$X" = 16 ]; then break; fi; n=$((n + 1))\n'
         "if (( n >= 3 )); then break; fi; sleep 0; done; vllm serve m$n; vllm serve after",
         {"X": None},
         ("bash",),
