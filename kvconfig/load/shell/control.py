@@ -104,8 +104,10 @@ class _Control(_Fields):
                 if status is not None:
                     raise _Stop  # set -e: a command that fails outside a test ends the shell
                 at = self.at(node.line)
-                self.state.when = (*self.state.when, f"the status of the command on line {at} "
-                                   "(set -e ends the script where it fails)")  # fmt: skip
+                where = f" on line {at}" if at is not None else ""
+                why = f"the status of the command{where} (set -e ends the script where it fails)"
+                if why not in self.state.when:  # once, however many rounds run it
+                    self.state.when = (*self.state.when, why)
         elif isinstance(node, N.AndOr):
             self.deferring = isinstance(node.first, N.Simple)
             try:
