@@ -188,14 +188,8 @@ class _Loops(_Control):
         status: int | None = 0
         if self.arith_effects(init):
             for _ in range(MAX_LOOP):
-                tested = self.arith_text(test)
-                go = (
-                    1
-                    if not test.strip()
-                    else None
-                    if tested is None
-                    else (arith_value(tested, self.arith_var))
-                )
+                tested = self.arith_text(test) if test.strip() else "1"  # empty: 1
+                go = None if tested is None else arith_value(tested, self.arith_var)
                 if go is None:
                     break
                 if go == 0:
