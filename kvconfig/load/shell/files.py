@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kvconfig.errors import InputError
@@ -35,7 +36,7 @@ from kvconfig.load.shell.dirs import _Dirs
 from kvconfig.load.shell.env_scripts import EnvScript, env_script
 from kvconfig.load.shell.paths import PROGRAMS, output
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
-from kvconfig.load.shell.words import _Part, _source_form
+from kvconfig.load.shell.words import _Part, _source_form, _Word
 from kvconfig.load.yamlfile import decode, read_bytes
 
 _REDIRECT = re.compile(r"[<>]")
@@ -178,22 +179,36 @@ class _Files(_Dirs):
         first = node.words[0].parts[0] if node.words[0].parts else None
         if first is None or (first.kind == "lit" and re.match(r"[A-Za-z_]\w*\+?=", first.text)):
             return None
+
+        def known(w: _Word) -> list[str] | None:
+            fields, unknown = self.expand_word(w)
+            return None if unknown else fields
+
+        words = self.in_a_subshell(node.words, known)
+        if not words or (words[0] in self.state.functions and not functions):
+            return None
+        return words
+
+    def in_a_subshell(
+        self, words: Sequence[_Word], expand: Callable[[_Word], list[str] | None]
+    ) -> list[str] | None:
+        """``expand`` of each of ``words`` in turn, on a copy of the state (a subshell's
+        expansions leave the script alone): their texts, or None when one gives None or
+        stops the shell."""
         saved = self.state
         self.state = saved.copy()
-        words: list[str] = []
+        out: list[str] = []
         try:
-            for w in node.words:
-                fields, unknown = self.expand_word(w)
-                if unknown:
+            for w in words:
+                got = expand(w)
+                if got is None:
                     return None
-                words.extend(fields)
+                out.extend(got)
         except _Stop:
             return None
         finally:
             self.state = saved
-        if not words or (words[0] in self.state.functions and not functions):
-            return None
-        return words
+        return out
 
     def source_file(self, head: str, words: list[str], known: bool) -> int | None:
         """``source FILE`` / ``. FILE``: its commands run here when kvconfig can read it."""

@@ -198,15 +198,13 @@ class _Lexer(_Scanner):
         arithmetic) when no ``))`` closes it or it holds a ``;`` or a newline."""
         start, line = self.i, self.line
         try:
-            word = self._arith_for()
-        except InputError:  # no )) closes it: two subshells
-            word = _Word([_Part(";", True, "arithcmd")], line)
-        inner = word.parts[0].text
-        if ";" in inner or "\n" in inner:
+            inner = self._arith_for().parts[0].text
+        except InputError:  # no )) closes it
+            inner = None
+        if inner is None or ";" in inner or "\n" in inner:
             self.i, self.line = start, line
             return None
-        word.parts[0] = _Part(inner, True, "arithcmd", "((" + inner + "))")
-        return word
+        return _Word([_Part(inner, True, "arithcmd", "((" + inner + "))")], line)
 
     def _arith_for(self) -> _Word:
         """bash's ``for (( init; test; step ))``: the text between the parentheses, kept

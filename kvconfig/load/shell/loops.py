@@ -334,7 +334,8 @@ class _Loops(_Control):
                 if not go:
                     return status
                 before, frame = len(self.commands), self.frames[-1]
-                start, left = (dict(self.state.vars), dict(self.state.arrays)), len(frame.left)
+                start = (dict(self.state.vars), {k: list(v) for k, v in self.state.arrays.items()})
+                left = len(frame.left)
                 status, broke = self.round(node.body)
                 if broke:
                     return 0

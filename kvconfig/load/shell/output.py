@@ -96,20 +96,13 @@ class _Output(_Files):
             return None
         if node.words[0].raw() != "echo" or not all(one_field(w) for w in node.words[1:]):
             return None
-        saved = self.state
-        self.state = saved.copy()
-        args: list[str] = []
-        try:
-            for w in node.words[1:]:
-                texts = self.expand_template(w)
-                if len(texts) != 1:
-                    return None
-                args.append(texts[0])
-        except _Stop:
-            return None
-        finally:
-            self.state = saved
-        printed = self.echoed(args)
+
+        def one_text(w: _Word) -> list[str] | None:
+            texts = self.expand_template(w)
+            return list(texts) if len(texts) == 1 else None
+
+        args = self.in_a_subshell(node.words[1:], one_text)
+        printed = None if args is None else self.echoed(args)
         return None if printed is None else str(printed.count("\n"))
 
     def sed_output(self, args: list[str], given: str | None) -> str | None:
