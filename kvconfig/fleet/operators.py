@@ -51,17 +51,22 @@ def read_operator_file(
         from kvconfig.load import sources
 
         try:
-            if not isinstance(sources.read_file(path, str(path), env=env), list):
-                return None
+            read = sources.read_file(path, str(path), env=env)
         except InputError:
             return None
-    text = readers.read_file(path, str(path))
-    try:
-        found = readers.engines_in(text, str(path), env=env, base=path.resolve().parent, path=path)
-    except InputError as err:
-        if "not an operator file" in err.message or "expected a Kubernetes" in err.message:
+        if not isinstance(read, list):
             return None
-        raise
+        found, text = read, readers.read_file(path, str(path))  # the routers read it too
+    else:
+        text = readers.read_file(path, str(path))
+        try:
+            found = readers.engines_in(
+                text, str(path), env=env, base=path.resolve().parent, path=path
+            )
+        except InputError as err:
+            if "not an operator file" in err.message or "expected a Kubernetes" in err.message:
+                return None
+            raise
     refused = [readers.refusal(e) or "" for e in found]
     if all(refused):  # no server starts: the first refusal is the file's error, as lint's
         refused = [""] * len(found)

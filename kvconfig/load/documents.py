@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -75,6 +75,18 @@ def last_key_wins(data: Any) -> bool:
     return not native and kind_of(data) not in ("kubernetes", "compose")
 
 
+def keeping_last(parse: Callable[[bool], list[_yaml.Document]]) -> list[_yaml.Document]:
+    """``parse(False)``; on a key given twice, ``parse(True)`` (its last value kept) when
+    the runtime of every document it gives keeps it (``last_key_wins``), else the error."""
+    try:
+        return parse(False)
+    except DuplicateKey as dup:
+        docs = parse(True)
+        if not all(last_key_wins(d.data) for d in docs):
+            raise dup from None
+        return docs
+
+
 def load_documents(text: str, source: str) -> tuple[list[_yaml.Document], list[str]]:
     """The YAML (or JSON) documents of an operator file, and the kinds of the Kubernetes
     resources skipped unbuilt because they never hold a pod template."""
@@ -87,13 +99,12 @@ def load_documents(text: str, source: str) -> tuple[list[_yaml.Document], list[s
         return True
 
     try:
-        try:
-            docs = _yaml.parse_all(text, source, select=worth_reading)
-        except DuplicateKey as dup:
+
+        def parse(last_wins: bool) -> list[_yaml.Document]:
             skipped.clear()
-            docs = _yaml.parse_all(text, source, select=worth_reading, last_wins=True)
-            if not all(last_key_wins(d.data) for d in docs):
-                raise dup from None
+            return _yaml.parse_all(text, source, select=worth_reading, last_wins=last_wins)
+
+        docs = keeping_last(parse)
     except InputError as err:
         found = unrendered(text)
         if found is not None:

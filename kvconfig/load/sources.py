@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 
-from kvconfig.errors import DuplicateKey, InputError
+from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.documents import (
     MAX_MANIFEST_BYTES,
     is_operator_file,
-    last_key_wins,
+    keeping_last,
     read_stream,
 )
 
@@ -84,7 +84,7 @@ def read_text(
 
     if small and script_dialect(text, source) is None:
         try:
-            doc = _parse(text, source)
+            (doc,) = keeping_last(lambda last: [_yaml.parse(text, source, last_wins=last)])
         except InputError:
             if not _OPERATOR_KEY.search(text):
                 raise
@@ -97,18 +97,6 @@ def read_text(
     from kvconfig.load.engines import engines_in
 
     return engines_in(text, source, base=folder, env=env, path=path)
-
-
-def _parse(text: str, source: str) -> _yaml.Document:
-    """The file's one YAML document; a key given twice keeps its last value where the
-    runtime that reads the file does so (``documents.last_key_wins``)."""
-    try:
-        return _yaml.parse(text, source)
-    except DuplicateKey as dup:
-        doc = _yaml.parse(text, source, last_wins=True)
-        if not last_key_wins(doc.data):
-            raise dup from None
-        return doc
 
 
 __all__ = ["Source", "read_file", "read_stdin", "read_text"]
