@@ -1,4 +1,5 @@
-"""llm-d modelservice values: the engines of the ``decode`` and ``prefill`` containers."""
+"""llm-d modelservice values: the engines of the ``decode``, ``prefill`` and ``encode``
+containers."""
 
 from __future__ import annotations
 
@@ -78,7 +79,10 @@ def _par(parallelism: Any) -> dict[str, int]:
 
 
 def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = None) -> list[Engine]:
-    """The vLLM containers of llm-d modelservice values: ``decode`` and ``prefill``."""
+    """The vLLM containers of llm-d modelservice values: ``decode``, ``prefill`` and
+    ``encode`` (the chart's ``encode-deployment.yaml``, from v0.5.0: an encoder of
+    encode/prefill/decode disaggregation, on ``routing.servicePort`` as prefill is, neither
+    a prefill nor a decode engine)."""
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.resources import Found, Pod
 
@@ -90,7 +94,7 @@ def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = Non
     out: list[Engine] = []
     skipped: list[str] = []
     found: list[Found] = []
-    for role in ("decode", "prefill"):
+    for role in ("decode", "prefill", "encode"):
         section = data.get(role)
         if not isinstance(section, dict) or section.get("create") is False:
             continue
@@ -100,7 +104,7 @@ def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = Non
         if not isinstance(containers, list):
             continue
         par = _par(section.get("parallelism"))
-        if role == "prefill" or proxy.get("enabled") is False:
+        if role != "decode" or proxy.get("enabled") is False:
             port = _go(routing.get("servicePort") or 8000)
         else:
             port = _go(proxy.get("targetPort") or 8200)
@@ -195,7 +199,13 @@ def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = Non
             if isinstance(section.get("replicas"), int):
                 parallelism["replicas"] = section["replicas"]
             shim = _ValuesShim(doc, path, pod_spec, given)
-            pod = Pod(shim, (), role, role=role, parallelism=parallelism)  # type: ignore[arg-type]
+            pod = Pod(
+                shim,  # type: ignore[arg-type]
+                (),
+                role,
+                role=role if role != "encode" else None,
+                parallelism=parallelism,
+            )
             image = str(container.get("image"))
             simulated = mode == "imageDefault" and LLM_D_SIMULATOR.search(image)
             if simulated:
@@ -216,7 +226,7 @@ def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = Non
         )
     if not out:
         raise NoEngine(
-            "no vLLM container found in the decode or prefill sections",
+            "no vLLM container found in the decode, prefill or encode sections",
             source=doc.source,
             line=1,
             hint="add decode.containers with modelCommand: vllmServe (docs/inputs.md)",
