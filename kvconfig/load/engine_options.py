@@ -30,6 +30,7 @@ from kvconfig.errors import InputError, RunTimeValue
 from kvconfig.load import jsontext
 from kvconfig.load.checks import PLAN_ENV
 from kvconfig.load.serve import Notice, Options
+from kvconfig.mirror.connectors.registry import read_part
 
 if TYPE_CHECKING:
     from kvconfig.load.hub import ModelPaths
@@ -256,24 +257,19 @@ def run_time_words(
                 yield option, what, note.line if note.line is not None else engine.line
 
 
-_ADDRESSES = frozenset({"kv_ip", "kv_port", "kv_rank", "kv_parallel_size", "kv_buffer_size"})
-"""``KVTransferConfig`` fields no plan or fleet rule reads: where a connector listens and
-its transfer buffer's size (a pod's ``$(POD_IP)`` in ``kv_ip``)."""
-
-
 def _inert(text: str, word: str) -> bool:
-    """Whether a word only known at run time sits only in strings no plan reads: the
-    addresses of ``_ADDRESSES``, or the ``kv_connector_extra_config`` of a connector whose
-    extra configuration no plan reads (``kvconfig.mirror.connectors.registry.
-    EXTRA_CONFIG_READ``): LMCache's RPC port, a P2P address. The connector and its role
-    stay known, and so does the plan."""
+    """Whether a word only known at run time sits only in strings no plan reads (outside
+    ``kvconfig.mirror.connectors.registry.read_part``): where a connector listens, its
+    buffer's size, the extra configuration of a connector whose extra configuration no
+    plan reads (LMCache's RPC port, a P2P address). The connector and its role stay
+    known, and so does the plan."""
     try:
         data = json.loads(text)
     except ValueError:
         return _past_run_time(text) is not None  # the word breaks the JSON: $PORT unquoted
     if not isinstance(data, dict):
         return False
-    return word not in json.dumps(_read_part(data), ensure_ascii=False)
+    return word not in json.dumps(read_part(data), ensure_ascii=False)
 
 
 @functools.lru_cache(maxsize=64)
@@ -282,21 +278,9 @@ def _past_run_time(text: str) -> str | None:
     written as JSON with a stand-in for them, when the part a rule reads is the same
     whatever stands in; else None."""
     pair = jsontext.with_stand_ins(text)
-    if pair is None or _read_part(pair[0]) != _read_part(pair[1]) or not _read_part(pair[0]):
+    if pair is None or read_part(pair[0]) != read_part(pair[1]) or not read_part(pair[0]):
         return None
     return json.dumps(pair[0])
-
-
-def _read_part(data: Any) -> dict[str, Any]:
-    """The keys of a kv-transfer config a plan or fleet rule reads (none: not a mapping)."""
-    from kvconfig.mirror.connectors.registry import EXTRA_CONFIG_READ
-
-    if not isinstance(data, dict):
-        return {}
-    unread = set(_ADDRESSES)
-    if data.get("kv_connector") not in EXTRA_CONFIG_READ:
-        unread.add("kv_connector_extra_config")
-    return {k: v for k, v in data.items() if k not in unread}
 
 
 def _unknown_values(engine: Engine, opts: Options) -> None:

@@ -14,7 +14,9 @@ the evaluator, one layer a module: ``state`` (what a script has set),
 ``continue`` on one side of a run-time choice), ``scope`` (declarations, functions,
 ``eval``, ``read``), ``dirs`` (the working folder:
 ``cd``, ``pwd``, ``$PWD``), ``files`` and ``paths`` (what a launch script reads here:
-``$0``, ``dirname``/``readlink`` in ``$(...)``, ``source``, ``bash FILE``), ``regex``
+``$0``, ``dirname``/``readlink`` in ``$(...)``, ``source``, ``bash FILE``), ``output``
+(what ``$(...)`` prints; ``pyprint`` and ``pyvalues`` read a short Python program's
+``print``, run by nothing), ``regex``
 (bash's ``=~``), ``dbracket`` (``[[ ]]``) and ``simple`` (one command, builtins and
 nested shells). It covers quotes (single, double, bash's ``$'...'``), escapes and
 continuations, here-documents, redirections, ``if``/``elif``/``else``, ``case``,

@@ -36,7 +36,7 @@ from kvconfig.load.shell.dirs import _Dirs
 from kvconfig.load.shell.env_scripts import EnvScript, env_script
 from kvconfig.load.shell.paths import PROGRAMS, output
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
-from kvconfig.load.shell.words import _Part, _source_form, _Word
+from kvconfig.load.shell.words import HOLE, _Part, _source_form, _Word, hole_names
 from kvconfig.load.yamlfile import decode, read_bytes
 
 _REDIRECT = re.compile(r"[<>]")
@@ -45,6 +45,9 @@ _HARMLESS = re.compile(r"[ \t]2>(?:/dev/null|&1)(?=[ \t]|$)")
 _CAT_HERE = re.compile(r"\s*cat[ \t]+<<")
 """``$(cat <<EOF ...)``, ``$(cat <<< TEXT)``: its input is the script's own text
 (``kvconfig.load.shell.output``)."""
+_PYTHON = re.compile(r"\s*(?:[A-Za-z_]\w*=\S*[ \t]+)*(?:\S*/)?python[0-9.]*[ \t]")
+"""``$(python3 - <<'PY' ...)``, ``$(python3 -c '...')``: the program's text may hold ``<``
+and ``>``; its own redirections are the command's (``kvconfig.load.shell.pyprint``)."""
 
 
 class _Files(_Dirs):
@@ -119,14 +122,25 @@ class _Files(_Dirs):
     ) -> tuple[str | None, str]:
         if part.kind == "cmd":
             value = self.substitution(part.text)
+            if value is not None and HOLE.search(value):  # output with run-time parts
+                return None, hole_names(value)[0]
             return (None, _source_form(part)) if value is None else (value, "")
         return super().part_value(part, tilde, assignment)
+
+    def part_template(self, part: _Part, tilde: bool) -> str:
+        if part.kind == "cmd":  # its known output around run-time parts
+            value = self.substitution(part.text)
+            if value is not None:
+                return value
+        return super().part_template(part, tilde)
 
     def substitution(self, text: str) -> str | None:
         """The output of ``$(text)`` when it runs one path program on known words (in a
         subshell: nothing it expands reaches the script), its trailing newlines removed
         as the shell removes them; None otherwise."""
-        redirects = _REDIRECT.search(_HARMLESS.sub(" ", text)) and not _CAT_HERE.match(text)
+        redirects = _REDIRECT.search(_HARMLESS.sub(" ", text)) and not (
+            _CAT_HERE.match(text) or _PYTHON.match(text)
+        )
         if redirects or self.substituting >= MAX_EVAL_DEPTH:
             return None
         self.substituting += 1

@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import re
 
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
-from kvconfig.load.shell import sed
+from kvconfig.load.shell import pyprint, sed
 from kvconfig.load.shell.files import _Files
-from kvconfig.load.shell.words import _Word, one_field
+from kvconfig.load.shell.words import _Word, assignment, one_field
+
+_PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?")
+_PYTHON_FLAGS = frozenset({"-u", "-B", "-E", "-s", "-S", "-I", "-O", "-OO", "-q"})
+"""Interpreter options that change nothing a program of ``pyprint`` prints."""
 
 
 class _Output(_Files):
@@ -38,6 +43,10 @@ class _Output(_Files):
             # $(cat <<EOF ... EOF): the here-document's text (cat copies its input)
             text, _what = self.here_text([w for w in node.words if w.here][-1], "cat")
             return None if text is None else text.rstrip("\n")
+        if isinstance(node, N.Simple) and _prints_plainly(node):
+            python = self.python_output(node)
+            if python is not None:
+                return python
         if isinstance(node, N.Simple) and any(w.here for w in node.words):
             return None  # another command fed a here-document: its output is not known
         if isinstance(node, N.Simple):
@@ -55,6 +64,66 @@ class _Output(_Files):
         if isinstance(node, N.Pipeline) and not node.negate and len(node.commands) == 2:
             return self.filtered(node.commands[0], node.commands[1])
         return super().output_of(node)
+
+    def python_output(self, node: N.Simple) -> str | None:
+        """``$(python3 - ARGS <<'PY' ... PY)``, ``$(python3 -c PROGRAM ARGS)``: what the
+        program prints (``kvconfig.load.shell.pyprint``, which runs nothing), with holes
+        for its run-time parts; None when kvconfig does not follow it. Settings before
+        the command (``X=1 python3 -``) are the program's environment, with the
+        variables the script exported."""
+        words = [w for w in node.words if not w.here]
+        here = [w for w in node.words if w.here]
+        saved = self.state
+        self.state = saved.copy()  # a subshell: its expansions leave the script alone
+        try:
+            given: dict[str, str | None] = {}
+            while words and (found := assignment(words[0])) is not None:
+                name, append, value_word = found
+                if append or any(p.kind == "array" for p in words[0].parts):
+                    return None
+                given[name] = self.expand_string(value_word)[0]
+                words = words[1:]
+            fields: list[str | None] = []
+            for w in words:
+                expanded, unknown = self.expand_word(w)
+                if unknown and not one_field(w):
+                    return None
+                fields.extend([None] if unknown else expanded)
+            head = fields[0] if fields else None
+            if head is None or not _PYTHON.fullmatch(os.path.basename(head)):
+                return None
+            if head in self.state.functions:
+                return None
+            at = 1
+            while at < len(fields) and fields[at] in _PYTHON_FLAGS:
+                at += 1
+            rest = fields[at:]
+            program: str | None
+            if rest[:1] == ["-c"] and len(rest) > 1 and rest[1] is not None and not here:
+                program, argv = rest[1], ["-c", *rest[2:]]
+            elif here and rest[:1] in (["-"], []):
+                program, _what = self.here_text(here[-1], head)
+                argv = ["-", *rest[1:]] if rest else [""]
+            else:
+                return None
+            if program is None:
+                return None
+            env = self.exported_env()
+            env.update(given)
+
+            def variable(name: str) -> tuple[bool, str | None]:
+                if name in env:
+                    return True, env[name]
+                if name in self.state.vars:
+                    return False, None  # a shell variable, not exported
+                is_set, value = self.lookup(name)
+                return (True, None) if is_set and value is None else (False, None)
+
+            named = " ".join(w for w in (head, *rest[:1]) if w is not None)
+            out = pyprint.printed(program, argv, variable, named)
+        finally:
+            self.state = saved
+        return None if out is None else out.rstrip("\n")
 
     def cats_here(self, node: N.Simple) -> bool:
         """``cat`` alone (no option, no file, not a function), its input a here-document or

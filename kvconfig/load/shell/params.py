@@ -247,12 +247,16 @@ class _Params(_Variables):
                 if value is not None and not (is_set and (not default.group(2) or value)):
                     texts = self.expand_template(self.inner_word(default.group(3), part.quoted))
             if texts is None:
-                value, what = self.part_value(part, tilde=k == 0, assignment=True)
-                texts = (hole(what or _source_form(part)) if value is None else value,)
+                texts = (self.part_template(part, tilde=k == 0),)
             if len(out) * len(texts) > MAX_TEXTS:
                 texts = texts[:1]
             out = tuple(a + b for a in out for b in texts)
         return out
+
+    def part_template(self, part: _Part, tilde: bool) -> str:
+        """A part's text as an assignment takes it, each run-time part of it a hole."""
+        value, what = self.part_value(part, tilde, assignment=True)
+        return hole(what or _source_form(part)) if value is None else value
 
     def part_value(
         self, part: _Part, tilde: bool, assignment: bool = False

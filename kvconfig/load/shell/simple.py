@@ -20,7 +20,15 @@ from kvconfig.load.shell.getopts import getopts
 from kvconfig.load.shell.remote import remote_of
 from kvconfig.load.shell.scope import DECLARE
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
-from kvconfig.load.shell.words import HOLE, _Word, assignment, hole, holes_named, one_field
+from kvconfig.load.shell.words import (
+    HOLE,
+    _Word,
+    assignment,
+    hole,
+    hole_names,
+    holes_named,
+    one_field,
+)
 from kvconfig.load.shell.wrappers import (
     SHELLS,
     file_of,
@@ -92,6 +100,8 @@ class _Shell(_Children):
                 finally:
                     self.holes_ok = False
                 fields = self.holes_apart(fields, len(expanded), unknown_at)
+                if unknown and len(fields) == 1:
+                    fields, unknown = self.known_around(w, fields, unknown)
             for what in unknown:
                 unknown_at.append((len(expanded), what))
             if unknown and len(fields) == 1:
@@ -157,6 +167,23 @@ class _Shell(_Children):
                 unknown_at.append((at + k, first))
             out.append(written)
         return out
+
+    def known_around(
+        self, word: _Word, fields: list[str], unknown: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """A one-field word whose run-time parts sit in known text a variable holds
+        (``"$KV"``, ``KV="{\"port\": $PORT}"`` with ``$PORT`` unknown): the field as that
+        text, each run-time part written as what it names (as if the script wrote the text
+        in place), and those parts as what is unknown in it."""
+        if not one_field(word):
+            return fields, unknown
+        texts = self.expand_template(word)
+        if len(texts) != 1 or not HOLE.sub("", texts[0]).strip():
+            return fields, unknown
+        names = hole_names(texts[0])
+        if not names:
+            return fields, unknown
+        return [holes_named(texts[0])[0]], names
 
     def command(
         self,

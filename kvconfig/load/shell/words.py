@@ -82,6 +82,11 @@ def holes_named(text: str) -> tuple[str, str | None]:
     return HOLE.sub(_named, text), _named(first)
 
 
+def hole_names(text: str) -> list[str]:
+    """What each hole of ``text`` names, each once, in order."""
+    return list(dict.fromkeys(_named(m) for m in HOLE.finditer(text)))
+
+
 def split_holes(word: _Word) -> None:
     """A word lexed from a text with holes: each hole becomes a part of kind ``hole``,
     only known at run time, quoted as the text around it was."""

@@ -34,6 +34,36 @@ EXTRA_CONFIG_READ = frozenset(
 connectors, the offloading block size and tiers, NIXL's handshake settings); the others'
 extra configuration (LMCache's, P2P NCCL's) changes no page size, group or layout."""
 
+ADDRESSES = frozenset({"kv_ip", "kv_port", "kv_rank", "kv_parallel_size", "kv_buffer_size"})
+"""``KVTransferConfig`` fields no plan or fleet rule reads: where a connector listens and
+its transfer buffer's size (a pod's ``$(POD_IP)`` in ``kv_ip``)."""
+
+
+def read_part(data: Any) -> dict[str, Any]:
+    """The keys of a kv-transfer config a plan or fleet rule reads (none: not a mapping):
+    of the offloading connector's extra configuration, its block size, blocks per chunk
+    and each secondary tier's type and folder (``kvconfig.fleet.components.routing``). A
+    word only known at run time anywhere else does not change the plan
+    (``kvconfig.load.engine_options``)."""
+    if not isinstance(data, dict):
+        return {}
+    unread = set(ADDRESSES)
+    if data.get("kv_connector") not in EXTRA_CONFIG_READ:
+        unread.add("kv_connector_extra_config")
+    out = {k: v for k, v in data.items() if k not in unread}
+    extra = out.get("kv_connector_extra_config")
+    if data.get("kv_connector") in OFFLOADING_CONNECTORS and isinstance(extra, dict):
+        read = {k: extra[k] for k in ("block_size", "blocks_per_chunk") if k in extra}
+        tiers = extra.get("secondary_tiers")
+        if "secondary_tiers" in extra:
+            read["secondary_tiers"] = [
+                {k: t.get(k) for k in ("type", "root_dir")} if isinstance(t, dict) else t
+                for t in (tiers if isinstance(tiers, list) else [tiers])
+            ]
+        out["kv_connector_extra_config"] = read
+    return out
+
+
 SUPPORTS_HMA = frozenset(
     {
         "DecodeBenchConnector",
