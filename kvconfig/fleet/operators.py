@@ -27,6 +27,21 @@ PARALLELISM = {
 }
 
 
+_SHORT = {
+    "tensor-parallel-size": "-tp",
+    "pipeline-parallel-size": "-pp",
+    "data-parallel-size": "-dp",
+}
+
+
+def _sets(argv: Sequence[str], option: str) -> bool:
+    """Whether the engine's own words set ``option``: an operator's size (a chart's
+    ``parallelism.tensor``, rendered before the container's arguments) then gives way to
+    them, as vLLM's parser keeps an option's last value."""
+    names = {f"--{option}", f"--{option.replace('-', '_')}", _SHORT[option]}
+    return any(w.split("=", 1)[0] in names for w in argv)
+
+
 def _readers() -> Any:
     import importlib
 
@@ -75,7 +90,7 @@ def read_operator_file(
         given = {
             option: int(e.parallelism[key])
             for key, option in PARALLELISM.items()
-            if key in getattr(e, "parallelism", {})
+            if key in getattr(e, "parallelism", {}) and not _sets(e.argv, option)
         }
         platforms = tuple(getattr(e, "platforms", ()) or ())
         out.append(

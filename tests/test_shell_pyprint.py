@@ -1,0 +1,170 @@
+"""The Python programs launch scripts print JSON with, read by ``kvconfig.load.shell.pyprint``
+without running them, held to what CPython prints when it runs them (and, through a
+script, to bash and dash running that script)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvconfig.load.shell.pyprint import printed
+from kvconfig.load.shell.script import read_script
+from kvconfig.load.shell.words import HOLE, hole_names
+from tests.test_shell_differential import BOTH, bindir, check, real  # noqa: F401
+
+_LMCACHE = """import json
+import sys
+
+port = int(sys.argv[1])
+print(json.dumps({
+    "kv_connector": "LMCacheMPConnector",
+    "kv_role": "kv_both",
+    "kv_connector_extra_config": {"lmcache.mp.host": "tcp://localhost", "lmcache.mp.port": port},
+}))
+"""
+_ATTENTION = """import json
+import os
+
+print(json.dumps({
+    "backend": "FLASH_ATTN",
+    "sink": int(os.environ["SINK"]) * 2,
+    "on": True, "off": None, "ratio": 0.5,
+}, separators=(",", ":")))
+"""
+_MIXED = '''"""A docstring."""
+from os import getenv
+import json as j, sys
+
+def owner():
+    return f"slot-{getenv('SLOT')}"
+
+NAME: str = getenv("NAME", "default")
+a, b = sys.argv[1], sys.argv[2]
+if __name__ == "__main__":
+    print("tp", int(a) + 1, sep="=", end=";")
+    print(f"{NAME}/{b}", j.dumps([1, 2.5, "x"], indent=2, sort_keys=True))
+    print(j.dumps({"z": 1, "a": {"b": [True, False]}}, sort_keys=True, ensure_ascii=False))
+    print(str(3) + "x", 7 // 2, -4 % 3, 2 * 3 - 1, 1 / 4, "é")
+'''
+
+PROGRAMS = [
+    (_LMCACHE, ["-", "15557"], {}),
+    (_ATTENTION, ["-"], {"SINK": "32"}),
+    (_MIXED, ["-", "3", "b c"], {}),
+    (_MIXED, ["-", "7", ""], {"NAME": "n"}),
+    ("print(int(1.5 * 1024 * 1024 * 1024))", ["-c"], {}),
+    ("import os\nprint(os.environ.get('X', 'd'), os.getenv('Y'))", ["-c"], {"X": "x"}),
+]
+
+
+def cpython(program: str, argv: list[str], env: dict[str, str]) -> str:
+    """What CPython prints running ``program`` as ``python3 -`` or ``python3 -c`` would."""
+    words = [sys.executable, "-c", program] if argv[0] == "-c" else [sys.executable, "-"]
+    proc = subprocess.run(
+        [*words, *argv[1:]],
+        input=program if argv[0] == "-" else None,
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return proc.stdout
+
+
+def _env(given: dict[str, str | None]):  # type: ignore[no-untyped-def]
+    def variable(name: str) -> tuple[bool, str | None]:
+        return (name in given, given.get(name))
+
+    return variable
+
+
+@pytest.mark.parametrize(("program", "argv", "env"), PROGRAMS)
+def test_known_programs_print_what_cpython_prints(
+    program: str, argv: list[str], env: dict[str, str]
+) -> None:
+    assert printed(program, argv, _env(dict(env)), "python3 -") == cpython(program, argv, env)
+
+
+def test_a_run_time_value_is_a_hole_cpython_fills() -> None:
+    """An argument or variable only known at run time is a hole; put in its place what
+    CPython was given, the text is what CPython prints (JSON quotes kept for a string)."""
+    program = (
+        "import json, os, sys\n"
+        "print(json.dumps({'ip': os.environ['POD_IP'], 'port': int(sys.argv[1]), 'k': 1}))"
+    )
+    out = printed(program, ["-", None], _env({"POD_IP": None}), "python3 -")
+    assert out is not None
+    assert hole_names(out) == ["$POD_IP", "${sys.argv[1]}"]
+    values = {"$POD_IP": "10.0.0.7", "${sys.argv[1]}": "8100"}
+    filled = HOLE.sub(lambda m: values[hole_names(m.group(0))[0]], out)
+    assert filled == cpython(program, ["-", "8100"], {"POD_IP": "10.0.0.7"})
+
+
+def test_a_function_s_result_is_a_hole_and_the_rest_is_known() -> None:
+    program = "import json\ndef f():\n    return 'x'\nprint(json.dumps({'a': f(), 'b': 2}))"
+    out = printed(program, ["-"], _env({}), "python3 -")
+    assert out is not None and hole_names(out) == ["$(python3 -)"]
+    assert HOLE.sub('"x"', out) == cpython(program, ["-"], {})
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "for i in range(2):\n    print(i)",  # a loop
+        "import numpy\nprint(1)",  # a module outside the standard library
+        "import this",  # an import that prints
+        "import sys\nprint(1, file=sys.stderr)",  # another stream
+        "print(open('/etc/hostname').read())",  # a call of anything else
+        "import os\nprint(os.environ['MISSING'])",  # KeyError: the program fails
+        "import sys\nprint(sys.argv[5])",  # IndexError
+        "def f():\n    print('side')\nprint(f())",  # a function that prints
+        "print(2 ** 2000)",  # a power: not followed
+        "print(int('x'))",  # ValueError
+        "print(",  # no Python
+        "x = 1\n" * 20000,  # longer than MAX_PROGRAM
+    ],
+)
+def test_what_is_not_followed_is_only_known_at_run_time(program: str) -> None:
+    assert printed(program, ["-"], _env({}), "python3 -") is None
+
+
+_SCRIPT = """PORT=${PORT:-15557}
+KV="$(python3 - "$PORT" <<'PY'
+import json
+import sys
+
+print(json.dumps({"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both",
+                  "kv_connector_extra_config": {"lmcache.mp.port": int(sys.argv[1])}}))
+PY
+)"
+ATT=$(SINK="$S" python3 -c 'import json, os
+print(json.dumps({"backend": "FLASH_ATTN", "n": int(os.environ["SINK"])}))')
+vllm serve m --kv-transfer-config "$KV" --attention-config "$ATT"
+"""
+
+
+def test_a_script_s_python_output_is_what_the_shells_pass(bindir: Path) -> None:  # noqa: F811
+    """bash and dash run the script (python3 on the PATH): the words kvconfig reads are
+    the words they pass, for a known ``S`` and one only known at run time."""
+    check(_SCRIPT.replace('"$S"', "7"), {}, bindir, BOTH)
+    for shell in BOTH:
+        dialect = "bash" if shell == "bash" else "sh"
+        reading = read_script(_SCRIPT.replace('"$S"', "7"), {}, dialect=dialect)
+        (cmd,) = reading.commands
+        assert not cmd.unknown
+        assert [argv for argv, _ in real(shell, _SCRIPT.replace('"$S"', "7"), {}, bindir)] == [
+            cmd.words
+        ]
+        late = read_script(_SCRIPT, {"S": None}, dialect=dialect)
+        (cmd,) = late.commands
+        assert dict(cmd.unknown) == {6: "$SINK"}
+        assert cmd.words[4] == (
+            '{"kv_connector": "LMCacheMPConnector", "kv_role": "kv_both", '
+            '"kv_connector_extra_config": {"lmcache.mp.port": 15557}}'
+        )
+        assert cmd.words[6] == '{"backend": "FLASH_ATTN", "n": $SINK}'
+    check(_SCRIPT, {"S": None}, bindir, BOTH)
