@@ -168,3 +168,20 @@ def test_a_script_s_python_output_is_what_the_shells_pass(bindir: Path) -> None:
         )
         assert cmd.words[6] == '{"backend": "FLASH_ATTN", "n": $SINK}'
     check(_SCRIPT, {"S": None}, bindir, BOTH)
+
+
+_DOUBLING = [
+    "a = [1, 2]\n" + "a = [a, a]\n" * 64 + "print(a)",
+    "s = 'xy'\n" + "s = s + s\n" * 64 + "print(s)",
+    "s = 'xy'\n" + "s = f'{s}{s}'\n" * 64 + "print(s)",
+    "import json\nd = {'k': 'v'}\n" + "d = {'a': d, 'b': d}\n" * 64 + "print(json.dumps(d))",
+    "s = '" + "x" * 60000 + "'\n" + "print(s)\n" * 500,
+    "a = [" + ", ".join(["1"] * 5000) + "]\n" + "b = [a]\n" * 2000 + "print(1)",
+]
+
+
+@pytest.mark.parametrize("program", _DOUBLING)
+def test_a_value_that_doubles_at_each_statement_is_not_written_out(program: str) -> None:
+    """A program whose values or output grow beyond a few hundred KiB (a value used twice
+    in the next one, at each statement) is left to run time, not computed."""
+    assert printed(program, ["-"], _env({}), "python3 -") is None

@@ -34,7 +34,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvconfig.load.shell.pyvalues import Hole, Unread, convert, dumps, number, plain, to_str
+from kvconfig.load.shell.pyvalues import (
+    MAX_TEXT,
+    MAX_WORK,
+    Hole,
+    Unread,
+    bounded,
+    convert,
+    dumps,
+    number,
+    plain,
+    to_str,
+)
 
 MAX_PROGRAM = 64 * 1024
 """Longest program text kvconfig reads (these programs are a few dozen lines)."""
@@ -95,6 +106,9 @@ class _Reader:
         self.named = f"$({named})"
         self.names: dict[str, Any] = {"__name__": "__main__"}
         self.out: list[str] = []
+        self.work = [MAX_WORK]
+        self.length = 0
+        """How long the output is so far (at most ``MAX_TEXT``)."""
 
     def run(self, body: Sequence[ast.stmt]) -> None:
         for stmt in body:
@@ -165,7 +179,11 @@ class _Reader:
                 raise Unread  # file=sys.stderr, **kwargs
         if any(isinstance(a, ast.Starred) for a in call.args):
             raise Unread
-        self.out.append(sep.join(to_str(self.value(a)) for a in call.args) + end)
+        text = sep.join(to_str(self.value(a)) for a in call.args) + end
+        self.length += len(text)
+        if self.length > MAX_TEXT:
+            raise Unread
+        self.out.append(text)
 
     def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
@@ -189,12 +207,12 @@ class _Reader:
                 if not plain(key) or isinstance(key, list | dict):
                     raise Unread
                 out[key] = value
-            return out
+            return bounded(out, self.work)
         if isinstance(node, ast.List | ast.Tuple):
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 raise Unread
             items = [self.value(e) for e in node.elts]
-            return items if isinstance(node, ast.List) else tuple(items)
+            return bounded(items if isinstance(node, ast.List) else tuple(items), self.work)
         if isinstance(node, ast.JoinedStr):
             return self.fstring(node)
         if isinstance(node, ast.Attribute):
@@ -234,7 +252,7 @@ class _Reader:
             if part.conversion not in (-1, ord("s")) or not plain(value):
                 raise Unread
             parts.append(to_str(value))
-        return "".join(parts)
+        return bounded("".join(parts), self.work)
 
     def attribute(self, base: Any, name: str) -> Any:
         if isinstance(base, _Module) and base.name in ("json", "os", "sys"):
@@ -295,7 +313,7 @@ class _Reader:
             hole_ = left if isinstance(left, Hole) else right
             return Hole(hole_.what, isinstance(node.op, ast.Add) and isinstance(left, str))
         if isinstance(node.op, ast.Add) and isinstance(left, str) and isinstance(right, str):
-            return left + right
+            return bounded(left + right, self.work)
         if not (number(left) and number(right)):
             raise Unread
         ops: dict[type[ast.operator], Callable[[Any, Any], Any]] = {

@@ -26,6 +26,45 @@ class Hole:
     text: bool
 
 
+MAX_TEXT = 256 * 1024
+"""Longest text a program's value or output may be (a value used twice in one value can
+double its size at each statement)."""
+
+MAX_ITEMS = 20000
+"""Most items (elements, keys, values) one value may hold, counted as written out."""
+
+
+MAX_WORK = 400_000
+"""Most items kvconfig counts for one program, all checks together (a program of many
+values each holding a large one would otherwise cost each check its whole size)."""
+
+
+def bounded(value: Any, work: list[int]) -> Any:
+    """``value`` when its texts together are within ``MAX_TEXT`` and its items within
+    ``MAX_ITEMS``, counted with early stops
+    (a list holding one list twice is written out twice), ``work`` (one item: what is left
+    of ``MAX_WORK``) paying for the count; else Unread."""
+    budget = [MAX_ITEMS, MAX_TEXT]
+
+    def count(v: Any) -> None:
+        budget[0] -= 1
+        work[0] -= 1
+        if isinstance(v, str):
+            budget[1] -= len(v)
+        if budget[0] < 0 or budget[1] < 0 or work[0] < 0:
+            raise Unread
+        if isinstance(v, dict):
+            for k, x in v.items():
+                count(k)
+                count(x)
+        elif isinstance(v, list | tuple):
+            for x in v:
+                count(x)
+
+    count(value)
+    return value
+
+
 def plain(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
