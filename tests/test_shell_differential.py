@@ -675,6 +675,14 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"X": None},
         ("bash",),
     ),
+    "a shell's own -e and -u, as set takes them": (
+        "bash -e -c 'false; vllm serve a'; sh -ec 'false\nvllm serve b'; "
+        "bash -c 'false; vllm serve c'\n"
+        "sh -uc 'vllm serve \"$X\" d'; bash +e -c 'false; vllm serve e'; "
+        "sh -o errexit -c 'false; vllm serve f'; bash -eu -c 'vllm serve g \"$0\"' z",
+        {},
+        BOTH,
+    ),
     "set -e ends at a failure outside a test": (
         'set -e; f() { [ "$1" = x ] && echo hi; }; false || true; if false; then :; fi\n'
         "while false; do :; done; ! true; true && false || true; (( 0 )) || :; false | true\n"
@@ -1142,3 +1150,25 @@ def test_arithmetic_commands_are_evaluated(bindir: Path) -> None:
     assert all(not c.unknown and not c.when for c in reading.commands)
     assert said == [argv for argv, _ in real("bash", script, {}, bindir)]
     assert [w[2] for w in said] == ["w0", "w1", "w2", "p4", "q2", "k3"]
+
+
+def test_a_launch_script_s_shebang_options_are_in_force(bindir: Path, tmp_path: Path) -> None:
+    """``#!/bin/bash -e``: the kernel starts the file with ``-e``, so the failing command
+    ends it before the server; without the option the server runs. kvconfig reads the
+    file as the kernel starts it."""
+    for line, runs in (("#!/bin/bash -e", False), ("#!/bin/sh -eu", False), ("#!/bin/bash", True)):
+        script = tmp_path / "start.sh"
+        script.write_text(f"{line}\nfalse\nvllm serve m\n")
+        script.chmod(0o755)
+        proc = subprocess.run(
+            [str(script)],
+            env={"PATH": f"{bindir}:/usr/bin:/bin", "HOME": _HOME},
+            capture_output=True,
+            timeout=20,
+            check=False,
+        )
+        ran = b"\001" in proc.stdout
+        assert ran == runs, line
+        reading = read_script(script.read_text(), {}, path=str(script), dialect="bash")
+        said = [c.words for c in reading.commands if c.words[0] == "vllm"]
+        assert said == ([("vllm", "serve", "m")] if runs else []), line

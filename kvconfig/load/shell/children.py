@@ -14,7 +14,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.dbracket import _Tests
 from kvconfig.load.shell.state import Command
-from kvconfig.load.shell.wrappers import SHELLS, dialect_of, unknown_to_dash
+from kvconfig.load.shell.wrappers import dialect_of, option_after, shebang, unknown_to_dash
 
 
 class _Children(_Tests):
@@ -59,17 +59,15 @@ class _Children(_Tests):
         if held is None or not held[2]:
             return False
         path, text, _ = held
-        first = text.split("\n", 1)[0]
         shell = "bash" if self.dialect == "bash" else "sh"
-        if first.startswith("#!"):
-            named = first[2:].split()
-            if named and os.path.basename(named[0]) == "env":
-                named = named[1:]
-            if not named or os.path.basename(named[0]) not in SHELLS:
+        options = [shell]
+        if text.startswith("#!"):
+            options = shebang(text)
+            if not options:
                 return False
-            shell = named[0]
+            shell = options[0]
         args = None if unknown else [words[0], *words[1:]]
-        sub = self.child(shell, args, local, line, [shell])
+        sub = self.child(shell, args, local, line, options)
         return self.run_child(sub, path, text, f"the script {words[0]}")
 
     def run_child(self, sub: Self, path: str, text: str, what: str) -> bool:
@@ -111,6 +109,9 @@ class _Children(_Tests):
             sub.state.when = (*sub.state.when, *unknown_to_dash(options))
         sub.state.branch = self.state.branch
         sub.choices = self.choices
+        # its -e and -u (-o errexit, -o nounset), as set takes them (bash -e FILE, sh -ec)
+        sub.state.errexit = option_after(options[1:], "e", "errexit", False)
+        sub.state.nounset = option_after(options[1:], "u", "nounset", False)
         return sub
 
     def adopt(self, sub: Self, background: bool, replaces: bool, line: int | None = None) -> None:

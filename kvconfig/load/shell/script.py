@@ -24,6 +24,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.simple import _Shell
 from kvconfig.load.shell.state import MAX_SCRIPT_BYTES, Command
+from kvconfig.load.shell.wrappers import option_after, shebang
 
 __all__ = ["MAX_SCRIPT_BYTES", "Command", "Reading", "commands", "read_script"]
 
@@ -65,7 +66,8 @@ def read_script(
     messages. ``dialect`` is ``sh`` (dash, the ``/bin/sh`` of Debian and Ubuntu images)
     or ``bash``. ``path`` is the absolute path of a launch script read on this machine
     (``kvconfig.load.shell.files``): it is ``$0``, and the path programs and ``source``
-    look at this machine's files under the allowed roots. Raises InputError for a
+    look at this machine's files under the allowed roots, and the options its ``#!`` line
+    gives its shell (``-e``, ``-u``) are in force. Raises InputError for a
     script the shell cannot parse.
     """
     if len(script) > MAX_SCRIPT_BYTES:
@@ -81,6 +83,10 @@ def read_script(
     shell.held = held or {}
     if path is not None:
         shell.start_file(path)
+        # a launch script's #! options: the kernel starts the file with them
+        options = shebang(script)[1:]
+        shell.state.errexit = option_after(options, "e", "errexit", False)
+        shell.state.nounset = option_after(options, "u", "nounset", False)
     tree = shell.parsed(script)
     with contextlib.suppress(_Stop, _Jump):
         shell.run_node(tree)

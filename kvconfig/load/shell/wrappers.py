@@ -197,6 +197,18 @@ def unknown_to_dash(words: Sequence[str]) -> list[str]:
     ]
 
 
+def shebang(text: str) -> list[str]:
+    """The shell a script's ``#!`` line names and the options it gives it (``#!/bin/bash
+    -e``: ``-e`` is in force from the first line, as when the kernel starts the file);
+    empty when the line names no shell."""
+    named = text.split("\n", 1)[0][2:].split() if text.startswith("#!") else []
+    if named and os.path.basename(named[0]) == "env":
+        named = named[1:]
+    if not named or os.path.basename(named[0]) not in SHELLS:
+        return []
+    return named
+
+
 def option_after(options: list[str], letter: str, name: str, now: bool) -> bool:
     """Whether ``set OPTIONS`` leaves the option ``-LETTER`` (``-o NAME``) in force
     (``-u``, ``-eu``, ``-o nounset`` on; ``+u``, ``+o nounset`` off)."""
