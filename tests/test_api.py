@@ -90,6 +90,7 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "DeploymentError": (("two", ("layers", 0), "fix"), {}),
     "NoCommonBlockSize": ((["A", "B"],), {}),
     "ScriptStops": (("exit",), {}),
+    "ProgramUnread": ((), {}),
     "ScriptJumps": (("break", 1), {}),
     "AlignedBlockSizeUnsupported": ((96, ["A"]), {}),
     "GroupingError": (("cannot group",), {}),

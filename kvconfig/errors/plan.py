@@ -178,6 +178,12 @@ class ScriptJumps(KVConfigError):
         super().__init__(f"{kind} {count}")
 
 
+class ProgramUnread(KVConfigError):
+    """A Python program a launch script runs does something ``kvconfig.load.shell.pyprint``
+    does not follow (a loop, a call of anything else): its output is only known at run
+    time. Internal to ``kvconfig.load.shell``, like ``ScriptStops``."""
+
+
 class NoCommonBlockSize(KVConfigError):
     """Without ``--block-size``, no block size suits every attention backend.
 

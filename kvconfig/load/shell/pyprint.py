@@ -34,11 +34,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvconfig.errors import ProgramUnread as Unread
 from kvconfig.load.shell.pyvalues import (
     MAX_TEXT,
     MAX_WORK,
     Hole,
-    Unread,
     bounded,
     convert,
     dumps,

@@ -11,11 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from kvconfig.errors import ProgramUnread as Unread
 from kvconfig.load.shell.words import hole
-
-
-class Unread(Exception):
-    """The program does something kvconfig does not follow."""
 
 
 @dataclass(frozen=True)
