@@ -12,7 +12,7 @@ from kvconfig.derive.layers import derive, derive_mtp
 from kvconfig.errors import UnsupportedArchitecture, describe
 from kvconfig.load.models import model_at
 from kvconfig.load.serve import Options, backend_name, cache_dtype, check_keys
-from kvconfig.mirror import speculative, versions
+from kvconfig.mirror import speculative, speculators, versions
 
 
 def speculator(
@@ -104,6 +104,7 @@ def _method_and_layers(
         if model is None:
             return method, derive_mtp(target, dtype, context)
         own = model_at(opts, "speculative-config.model", model, spec.get("revision"))
+        own = _in_vllm_form(opts, "speculative-config.model", own)
         return method, derive_mtp(own, dtype, context)
     if model is None:
         raise opts.err(
@@ -114,7 +115,7 @@ def _method_and_layers(
     if method is None or method == "draft_model":
         method = speculative.named_by_model(model)
     key = "speculative-config.model"
-    draft = model_at(opts, key, model, spec.get("revision"))
+    draft = _in_vllm_form(opts, key, model_at(opts, key, model, spec.get("revision")))
     if method in ("eagle", "eagle3"):
         layers = derive(
             draft, dtype, first_index=first_index, draft=True, known=known, context=context
@@ -124,3 +125,19 @@ def _method_and_layers(
         for s in layers:
             s["name"] = "draft_model." + str(s["name"])
     return method, layers
+
+
+def _in_vllm_form(opts: Options, key: str, draft: Model) -> Model:
+    """A drafter in the speculators format as vLLM reads it: its layer config
+    (``kvconfig.mirror.speculators.layer_config``)."""
+    if not speculators.is_drafter(draft.config):
+        return draft
+    try:
+        return Model(draft.path, speculators.layer_config(draft.config))
+    except (ValueError, KeyError, TypeError) as err:
+        why = f"no {err}" if isinstance(err, KeyError) else str(err)
+        raise opts.err(
+            key,
+            f"vLLM cannot read this speculators checkpoint: {why}",
+            "use a checkpoint the speculators library wrote, or one in Hugging Face's form",
+        ) from None

@@ -8,6 +8,7 @@ checks how the values fit together.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +34,7 @@ from kvconfig.load.serve import (
     json_option,
     maybe_json,
 )
-from kvconfig.mirror import speculative, versions
+from kvconfig.mirror import speculative, speculators, versions
 from kvconfig.mirror.connectors.registry import effective_kv_transfer, hma_disabled
 from kvconfig.schemas.deployment import AttentionSettings, Deployment, LayerSet
 
@@ -106,10 +107,12 @@ def to_deployment(
     hf_overrides = json_option(opts, "hf-overrides") or {}
     model_key = "hf-config-path" if opts.values.get("hf-config-path") else "model"
     target = model_at(opts, model_key, opts.values[model_key], opts.values.get("revision"))
+    spec = json_option(opts, "speculative-config")
+    if model_key == "model":
+        target, spec = _speculators(opts, target, spec, version)
     if hf_overrides:
         target = Model(target.path, {**target.config, **hf_overrides})
     dtype = model_dtype(target.text, dtype_opt if isinstance(dtype_opt, str) else None)
-    spec = json_option(opts, "speculative-config")
     context = _derive_context(opts, spec, tp, merged_env)
     declared = target.text.get("num_hidden_layers")
     if isinstance(declared, int) and declared > MAX_LAYERS:
@@ -180,6 +183,33 @@ def to_deployment(
     except DeploymentError as err:
         key = ".".join(str(part) for part in err.loc)
         raise InputError(err.message, source=opts.source, key=key, hint=err.hint) from None
+
+
+def _speculators(
+    opts: Options, target: Model, spec: dict[str, Any] | None, version: str
+) -> tuple[Model, dict[str, Any] | None]:
+    """A speculators checkpoint as ``--model``: vLLM serves the verifier it names, the
+    checkpoint its drafter (``kvconfig.mirror.speculators.override``)."""
+    model = str(opts.values["model"])
+    try:
+        found = speculators.override(
+            model,
+            target.config,
+            spec,
+            version,
+            present=os.path.lexists,
+            one_file=os.path.isfile(model),
+        )
+    except ValueError as err:
+        raise opts.err(
+            "model",
+            f"vLLM refuses this speculators checkpoint: {err}",
+            "serve the verifier with --model and name the drafter in --speculative-config",
+        ) from None
+    if found is None:
+        return target, spec
+    verifier, spec = found
+    return model_at(opts, "model", verifier, opts.values.get("revision")), spec
 
 
 def _per_kind_backends(opts: Options, per_kind: Mapping[str, Any], version: str) -> dict[str, str]:
