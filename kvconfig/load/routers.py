@@ -259,4 +259,39 @@ def routers_of(docs: list[Any], given: Mapping[str, str] | None = None) -> list[
             out.extend(task_routers(data, given or {}))
         else:
             out.extend(_walk(data))
+            out.extend(_pods(data, given or {}))
     return out
+
+
+def _pods(
+    node: Any, given: Mapping[str, str], name: str = "pod", depth: int = 0
+) -> Iterator[Router]:
+    """The Dynamo routers the containers of a Kubernetes pod spec start (a Pod, a
+    Deployment's template, a LeaderWorkerSet's): their command and args, or the
+    ``sh -c`` script they run (``kvconfig.load.router_scripts``), with the container's
+    env."""
+    from kvconfig.load.router_scripts import in_shell, started
+    from kvconfig.load.shell.state import Command
+
+    if depth > 24:
+        return
+    if isinstance(node, list):
+        for value in node:
+            yield from _pods(value, given, name, depth + 1)
+        return
+    if not isinstance(node, dict):
+        return
+    name = str(mapping(node.get("metadata")).get("name") or name)
+    for container in listing(node.get("containers")):
+        if not isinstance(container, dict):
+            continue
+        words = [
+            str(w) for w in [*listing(container.get("command")), *listing(container.get("args"))]
+        ]
+        cenv, env = _container_env(given, container.get("env"))
+        label = f"{name}/{container.get('name') or 'container'}"
+        yield from started(label, [Command(tuple(_expanded(words, cenv)), env)])
+        yield from in_shell(label, words, cenv)
+    for key, value in node.items():
+        if key != "containers":
+            yield from _pods(value, given, name, depth + 1)
