@@ -156,7 +156,7 @@ def never_pods(kind: Any, api_version: Any) -> bool:
 
 FORMATS = (
     "kubernetes", "production-stack", "vllm-chart", "inference-charts", "opea",
-    "semantic-router", "llm-d", "compose", "skypilot", "rayserve",
+    "semantic-router", "llm-d", "compose", "skypilot", "rayserve", "ascend-nightly",
 )  # fmt: skip
 
 
@@ -197,6 +197,13 @@ def kind_of(data: Any) -> str | None:
         return "semantic-router"  # its Dynamo chart (kvconfig.load.helm.semantic_router)
     if kinds.is_opea(data):
         return "opea"  # OPEA's vLLM chart, alone or as a subchart (kvconfig.load.helm.opea)
+    deployment = data.get("deployment")
+    if (
+        isinstance(deployment, list)
+        and deployment
+        and all(isinstance(d, dict) and "server_cmd" in d for d in deployment)
+    ):
+        return "ascend-nightly"  # vLLM Ascend's multi-node test configs (ascend_nightly)
     if "modelArtifacts" in data or any(
         isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
     ):

@@ -172,6 +172,8 @@ def engines_of(
         from kvconfig.load.compose import engines as reader
     elif kind == "skypilot":
         from kvconfig.load.skypilot import engines as reader
+    elif kind == "ascend-nightly":
+        from kvconfig.load.ascend_nightly import engines as reader
     else:
         from kvconfig.load.rayserve import engines as reader
     charts = ("production-stack", "vllm-chart", "inference-charts", "opea", "semantic-router")
