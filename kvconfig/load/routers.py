@@ -39,6 +39,7 @@ block size (``kvconfig.fleet.rules.routers``). Read, each by its own source's ru
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -263,6 +264,10 @@ def routers_of(docs: list[Any], given: Mapping[str, str] | None = None) -> list[
     return out
 
 
+_ROUTER_MODULE = re.compile(r"dynamo\.(?:frontend|router|prefill_router)\b")
+"""The modules ``kvconfig.load.router_scripts`` reads as routers."""
+
+
 def _pods(
     node: Any, given: Mapping[str, str], name: str = "pod", depth: int = 0
 ) -> Iterator[Router]:
@@ -288,6 +293,8 @@ def _pods(
         words = [
             str(w) for w in [*listing(container.get("command")), *listing(container.get("args"))]
         ]
+        if not _ROUTER_MODULE.search(repr((words, container.get("env")))):
+            continue  # names no Dynamo router module: no shell need run (the common case)
         cenv, env = _container_env(given, container.get("env"))
         label = f"{name}/{container.get('name') or 'container'}"
         yield from started(label, [Command(tuple(_expanded(words, cenv)), env)])
