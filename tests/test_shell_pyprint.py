@@ -123,6 +123,8 @@ def test_a_function_s_result_is_a_hole_and_the_rest_is_known() -> None:
         "import sys\nprint(sys.argv[5])",  # IndexError
         "def f():\n    print('side')\nprint(f())",  # a function that prints
         "print(2 ** 2000)",  # a power: not followed
+        "def print(*a):\n    pass\nprint(1)",  # print is the program's own
+        "from builtins import print\nprint(1)",  # the name bound otherwise
         "print(int('x'))",  # ValueError
         "print(",  # no Python
         "x = 1\n" * 20000,  # longer than MAX_PROGRAM

@@ -141,7 +141,11 @@ class _Reader:
             self.bind(stmt.target, self.value(stmt.value))
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             pass  # a docstring
-        elif isinstance(stmt, ast.Expr) and _called(stmt.value, "print"):
+        elif (
+            isinstance(stmt, ast.Expr)
+            and _called(stmt.value, "print")
+            and "print" not in self.names
+        ):
             self.print(stmt.value)  # type: ignore[arg-type]
         elif isinstance(stmt, ast.If):
             test = self.value(stmt.test)
