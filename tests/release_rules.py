@@ -18,6 +18,7 @@ def observe() -> dict[str, object]:
     from vllm.distributed.kv_transfer.kv_connector import utils as connector_utils
     from vllm.model_executor.layers.attention.mla_attention import MLAAttention
     from vllm.platforms.interface import Platform
+    from vllm.transformers_utils import config
     from vllm.v1.attention.backend import AttentionBackend
     from vllm.v1.attention.backends import fa_utils, flash_attn
     from vllm.v1.attention.backends.flashinfer import FlashInferBackend
@@ -63,6 +64,8 @@ def observe() -> dict[str, object]:
         ),
         "spec_alignment": alignment,
         "sparse_mla_nope": list(nope),
+        "speculators_verifier_checked": "validate_repo_id"
+        in inspect.getsource(config.maybe_override_with_speculators),
     }
 
 

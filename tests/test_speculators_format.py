@@ -195,9 +195,8 @@ def test_speculators_checkpoints_read_as_each_release_reads_them(
         c["name"] for c, row in zip(cases, theirs, strict=True) if row["override"][0] == "error"
     ]
     assert "no transformer_layer_config" in errors  # the comparison has both outcomes
-    assert ("a verifier that is a folder here" in errors) == (
-        tuple(map(int, version.split("."))) >= speculators.VERIFIER_CHECKED
-    )
+    checked = versions.rules(version).speculators_verifier_checked
+    assert ("a verifier that is a folder here" in errors) == checked
 
 
 def test_serving_a_speculator_plans_its_verifier_with_the_checkpoint_as_drafter(

@@ -4,7 +4,8 @@ the drafter's own layers in ``transformer_layer_config``.
 
 Mirrors ``vllm/transformers_utils/configs/speculators/`` (``SpeculatorsConfig`` and the
 per-algorithm updaters of ``algos.py``) and ``maybe_override_with_speculators``
-(``vllm/transformers_utils/config.py``), the same in 0.30.0 to 0.33.0 but where noted:
+(``vllm/transformers_utils/config.py``), the same in every release kvconfig knows but where
+noted:
 
 * ``layer_config``: a drafter in the format is the config ``get_config`` makes of it (a
   ``config.json`` without ``model_type`` whose ``speculators_config`` is set is a
@@ -13,9 +14,9 @@ per-algorithm updaters of ``algos.py``) and ``maybe_override_with_speculators``
 * ``override``: ``vllm serve SPECULATOR`` serves the verifier the checkpoint names, the
   checkpoint its drafter (``EngineArgs.create_engine_config`` calls
   ``maybe_override_with_speculators`` before it makes the model config, for any model
-  not on cloud storage). From 0.33.0 a model that is one file is left alone, and a
-  verifier that is no Hub repository id, or that is a path present on the machine, is
-  refused.
+  not on cloud storage). Newer releases leave a model that is one file alone and refuse a
+  verifier that is no Hub repository id, or that is a path present on the machine
+  (``kvconfig.mirror.versions.Rules.speculators_verifier_checked``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from kvconfig.mirror import versions
 
 KINDS = ("eagle3", "peagle", "dflash", "dflash2", "dspark")
 """``SUPPORTED_SPECULATORS_TYPES`` (``algos.py``), in the order registered."""
@@ -45,9 +48,6 @@ _DSPARK_KEYS = (
 )
 _CLOUD = ("s3://", "gs://", "az://", "abfs://", "abfss://")
 """``is_cloud_storage`` (``vllm/transformers_utils/utils.py``): no speculators check."""
-
-VERIFIER_CHECKED = (0, 33, 0)
-"""The first release that checks the verifier and skips a one-file model."""
 
 
 def is_drafter(config: Mapping[str, Any]) -> bool:
@@ -182,8 +182,8 @@ def override(
     method and the drafter stay the checkpoint's. ``present`` tells whether a path exists
     on the machine (a link too); ``one_file``: the model is a file (a GGUF checkpoint).
     Raises ValueError where vLLM does."""
-    release = tuple(int(part) for part in version.split(".")[:3])
-    if one_file and release >= VERIFIER_CHECKED:
+    checked = versions.rules(version).speculators_verifier_checked
+    if one_file and checked:
         return None
     if model.startswith(_CLOUD) or config.get("speculators_config") is None:
         return None
@@ -194,9 +194,7 @@ def override(
     spec["method"] = method
     spec["model"] = model
     verifier = config["speculators_config"]["verifier"]["name_or_path"]
-    if release >= VERIFIER_CHECKED and (
-        not isinstance(verifier, str) or not _repo_id(verifier) or present(verifier)
-    ):
+    if checked and (not isinstance(verifier, str) or not _repo_id(verifier) or present(verifier)):
         raise ValueError(
             "a speculators verifier must name a remote model repository; choose a local "
             "verifier with --model and --speculative-config"

@@ -214,6 +214,11 @@ class Rules(NamedTuple):
     sparse_mla_nope: tuple[str, ...]
     """The cache dtypes with which ``FLASHMLA_SPARSE`` takes head size 512 (rope-free
     models on SM90): none in 0.30.0 (head size 576 only), ``fp8_ds_mla`` from 0.32.0."""
+    speculators_verifier_checked: bool
+    """``maybe_override_with_speculators`` (``vllm/transformers_utils/config.py``) leaves a
+    model that is one file alone and refuses a speculators checkpoint whose verifier is no
+    Hub repository id (``validate_repo_id``) or a path on the machine (0.33.0 on;
+    ``kvconfig.mirror.speculators``)."""
 
 
 _NOPE_BF16 = ("auto", "bfloat16", "float16")
@@ -233,6 +238,7 @@ RULES: Mapping[str, Rules] = {
         connector_transfer_layers=False,
         spec_alignment="none",
         sparse_mla_nope=(),
+        speculators_verifier_checked=False,
     ),
     "0.31.0": Rules(
         vote_with_specs=False,
@@ -248,6 +254,7 @@ RULES: Mapping[str, Rules] = {
         connector_transfer_layers=False,
         spec_alignment="mla",
         sparse_mla_nope=_NOPE_BF16,
+        speculators_verifier_checked=False,
     ),
     "0.32.0": Rules(
         vote_with_specs=True,
@@ -263,6 +270,7 @@ RULES: Mapping[str, Rules] = {
         connector_transfer_layers=True,
         spec_alignment="runner",
         sparse_mla_nope=(*_NOPE_BF16, "fp8_ds_mla"),
+        speculators_verifier_checked=False,
     ),
     "0.33.0": Rules(
         vote_with_specs=True,
@@ -278,6 +286,7 @@ RULES: Mapping[str, Rules] = {
         connector_transfer_layers=True,
         spec_alignment="runner",
         sparse_mla_nope=(*_NOPE_BF16, "fp8_ds_mla"),
+        speculators_verifier_checked=True,
     ),
 }
 """The differing rules of each release compared (every release of ``KNOWN`` has a row; a
