@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kvconfig.mirror import speculators, versions
-from tests.releases import python_for_full
+from tests.releases import python_for
 
 _LLAMA_LAYER = {
     "model_type": "llama",
@@ -166,7 +166,7 @@ def _our_layers(config: dict[str, Any]) -> Any:
 def test_speculators_checkpoints_read_as_each_release_reads_them(
     version: str, tmp_path: Path
 ) -> None:
-    python = python_for_full(version)
+    python = python_for(version)
     (tmp_path / "local" / "verifier").mkdir(parents=True)
     cases = []
     for k, (name, (config, given)) in enumerate(CASES.items()):
