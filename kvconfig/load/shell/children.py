@@ -14,7 +14,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.dbracket import _Tests
 from kvconfig.load.shell.state import Command
-from kvconfig.load.shell.wrappers import dialect_of, option_after, shebang, unknown_to_dash
+from kvconfig.load.shell.wrappers import dialect_of, shebang, unknown_to_dash
 
 
 class _Children(_Tests):
@@ -109,9 +109,7 @@ class _Children(_Tests):
             sub.state.when = (*sub.state.when, *unknown_to_dash(options))
         sub.state.branch = self.state.branch
         sub.choices = self.choices
-        # its -e and -u (-o errexit, -o nounset), as set takes them (bash -e FILE, sh -ec)
-        sub.state.errexit = option_after(options[1:], "e", "errexit", False)
-        sub.state.nounset = option_after(options[1:], "u", "nounset", False)
+        sub.take_options(options[1:])  # bash -e FILE, sh -ec: as set takes them
         return sub
 
     def adopt(self, sub: Self, background: bool, replaces: bool, line: int | None = None) -> None:

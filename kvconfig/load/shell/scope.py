@@ -183,6 +183,13 @@ class _Scope(_Loops):
         kept.append((name, self.expand_template(value_word)))
         return [word.raw()], [what]
 
+    def take_options(self, options: list[str]) -> None:
+        """The ``-e`` and ``-u`` (``-o errexit``, ``-o nounset``; ``+`` turns them off) of
+        ``set OPTIONS``, of a shell's own options (``bash -e FILE``, ``sh -ec``) and of a
+        launch script's ``#!`` line."""
+        self.state.nounset = option_after(options, "u", "nounset", self.state.nounset)
+        self.state.errexit = option_after(options, "e", "errexit", self.state.errexit)
+
     def positional(self, words: list[str], known: bool, line: int | None) -> int | None:
         """``set`` (its options; ``--`` or other words: new positional parameters) and
         ``shift``."""
@@ -191,8 +198,7 @@ class _Scope(_Loops):
                 self.state.args = None
                 return 0
             k, _letters, _names = after_options(words, self.dialect)
-            self.state.nounset = option_after(words[1:k], "u", "nounset", self.state.nounset)
-            self.state.errexit = option_after(words[1:k], "e", "errexit", self.state.errexit)
+            self.take_options(words[1:k])
             if self.dialect == "sh":
                 self.state.when = (*self.state.when, *unknown_to_dash(words))
             if k < len(words) or "--" in words[1:k]:

@@ -24,7 +24,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.simple import _Shell
 from kvconfig.load.shell.state import MAX_SCRIPT_BYTES, Command
-from kvconfig.load.shell.wrappers import option_after, shebang
+from kvconfig.load.shell.wrappers import shebang
 
 __all__ = ["MAX_SCRIPT_BYTES", "Command", "Reading", "commands", "read_script"]
 
@@ -83,10 +83,7 @@ def read_script(
     shell.held = held or {}
     if path is not None:
         shell.start_file(path)
-        # a launch script's #! options: the kernel starts the file with them
-        options = shebang(script)[1:]
-        shell.state.errexit = option_after(options, "e", "errexit", False)
-        shell.state.nounset = option_after(options, "u", "nounset", False)
+        shell.take_options(shebang(script)[1:])  # the kernel starts the file with them
     tree = shell.parsed(script)
     with contextlib.suppress(_Stop, _Jump):
         shell.run_node(tree)
