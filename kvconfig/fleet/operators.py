@@ -27,19 +27,23 @@ PARALLELISM = {
 }
 
 
-_SHORT = {
-    "tensor-parallel-size": "-tp",
-    "pipeline-parallel-size": "-pp",
-    "data-parallel-size": "-dp",
-}
-
-
 def _sets(argv: Sequence[str], option: str) -> bool:
-    """Whether the engine's own words set ``option``: an operator's size (a chart's
-    ``parallelism.tensor``, rendered before the container's arguments) then gives way to
-    them, as vLLM's parser keeps an option's last value."""
-    names = {f"--{option}", f"--{option.replace('-', '_')}", _SHORT[option]}
-    return any(w.split("=", 1)[0] in names for w in argv)
+    """Whether the engine's own words set ``option`` by any of its names in vLLM's option
+    table (``-tp``; ``--x_y`` read as ``--x-y``, as vLLM's parser reads it): an operator's
+    size (a chart's ``parallelism.tensor``, rendered before the container's arguments)
+    then gives way to them, as vLLM's parser keeps an option's last value."""
+    from kvconfig.load.argv_table import options
+    from kvconfig.mirror import versions
+
+    table = options(versions.DEFAULT)
+    dest = option.replace("-", "_")
+    for word in argv:
+        name = word.split("=", 1)[0]
+        if name.startswith("--"):
+            name = "--" + name[2:].replace("_", "-")
+        if name in table and table[name][0] == dest:
+            return True
+    return False
 
 
 def _readers() -> Any:
