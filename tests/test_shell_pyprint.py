@@ -187,3 +187,15 @@ def test_a_value_that_doubles_at_each_statement_is_not_written_out(program: str)
     """A program whose values or output grow beyond a few hundred KiB (a value used twice
     in the next one, at each statement) is left to run time, not computed."""
     assert printed(program, ["-"], _env({}), "python3 -") is None
+
+
+def test_an_expansion_that_ends_the_substitution_leaves_the_script_running(
+    bindir: Path,  # noqa: F811
+) -> None:
+    """``$(Y="${Z:?}" python3 ...)`` with ``Z`` unset: the error ends the substitution's
+    subshell, not the script, so the server after it still starts (bash and dash)."""
+    script = 'X=$(Y="${Z:?no}" python3 -c \'print(1)\'); vllm serve m --x "$X"'
+    check(script, {}, bindir, BOTH)
+    for shell in BOTH:
+        reading = read_script(script, {}, dialect="bash" if shell == "bash" else "sh")
+        assert [c.words[:3] for c in reading.commands] == [("vllm", "serve", "m")]

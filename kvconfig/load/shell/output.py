@@ -121,6 +121,8 @@ class _Output(_Files):
 
             named = " ".join(w for w in (head, *rest[:1]) if w is not None)
             out = pyprint.printed(program, argv, variable, named)
+        except _Stop:
+            return None  # an expansion ends the subshell (${X:?}), not the script
         finally:
             self.state = saved
         return None if out is None else out.rstrip("\n")
