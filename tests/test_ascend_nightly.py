@@ -64,6 +64,7 @@ def test_each_node_runs_its_command_filled_from_its_envs(tmp_path: Path) -> None
         (("num_nodes: 3", "num_nodes: 2"), "3 deployment entries for num_nodes 2"),
         (("  - envs: {}\n", "  - envs:\n"), "the node has no envs"),
         (("decoder_host_index: [1, 2]", "decoder_host_index: [0, 1]"), "overlap"),
+        (("decoder_host_index: [1, 2]", "decoder_host_index: 1"), "no list"),
     ],
 )
 def test_a_config_the_harness_refuses_starts_nothing(

@@ -95,13 +95,17 @@ def _roles(doc: _yaml.Document, given: Any, nodes: int) -> dict[int, str]:
             key="disaggregated_prefill.decoder_host_index",
             hint="name the decode nodes' indexes",
         )
-    prefill = list(given.get("prefiller_host_index") or [])
-    decode = list(given["decoder_host_index"])
-    if set(prefill) & set(decode) or any(
-        not isinstance(i, int) or not 0 <= i < nodes for i in prefill + decode
+    prefill = given.get("prefiller_host_index") or []
+    decode = given["decoder_host_index"]
+    if (
+        not isinstance(prefill, list)
+        or not isinstance(decode, list)
+        or any(not isinstance(i, int) or not 0 <= i < nodes for i in prefill + decode)
+        or set(prefill) & set(decode)
     ):
         raise NoEngine(
-            "disaggregated_prefill: node indexes that overlap or lie outside num_nodes",
+            "node indexes that are no list of indexes, overlap or lie outside num_nodes: "
+            "the harness refuses them",
             source=doc.source,
             line=doc.line("disaggregated_prefill") or 1,
             key="disaggregated_prefill",
