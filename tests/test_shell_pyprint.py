@@ -199,3 +199,15 @@ def test_an_expansion_that_ends_the_substitution_leaves_the_script_running(
     for shell in BOTH:
         reading = read_script(script, {}, dialect="bash" if shell == "bash" else "sh")
         assert [c.words[:3] for c in reading.commands] == [("vllm", "serve", "m")]
+
+
+def test_a_program_s_syntax_warnings_are_not_printed() -> None:
+    """Python warns about ``'\\d'`` and ``1if`` while parsing; kvconfig's output is its
+    own, so reading such a program raises no warning."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = printed("x = '\\d'\nprint(x)", ["-"], _env({}), "python3 -")
+        other = printed("print(1if 1 else 2)", ["-"], _env({}), "python3 -")
+    assert out == "\\d\n" and other is None and not seen

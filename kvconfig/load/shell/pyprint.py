@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import math
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -89,7 +90,9 @@ def printed(program: str, argv: Sequence[str | None], env: Env, named: str) -> s
     if len(program) > MAX_PROGRAM:
         return None
     try:
-        tree = ast.parse(program)
+        with warnings.catch_warnings():  # the program's own SyntaxWarnings are not ours
+            warnings.simplefilter("ignore")
+            tree = ast.parse(program)
         reader = _Reader(argv, env, named)
         reader.run(tree.body)
     except (Unread, SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
