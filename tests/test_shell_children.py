@@ -135,3 +135,52 @@ def test_commands_run_in_a_container_or_on_another_host(
     reading = read_script("X=local; export X\n" + script, {"Q": None}, dialect="bash")
     vllm = [c for c in reading.commands if c.words[0] == "vllm"]
     assert [(c.words, c.background, dict(c.env), c.unknown) for c in vllm] == want
+
+
+_WRITE = "cat > /tmp/run.sh <<'EOF'\nvllm serve m --block-size 32\nEOF\n"
+
+
+@pytest.mark.parametrize(
+    ("script", "want", "blind"),
+    [
+        # scp copies the file to the host at that path, where ssh's shell runs it
+        (_WRITE + "scp -q /tmp/run.sh gpu1:/tmp/run.sh\nssh gpu1 'nohup bash /tmp/run.sh' &",
+         [(("vllm", "serve", "m", "--block-size", "32"), True)], ""),
+        (_WRITE + "scp /tmp/run.sh me@gpu1:/tmp/r.sh; ssh -p 22 me@gpu1 sh /tmp/r.sh",
+         [(("vllm", "serve", "m", "--block-size", "32"), False)], ""),
+        # not copied there, or copied to another host: the remote file is not the script's
+        (_WRITE + "ssh gpu1 bash /tmp/run.sh", [], "/tmp/run.sh run by bash"),
+        (_WRITE + "scp /tmp/run.sh gpu2:/tmp/run.sh; ssh gpu1 bash /tmp/run.sh", [],
+         "/tmp/run.sh run by bash"),
+        # a relative remote path is in the remote user's home: not known here
+        (_WRITE + "scp /tmp/run.sh gpu1:run.sh; ssh gpu1 bash /tmp/run.sh", [], "run by bash"),
+        # a running container holds none of the script's files
+        (_WRITE + "docker exec box bash /tmp/run.sh", [], "/tmp/run.sh run by bash"),
+        # files written on the host under a run-time name, copied and run under that name
+        ('D="$HOME/out"; cat > "$D/l.sh" <<EOF\nvllm serve $M\nEOF\n'
+         'scp "$D/l.sh" "h:$D/l.sh"; ssh h "bash \'$D/l.sh\'"',
+         [(("vllm", "serve", "q"), False)], ""),
+    ],
+)  # fmt: skip
+def test_files_the_script_writes_live_on_one_machine(
+    script: str, want: list[tuple[tuple[str, ...], bool]], blind: str
+) -> None:
+    """A file the script writes (``kvconfig.load.shell.writes``) is on the machine it was
+    written on; ``scp`` copies it to another host and ``ssh HOST`` runs it there."""
+    reading = read_script(script, {"HOME": None, "M": "q"}, dialect="bash")
+    vllm = [(c.words, c.background) for c in reading.commands if c.words[0] == "vllm"]
+    assert vllm == want
+    assert any(blind in b for b in reading.blind) if blind else not reading.blind
+
+
+def test_a_launch_script_runs_in_a_login_session(tmp_path: Path) -> None:
+    """A script read from a file here runs in a user's session: ``$HOME`` is set (to a
+    value only known there), so ``set -u`` does not end the script at it; a container's
+    ``sh -c`` gets only its image's environment."""
+    text = '#!/bin/bash\nset -u\nCACHE="$HOME/.cache"\nvllm serve m --download-dir "$CACHE"\n'
+    (tmp_path / "serve.sh").write_text(text)
+    reading = read_script(text, {}, path=str(tmp_path / "serve.sh"), dialect="bash")
+    assert [(c.words, c.unknown) for c in reading.commands] == [
+        (("vllm", "serve", "m", "--download-dir", "$HOME/.cache"), ((4, "$HOME"),))
+    ]
+    assert read_script(text, {}, dialect="bash").commands == ()

@@ -193,6 +193,36 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {},
         BOTH,
     ),
+    "a launch script the script writes and then runs": (
+        "D=$(mktemp -d)\n"
+        'cat > "$D/run.sh" <<EOF\nvllm serve m --block-size $BS "\\$1"\nEOF\n'
+        'cat >> "$D/run.sh" <<\'EOF\'\nKV_A=$BS vllm serve "$1" two\nEOF\n'
+        'bash "$D/run.sh" a; sh "$D/run.sh" b\n'
+        'echo \'vllm serve echoed\' > "$D/e.sh"; . "$D/e.sh"; : > "$D/e.sh"; . "$D/e.sh"\n'
+        'cp "$D/run.sh" "$D/copy.sh"; mv "$D/copy.sh" "$D/moved.sh"; bash "$D/moved.sh" c\n'
+        'printf "vllm serve printed\\n" > "$D/run.sh"; bash "$D/run.sh" d\n'
+        'rm -rf "$D"',
+        {"BS": "32"},
+        BOTH,
+    ),
+    "a file written on one side of a run-time choice": (
+        "mkdir -p /tmp/kvconfig-written && cd /tmp/kvconfig-written || exit\n"
+        "echo 'vllm serve old' > one.sh\n"
+        "if [ \"$P\" = a ]; then echo 'vllm serve A' > one.sh; echo 'vllm serve A' > two.sh\n"
+        "else echo 'vllm serve B' > one.sh; fi\n"
+        "sh one.sh; sh two.sh; chmod +x one.sh; ./one.sh; cd / && rm -rf /tmp/kvconfig-written",
+        {"P": None},
+        BOTH,
+    ),
+    "a file written on both sides of a known choice, run by its path": (
+        "mkdir -p /tmp/kvconfig-written && cd /tmp/kvconfig-written || exit\n"
+        "if [ \"$P\" = a ]; then echo 'vllm serve A' > one.sh\n"
+        "else echo 'vllm serve B' > one.sh; fi\n"
+        "./one.sh; chmod 755 one.sh; ./one.sh x; cat one.sh > two.sh; sh two.sh\n"
+        "cd / && rm -rf /tmp/kvconfig-written",
+        {"P": "a"},
+        BOTH,
+    ),
     "set -eu and a function's missing argument": (
         'set -eu; f() { vllm serve "$1"; }; f a; KV_A=1 f; vllm serve never',
         {},

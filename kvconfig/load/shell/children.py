@@ -32,14 +32,16 @@ class _Children(_Tests):
         """``bash FILE ARGS``: a new shell reads FILE with ``$0`` its path and the
         arguments after it (``last_child``); False, and why kept, when kvconfig does not
         read the file."""
-        found = self.child_script(words[0], words[at], all(i > at for i, _ in unknown))
+        known = all(i > at for i, _ in unknown)
+        found = self.child_script(words[0], words[at], known)
         if isinstance(found, str):
             self.blind.append(found)
             return False
         path, text = found
         args = None if unknown else [str(path), *words[at + 1 :]]
         sub = self.child(words[0], args, local, line, words[:at])
-        if self.held_file(words[at]) is None:  # a file of this machine, bind-mounted or not
+        if self.held_file(words[at]) is None and self.written_file(words[at], not known) is None:
+            # a file of this machine, bind-mounted or not
             sub.start_file(str(path))
         return self.run_child(sub, str(path), text, f"the script {words[at]} run by {words[0]}")
 
@@ -102,6 +104,7 @@ class _Children(_Tests):
         sub.may_set = list(self.may_set)
         sub.depth = self.depth + 1
         sub.host, sub.held, sub.mounts = self.host, self.held, self.mounts
+        sub.written, sub.machine = self.files(), self.machine
         sub.start_in(self.state.cwd)
         sub.steps = self.steps
         sub.state.when = self.state.when

@@ -90,8 +90,16 @@ SCRIPTS = (
 )
 
 
-def env_script(name: str, arguments: int) -> EnvScript | None:
-    """The well-known environment script sourced as ``name`` with ``arguments``, if any."""
+def env_script(name: str, arguments: int, late: bool = False) -> EnvScript | None:
+    """The well-known environment script sourced as ``name`` with ``arguments``, if any.
+    For a name only known at run time (``late``, written as what it names:
+    ``$BASE/venv/bin/activate``), the known text after its last run-time part must name
+    it, a folder of its own included (``$VENV/bin/activate`` may be conda's)."""
+    if late:
+        tail = name[name.rfind("$") :].partition("/")[2]
+        if "$" not in name or not tail or "$" in tail or "`" in tail or tail.startswith("bin/"):
+            return None
+        name = "/" + tail
     for script in SCRIPTS:
         if script.path.search(name) and (arguments == 0 or script.arguments):
             return script

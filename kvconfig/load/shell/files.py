@@ -32,11 +32,11 @@ from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
 from kvconfig.load.shell import nodes as N
-from kvconfig.load.shell.dirs import _Dirs
 from kvconfig.load.shell.env_scripts import EnvScript, env_script
 from kvconfig.load.shell.paths import PROGRAMS, output
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
 from kvconfig.load.shell.words import HOLE, _Part, _source_form, _Word, hole_names
+from kvconfig.load.shell.writes import _Writes
 from kvconfig.load.yamlfile import decode, read_bytes
 
 _REDIRECT = re.compile(r"[<>]")
@@ -50,7 +50,7 @@ _PYTHON = re.compile(r"\s*(?:[A-Za-z_]\w*=\S*[ \t]+)*(?:\S*/)?python[0-9.]*[ \t]
 and ``>``; its own redirections are the command's (``kvconfig.load.shell.pyprint``)."""
 
 
-class _Files(_Dirs):
+class _Files(_Writes):
     sourcing = 0
     """How many ``source`` files are being read now (``return`` ends the innermost)."""
     defined_in: dict[int, str] | None = None
@@ -65,7 +65,11 @@ class _Files(_Dirs):
 
     def held_file(self, name: str) -> tuple[str, str, bool] | None:
         """(path, text, executable) of the file ``name`` names in the container, when the
-        input holds it; None when it does not, or the name is only known at run time."""
+        input holds it or the script wrote it (``kvconfig.load.shell.writes``); None when
+        it does not, or the name is only known at run time."""
+        written = self.written_file(name)
+        if written is not None:
+            return None if isinstance(written, str) else written
         if self.host or not self.held:
             return None
         here = self.path_here(name)
@@ -227,13 +231,16 @@ class _Files(_Dirs):
     def source_file(self, head: str, words: list[str], known: bool) -> int | None:
         """``source FILE`` / ``. FILE``: its commands run here when kvconfig can read it."""
         target = words[1] if len(words) > 1 else ""
-        held = self.held_file(target) if known and len(words) == 2 else None
+        written = self.written_file(target, late=not known) if len(words) == 2 else None
+        if isinstance(written, str):
+            return self.unread(head, target, written)
+        held = written or (self.held_file(target) if known and len(words) == 2 else None)
         if held is not None:
             path, text = Path(held[0]), held[1]
         else:
             found, why = self.sourced_path(target, words, known)
             if found is None:
-                script = env_script(target, len(words) - 2) if known and target else None
+                script = env_script(target, len(words) - 2, not known) if target else None
                 if script is not None:
                     return self.env_script_sourced(script, target)
                 return self.unread(head, target or "?", why)
@@ -276,7 +283,10 @@ class _Files(_Dirs):
         there): kvconfig reads an absolute name, or one taken from a current folder it
         knows (``kvconfig.load.shell.dirs``), found here as ``source`` finds its file."""
         what = f"the script {name} run by {head}"
-        held = self.held_file(name) if known else None
+        written = self.written_file(name, late=not known)
+        if isinstance(written, str):
+            return f"{what} ({written})"
+        held = written or (self.held_file(name) if known else None)
         if held is not None:
             return Path(held[0]), held[1]
         here = self.path_here(name) if known else name
@@ -295,6 +305,8 @@ class _Files(_Dirs):
         """The text of a file a program reads (``sed EXPR FILE``), when kvconfig reads it
         as ``source`` would (held by the container, or this machine's under the allowed
         roots); None otherwise."""
+        if isinstance(self.written_file(name), str):
+            return None
         held = self.held_file(name)
         if held is not None:
             return held[1]

@@ -30,6 +30,8 @@ class _Lexer(_Scanner):
         redirect_next = ""
         stdout_next = stdin_next = False
         bare = False  # a command begun with redirections and no word yet (``>LOG 2>&1 &``)
+        writes: list[tuple[str, _Word]] = []  # >FILE before the command's first word
+        owner: _Word | None = None  # the command's word before the >FILE being read
         script = self.text
         while self.i < len(script):
             c = script[self.i]
@@ -46,8 +48,9 @@ class _Lexer(_Scanner):
                 continue
             if c == "\n":
                 if bare:  # a command of redirections alone: no words, status 0
-                    out.append(_Word([], self.line))
+                    out.append(_Word([], self.line, writes=writes))
                     bare = stdout_next = stdin_next = False
+                    writes = []
                 out.append(_Op("\n", self.line))
                 self.i += 1
                 self.line += 1
@@ -67,6 +70,10 @@ class _Lexer(_Scanner):
                 bare = bare or not out or isinstance(out[-1], _Op) or _opens(out[-1])
                 op = m.group(2)
                 self.i = m.end()
+                to_file = op in ("&>", "&>>") or (
+                    m.group(1) in ("", "1") and op in (">", ">>", ">|")
+                )
+                owner = out[-1] if to_file and not bare and isinstance(out[-1], _Word) else None
                 if (m.group(1) in ("", "1") and op[:1] == ">") or op[:1] == "&":
                     # >FILE, >&2, &>FILE: the command's output goes elsewhere
                     if out and isinstance(out[-1], _Word):
@@ -86,6 +93,7 @@ class _Lexer(_Scanner):
                     self.i += dm.end()
                     continue
                 redirect_next = op if op != "<<<" or m.group(1) in ("", "0") else "<"
+                redirect_next = "+" + redirect_next if to_file else redirect_next
                 continue
             if (
                 self.dialect == "bash"
@@ -118,8 +126,9 @@ class _Lexer(_Scanner):
             )
             if op_match is not None:
                 if bare and not redirect_next:
-                    out.append(_Word([], self.line))
+                    out.append(_Word([], self.line, writes=writes))
                     bare = stdout_next = stdin_next = False
+                    writes = []
                 out.append(_Op(op_match, self.line))
                 self.i += len(op_match)
                 if op_match == "\n":
@@ -146,6 +155,10 @@ class _Lexer(_Scanner):
                     self.heredocs.append((word.raw(), redirect_next == "<<-", body))
                     out.append(body)
                 here = redirect_next == "<<<"
+                if redirect_next[0] == "+":  # >FILE: kept for the files the script writes
+                    (owner.writes if owner is not None else writes).append(
+                        (redirect_next[1:], word)
+                    )
                 redirect_next = ""
                 if here:  # kept: read takes its words from it
                     word.here = True
@@ -153,10 +166,11 @@ class _Lexer(_Scanner):
                 continue
             word.stdout = word.stdout or stdout_next
             word.stdin = word.stdin or stdin_next
+            word.writes[:0], writes = writes, []
             stdout_next = stdin_next = bare = False
             out.append(word)
         if bare:
-            out.append(_Word([], self.line))
+            out.append(_Word([], self.line, writes=writes))
         if self.heredocs:
             raise self.err(
                 f"the here-document {self.heredocs[0][0]!r} never ends",
@@ -254,43 +268,6 @@ class _Lexer(_Scanner):
             start_line,
             "close it with )",
         )
-
-    def _skip_heredocs(self) -> None:
-        while self.heredocs:
-            delimiter, strip_tabs, word = self.heredocs.pop(0)
-            rows: list[str] = []
-            while True:
-                if self.i >= len(self.text):
-                    self.heredocs.insert(0, (delimiter, strip_tabs, word))
-                    return
-                end = self.text.find("\n", self.i)
-                end = len(self.text) if end < 0 else end
-                row = self.text[self.i : end]
-                self.i = end + 1
-                self.line += 1
-                row = row.lstrip("\t") if strip_tabs else row
-                if row == delimiter:
-                    break
-                rows.append(row + "\n")
-            self._here_body(word, "".join(rows))
-
-    def _here_body(self, word: _Word, body: str) -> None:
-        """A here-document's body into ``word``: as written when its delimiter is quoted,
-        else with ``$``, `` ` `` and ``\\`` as in double quotes, ``"`` an ordinary
-        character (POSIX 2.7.4); a body kvconfig cannot split is only known at run time."""
-        if word.parts[0].quoted:
-            word.parts[0].text = body
-            return
-        word.parts.clear()
-        inner = _Lexer(body.replace('"', "\0"), self.source, self.line0, self.key, self.dialect)
-        try:
-            inner._double_quoted(word, to_end=True)
-        except InputError:
-            word.parts[:] = [_Part("", True, "cmd")]  # $() of nothing: not known here
-            return
-        for part in word.parts:
-            part.text = part.text.replace("\0", '"')
-            part.src = part.src.replace("\0", '"')
 
     def _word(self, ends: frozenset[str] = _WORD_ENDS) -> _Word:
         word = _Word(line=self.line)

@@ -230,3 +230,40 @@ class _Scanner:
         self.line += body.count("\n")
         self.i = end + 1
         return body
+
+    def _skip_heredocs(self) -> None:
+        while self.heredocs:
+            delimiter, strip_tabs, word = self.heredocs.pop(0)
+            rows: list[str] = []
+            while True:
+                if self.i >= len(self.text):
+                    self.heredocs.insert(0, (delimiter, strip_tabs, word))
+                    return
+                end = self.text.find("\n", self.i)
+                end = len(self.text) if end < 0 else end
+                row = self.text[self.i : end]
+                self.i = end + 1
+                self.line += 1
+                row = row.lstrip("\t") if strip_tabs else row
+                if row == delimiter:
+                    break
+                rows.append(row + "\n")
+            self._here_body(word, "".join(rows))
+
+    def _here_body(self, word: _Word, body: str) -> None:
+        """A here-document's body into ``word``: as written when its delimiter is quoted,
+        else with ``$``, `` ` `` and ``\\`` as in double quotes, ``"`` an ordinary
+        character (POSIX 2.7.4); a body kvconfig cannot split is only known at run time."""
+        if word.parts[0].quoted:
+            word.parts[0].text = body
+            return
+        word.parts.clear()
+        inner = type(self)(body.replace('"', "\0"), self.source, self.line0, self.key, self.dialect)
+        try:
+            inner._double_quoted(word, to_end=True)
+        except InputError:
+            word.parts[:] = [_Part("", True, "cmd")]  # $() of nothing: not known here
+            return
+        for part in word.parts:
+            part.text = part.text.replace("\0", '"')
+            part.src = part.src.replace("\0", '"')

@@ -52,6 +52,8 @@ class Remote:
     """Its words are joined and read by a shell (``ssh``)."""
     mounts: tuple[tuple[str, str], ...] = ()
     """Folders of this machine seen there, and where (``docker run -v``)."""
+    kind: str = "ssh"
+    """``ssh``, ``docker exec`` or ``docker run`` (the machine its files are on)."""
 
 
 def remote_of(words: Sequence[str]) -> Remote | None:
@@ -99,7 +101,7 @@ def _docker_exec(words: Sequence[str], k: int) -> Remote | None:
         k += 1
     if k + 1 >= len(words):
         return None  # no container or no command
-    return Remote(k + 1, env, detached, joined=False)
+    return Remote(k + 1, env, detached, joined=False, kind="docker exec")
 
 
 def _docker_run(words: Sequence[str]) -> Remote | None:
@@ -110,7 +112,9 @@ def _docker_run(words: Sequence[str]) -> Remote | None:
         return None
     if not container.words or os.path.basename(container.words[0]) not in SHELLS:
         return None
-    return Remote(container.at, container.env, container.detached, False, container.mounts)
+    return Remote(
+        container.at, container.env, container.detached, False, container.mounts, "docker run"
+    )
 
 
 def _ssh(words: Sequence[str]) -> Remote | None:
@@ -200,6 +204,9 @@ class _Remote(_Output):
             if here is not None:
                 mounts.append((here, target))
         saved = (self.state, self.unknown_rest, self.backgrounded, self.host, self.mounts)
+        machine = self.machine
+        host = words[where.at - 1] if where.at - 1 not in late else None
+        self.machine = self.machine_of(host, where.kind)
         self.state = _State(dict(where.env), set(where.env), None)
         self.state.when, self.state.branch = saved[0].when, saved[0].branch
         self.unknown_rest = True
@@ -210,5 +217,6 @@ class _Remote(_Output):
                 self.run_node(tree)
         finally:
             self.state, self.unknown_rest, self.backgrounded, self.host, self.mounts = saved
+            self.machine = machine
             self.line0 = outer_line
         return None

@@ -7,8 +7,9 @@ test, an external command's status) takes every branch, and what differs between
 (a variable, which command runs) is only known at run time: it stays unknown, never
 guessed. Assignments, ``export``/``declare``/``readonly``/``local``, ``set --``,
 ``shift``, subshells and pipelines (their assignments do not reach the script), functions,
-``eval``, ``source`` of a file read here (``files``), ``$(...)`` of the path programs
-(``paths``), nested ``sh -c``, bash arrays and the wrappers that run a command
+``eval``, ``source`` of a file read here (``files``) or one it wrote (``writes``),
+``$(...)`` of the path programs (``paths``), nested ``sh -c``, bash arrays and the
+wrappers that run a command
 (``exec``, ``timeout``, ``numactl``, ``taskset``, ``nice``, ``stdbuf``, ``tini --``,
 ``dumb-init``, ``env`` ...) are followed.
 """
@@ -26,7 +27,13 @@ from kvconfig.load.shell.simple import _Shell
 from kvconfig.load.shell.state import MAX_SCRIPT_BYTES, Command
 from kvconfig.load.shell.wrappers import shebang
 
-__all__ = ["MAX_SCRIPT_BYTES", "Command", "Reading", "commands", "read_script"]
+__all__ = ["LOGIN", "MAX_SCRIPT_BYTES", "Command", "Reading", "commands", "read_script"]
+
+LOGIN = ("HOME", "USER", "LOGNAME", "SHELL", "PATH")
+"""The variables a user's session on a machine always has, values only known there: POSIX
+("Environment Variables": ``HOME``, ``LOGNAME``, ``PATH`` are set at login), and
+``login(1)``, ``sshd`` and ``su -`` set ``USER`` and ``SHELL`` as well. A launch script
+read here runs in such a session; a container's script gets its image's environment."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,8 @@ def read_script(
             hint="keep the launch script short, or move it into the image",
         )
     start = [path, *args[1:]] if path is not None else list(args) or ["sh"]
+    if path is not None:  # a user's shell on this machine: its login set these
+        env = {**dict.fromkeys(LOGIN), **(env or {})}
     shell = _Shell(env or {}, start, unknown_rest, source, line, key, dialect)
     shell.held = held or {}
     if path is not None:

@@ -108,6 +108,7 @@ class _Shell(_Children):
                 fields = self.run_time_field(w, fields[0], unknown[0], expanded, split)
             expanded.extend(fields)
             self.loose = self.loose or (bool(unknown) and not one_field(w))
+        self.redirected(node.words, expanded if not unknown_at else None, here)
         if not rest:
             for name, given, what, append, value_word in assigns:
                 value = given
@@ -332,6 +333,7 @@ class _Shell(_Children):
             return None
         local = {**local, **extra}
         self.input_read(inner, background or self.backgrounded > 0, self.own_input)
+        self.changed(inner, {i for i, _ in inner_unknown})
         if (where := remote_of(inner)) is not None:  # docker exec, ssh: run elsewhere
             shift = unknown_shift
             return self.run_remote(inner, inner_unknown, where, background, shift, line=line)

@@ -28,6 +28,8 @@ class _Word:
     doc: bool = False  # ... of a here-document (<<EOF): its body, newlines and all
     stdout: bool = False  # a redirection beside it sends its command's output elsewhere
     stdin: bool = False  # ... takes its command's input from elsewhere (<FILE, <&N)
+    writes: list[tuple[str, _Word]] = field(default_factory=list)
+    """The files its command's output goes to (``>FILE``, ``>>FILE``): (operator, name)."""
 
     def raw(self) -> str:
         return "".join(p.text if p.kind == "lit" else _source_form(p) for p in self.parts)
