@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 from kvconfig.errors import DuplicateKey, InputError
 from kvconfig.load import jsontext
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.kubernetes import kthena_cli
 
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 """Largest operator file kvconfig reads (16 MiB; ``helm template`` of a large chart is a
@@ -91,6 +92,8 @@ def load_documents(text: str, source: str) -> tuple[list[_yaml.Document], list[s
     """The YAML (or JSON) documents of an operator file, and the kinds of the Kubernetes
     resources skipped unbuilt because they never hold a pod template."""
     skipped: list[str] = []
+    if "{{" in text:  # a Kthena CLI template is read as the CLI renders it
+        text = kthena_cli.rendered(text) or text
 
     def worth_reading(top: Mapping[str, str]) -> bool:
         if never_pods(top.get("kind"), top.get("apiVersion")) and top.get("kind") not in _BASES:
