@@ -74,3 +74,89 @@ def test_a_config_the_harness_refuses_starts_nothing(
     assert text != CONFIG
     with pytest.raises(NoEngine, match=why):
         engines_in(text, str(tmp_path / "c.yaml"), base=tmp_path)
+
+
+EXTERNAL = """test_name: t
+model: "m/x"
+num_nodes: 2
+npu_per_node: 16
+routing:
+  type: disaggregated_prefill
+  groups: {prefiller: [0], decoder: [1]}
+config:
+  - {node_index: 0, port_start: 7100, dp_rpc_port: 12321, dp_size: 2, dp_size_local: 2,
+     dp_rank_start: 0, tp_size: 4, dp_address: "${NODE_0_IP}"}
+  - {node_index: 1, port_start: 7200, dp_rpc_port: 12322, dp_size: 4, dp_size_local: 3,
+     dp_rank_start: 1, tp_size: 2, dp_address: "${LOCAL_IP}"}
+env_common: &common
+  SERVER_PORT: "${PORT}"
+  ASCEND_RT_VISIBLE_DEVICES: "${VISIBLE_DEVICES}"
+  OWN: "$HOME/x"
+  LATER: "$SERVER_PORT"
+templates:
+  - envs: {<<: *common, FLAG: true}
+    server_cmd_template: [--port, $SERVER_PORT, --data-parallel-size, "${DP_SIZE}",
+      --data-parallel-rank, "${DP_RANK}", --data-parallel-address, "${DP_ADDRESS}",
+      --tensor-parallel-size, "${TP_SIZE}", --served-model-name, "w${LWS_WORKER_INDEX}",
+      --kv-transfer-config, '{"kv_connector": "NixlConnector", "kv_role": "kv_producer"}']
+  - envs: *common
+    server_cmd_template: [--port, $LATER, --data-parallel-size, "${DP_SIZE}",
+      --data-parallel-rank, "${DP_RANK}", --tensor-parallel-size, "${TP_SIZE}",
+      --data-parallel-address, "${DP_ADDRESS}"]
+benchmarks: {}
+"""
+
+
+def test_external_dp_runs_one_server_per_rank(tmp_path: Path) -> None:
+    """``RankResolver._expand_node`` and ``ServerCommandBuilder.build`` (vllm-ascend
+    ``tests/e2e/nightly/multi_node/external_dp/scripts``): ``dp_size_local`` servers a node,
+    DP rank ``dp_rank_start + r`` on port ``port_start + r``, devices ``r*devices_per_rank``
+    on; ``${NAME}`` of the rank's variables, ``$NAME`` of its env; addresses at run time."""
+    found = engines_in(EXTERNAL, str(tmp_path / "c.yaml"), base=tmp_path)
+    assert [(e.name, e.role) for e in found] == [
+        ("templates[0] (node 0, DP rank 0)", "prefill"),
+        ("templates[0] (node 0, DP rank 1)", "prefill"),
+        ("templates[1] (node 1, DP rank 1)", "decode"),
+        ("templates[1] (node 1, DP rank 2)", "decode"),
+        ("templates[1] (node 1, DP rank 3)", "decode"),
+    ]
+    first, last = found[1], found[4]
+    assert first.argv[:13] == (
+        "m/x", "--port", "7101", "--data-parallel-size", "2", "--data-parallel-rank", "1",
+        "--data-parallel-address", "${NODE_0_IP}", "--tensor-parallel-size", "4",
+        "--served-model-name", "w0",
+    )  # fmt: skip
+    assert first.env["ASCEND_RT_VISIBLE_DEVICES"] == "4,5,6,7"
+    assert first.env["FLAG"] == "True"  # str(True)
+    assert first.env["OWN"] == "$HOME/x" and "OWN" in first.env_unknown  # the harness's own
+    assert any("argument" in n.message for n in first.notes)  # the address
+    assert last.argv[:3] == ("m/x", "--port", "7202") and last.env["LATER"] == "7202"
+    assert last.env["ASCEND_RT_VISIBLE_DEVICES"] == "4,5"
+    assert last.argv[-1] == "${LOCAL_IP}" and "LOCAL_IP" in last.env_unknown
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (("benchmarks: {}\n", ""), "no benchmarks"),
+        (("num_nodes: 2", "num_nodes: 3"), "config holds no entry per node"),
+        (("node_index: 1,", "node_index: 2,"), r"config\[1\].node_index is not 1"),
+        (("type: disaggregated_prefill", "type: round_robin"), "not disaggregated_prefill"),
+        (("decoder: [1]", "decoder: [0]"), "in two groups"),
+        (("decoder: [1]", "decoder: []"), "no prefiller and decoder"),
+        (("dp_size_local: 3", "dp_size_local: 4"), "ranks past dp_size"),
+        (("tp_size: 4", "tp_size: 16"), "more devices than npu_per_node"),
+        (("tp_size: 2", "tp_size: 0"), "no size"),
+        (('"w${LWS_WORKER_INDEX}"', '"${TP}"'), r"\$\{TP\} is no template variable"),
+        (("--port, $LATER", "--port, $NOPE"), r"\$NOPE is in no env"),
+        (("dp_rpc_port: 12322, ", ""), "no dp_rpc_port"),
+        (("  - envs: *common\n", "  - envs: null\n"), "has no envs"),
+    ],
+)
+def test_an_external_dp_config_the_harness_refuses_starts_nothing(
+    tmp_path: Path, change: tuple[str, str], why: str
+) -> None:
+    text = EXTERNAL.replace(*change)
+    assert text != EXTERNAL
+    with pytest.raises(NoEngine, match=why):
+        engines_in(text, str(tmp_path / "c.yaml"), base=tmp_path)

@@ -49,6 +49,10 @@ _VARIABLE = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 
 def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
     data = doc.data
+    if "templates" in data and "deployment" not in data:  # one server per DP rank
+        from kvconfig.load import ascend_external
+
+        return ascend_external.engines(doc, base)
     missing = [k for k in REQUIRED if k not in data]
     if missing:
         raise NoEngine(

@@ -207,6 +207,13 @@ def kind_of(data: Any) -> str | None:
         and all(isinstance(d, dict) and "server_cmd" in d for d in deployment)
     ):
         return "ascend-nightly"  # vLLM Ascend's multi-node test configs (ascend_nightly)
+    templates = data.get("templates")
+    if (
+        isinstance(templates, list)
+        and templates
+        and all(isinstance(t, dict) and "server_cmd_template" in t for t in templates)
+    ):
+        return "ascend-nightly"  # ... with one server per DP rank (ascend_external)
     if "modelArtifacts" in data or any(
         isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
     ):
