@@ -332,6 +332,23 @@ def test_the_grpc_server_starts_an_engine(module: str) -> None:
     assert server_start(["python3", "-m", "vllm.entrypoints.grpc"]) is None
 
 
+def test_lmcache_v0_serves_with_vllm_s_own_cli() -> None:
+    """``lmcache_vllm serve`` runs vLLM's CLI main with LMCache injected
+    (LMCache/lmcache-vllm ``lmcache_vllm/script.py``), and is the ENTRYPOINT of its
+    ``lmcache/lmcache_vllm`` image (``docker/Dockerfile``): arguments alone are vllm serve's."""
+    from kvconfig.load.engines import engines_in
+    from kvconfig.load.reading import reading_of
+
+    words = ["lmcache_vllm", "serve", "m/x", "--tensor-parallel-size", "2"]
+    assert server_start(words) == ("vllm serve", "serve", words[2:])
+    assert server_start(["lmcache_vllm", "other"]) is None
+    image = "lmcache/lmcache_vllm:lmcache-0.1.4"
+    compose = f"services:\n  l:\n    image: {image}\n    command: m/x -tp 2\n"
+    (engine,) = engines_in(compose, "<compose>")
+    r = reading_of(engine)
+    assert (r.model, r.tensor) == ("m/x", 2)
+
+
 @pytest.mark.parametrize(
     ("script", "env", "runs"),
     [

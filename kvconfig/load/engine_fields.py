@@ -59,6 +59,9 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # vllm-ascend with Mooncake): its ENTRYPOINT /app/entrypoint.sh ends in exec vllm serve "$@"
     # once the pod's AscendRealDevices is set
     (re.compile(r"(^|/)volcano-sh/kthena-engine$"), ("vllm", "serve")),
+    # LMCache's v0 image (LMCache/lmcache-vllm docker/Dockerfile, on vllm/vllm-openai:v0.6.2):
+    # ENTRYPOINT ["lmcache_vllm", "serve"], vLLM's own CLI with LMCache injected
+    (re.compile(r"(^|/)lmcache/lmcache_vllm$"), ("lmcache_vllm", "serve")),
     # NVIDIA Dynamo's runtime images (container/templates/*_runtime.Dockerfile): the CUDA
     # images' ENTRYPOINT /opt/nvidia/nvidia_entrypoint.sh, which ends in exec "$@", so
     # the container runs its command as given

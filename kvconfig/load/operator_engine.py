@@ -135,7 +135,8 @@ rules, whose table also holds the HTTP front end's options the gRPC parser lacks
 def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
     """(entry, parser, argv) when ``words`` start a vLLM server, else None.
 
-    Recognised: ``vllm serve`` (any path to the ``vllm`` script), ``vllm-rs serve``
+    Recognised: ``vllm serve`` (any path to the ``vllm`` script; LMCache v0's
+    ``lmcache_vllm serve``), ``vllm-rs serve``
     (vLLM's Rust frontend, ``kvconfig.load.vllm_rs``),
     ``python -m vllm.entrypoints.openai.api_server``, ``python -m vllm.entrypoints.cli.main
     serve``, vLLM's gRPC server (``GRPC_SERVERS``), ``python -m dynamo.vllm`` (the
@@ -154,7 +155,9 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
     head = os.path.basename(w[0])
     if head == "vllm-rs" and w[1:2] == ["serve"]:
         return "vllm-rs serve", "vllm-rs", w[2:]  # kvconfig.load.vllm_rs
-    if head == "vllm":
+    if head == "vllm" or (head == "lmcache_vllm" and w[1:2] == ["serve"]):
+        # lmcache_vllm: LMCache v0's console script, vLLM's own CLI main once LMCache is
+        # injected (LMCache/lmcache-vllm lmcache_vllm/script.py)
         if len(w) >= 2 and w[1] == "serve":
             return "vllm serve", "serve", w[2:]
         return None
