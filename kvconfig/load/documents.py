@@ -159,7 +159,8 @@ def never_pods(kind: Any, api_version: Any) -> bool:
 
 FORMATS = (
     "kubernetes", "production-stack", "vllm-chart", "inference-charts", "opea",
-    "semantic-router", "llm-d", "compose", "skypilot", "rayserve", "ascend-nightly",
+    "semantic-router", "kv-cache-setup", "llm-d", "compose", "skypilot", "rayserve",
+    "ascend-nightly",
 )  # fmt: skip
 
 
@@ -198,6 +199,8 @@ def kind_of(data: Any) -> str | None:
         return "inference-charts"  # AI on EKS's chart (kvconfig.load.helm.inference_charts)
     if kinds.is_semantic_router_dynamo(data):
         return "semantic-router"  # its Dynamo chart (kvconfig.load.helm.semantic_router)
+    if kinds.is_kv_cache_setup(data):
+        return "kv-cache-setup"  # llm-d-kv-cache's chart (kvconfig.load.helm.kv_cache_setup)
     if kinds.is_opea(data):
         return "opea"  # OPEA's vLLM chart, alone or as a subchart (kvconfig.load.helm.opea)
     deployment = data.get("deployment")

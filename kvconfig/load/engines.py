@@ -166,6 +166,8 @@ def engines_of(
         from kvconfig.load.helm.opea import opea as reader
     elif kind == "semantic-router":
         from kvconfig.load.helm.semantic_router import semantic_router as reader
+    elif kind == "kv-cache-setup":
+        from kvconfig.load.helm.kv_cache_setup import kv_cache_setup as reader
     elif kind == "llm-d":
         from kvconfig.load.helm.llm_d import llm_d as reader
     elif kind == "compose":
@@ -177,7 +179,7 @@ def engines_of(
     else:
         from kvconfig.load.rayserve import engines as reader
     charts = ("production-stack", "vllm-chart", "inference-charts", "opea", "semantic-router")
-    if kind in ("compose", "llm-d", *charts):
+    if kind in ("compose", "llm-d", "kv-cache-setup", *charts):
         return reader(doc, folder, env or {})
     return reader(doc, folder)
 

@@ -84,3 +84,11 @@ def is_semantic_router_dynamo(data: Mapping[str, Any]) -> bool:
             or "backendFramework" in _dict(data.get("global"))
         )
     )
+
+
+def is_kv_cache_setup(data: Mapping[str, Any]) -> bool:
+    """Values of llm-d-kv-cache's ``vllm-setup-helm`` chart
+    (``kvconfig.load.helm.kv_cache_setup``): a ``vllm`` section naming ``model.name`` and
+    ``blockSize``, beside ``kvCacheManager``."""
+    vllm = _dict(data.get("vllm"))
+    return "kvCacheManager" in data and "blockSize" in vllm and "name" in _dict(vllm.get("model"))
