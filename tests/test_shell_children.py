@@ -184,3 +184,26 @@ def test_a_launch_script_runs_in_a_login_session(tmp_path: Path) -> None:
         (("vllm", "serve", "m", "--download-dir", "$HOME/.cache"), ((4, "$HOME"),))
     ]
     assert read_script(text, {}, dialect="bash").commands == ()
+
+
+@pytest.mark.parametrize("shell", BOTH)
+def test_a_script_of_the_repository_run_by_its_path(repo: Path, shell: str) -> None:
+    """``"$DIR/serve.sh" ARGS``: the kernel runs an executable file by its ``#!`` line (a
+    script without one, the calling shell reads: ENOEXEC); one its owner may not run is
+    refused (status 126). kvconfig reads the first two as the shells do, and leaves the
+    third a program."""
+    write(repo / "launch" / "serve.sh", '#!/bin/sh\nvllm serve "$1" --port "${2:-1}"\n')
+    write(repo / "launch" / "bare.sh", 'vllm serve bare "$0"\n')
+    write(repo / "launch" / "locked.sh", "#!/bin/sh\nvllm serve locked\n")
+    (repo / "launch" / "serve.sh").chmod(0o755)
+    (repo / "launch" / "bare.sh").chmod(0o700)
+    script = write(
+        repo / "launch" / "run.sh",
+        f'#!/bin/{shell}\nDIR="$(cd "$(dirname "$0")" && pwd)"\n'
+        '"$DIR/serve.sh" m1 7 &\n"$DIR/bare.sh"\n"$DIR/locked.sh" || vllm serve after\n',
+    )
+    reading = check(script, shell)
+    named = [c.words for c in reading.commands if c.words[0] == "vllm"]
+    assert named[0] == ("vllm", "serve", "m1", "--port", "7")
+    assert named[1] == ("vllm", "serve", "bare", str(repo / "launch" / "bare.sh"))
+    assert ("vllm", "serve", "locked") not in named

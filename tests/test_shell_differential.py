@@ -223,6 +223,29 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"P": "a"},
         BOTH,
     ),
+    "an unquoted default word splits at IFS in an array": (
+        'A=(${K:-4 6 8}); for k in "${A[@]}"; do vllm serve "$k"; done',
+        {},
+        ("bash",),
+    ),
+    "an unquoted default word splits at IFS": (
+        "for k in ${X:-a b}; do vllm serve $k; done; vllm serve ${X:-a b} x${X:- c }y\n"
+        'vllm serve ${X:-"a b"} c ${Y:+p q}; IFS=,; vllm serve ${X:-a b,c}',
+        {"Y": "1"},
+        BOTH,
+    ),
+    "a subshell's own redirections": (
+        "( vllm serve a ) 2>/dev/null; ( vllm serve b ) 2> err.log &\n"
+        "( KV_A=1; vllm serve c ) 2>>err.log </dev/null &\nwait; vllm serve d; rm -f err.log",
+        {},
+        BOTH,
+    ),
+    "a call nested too deep leaves only what the function sets to run time": (
+        'M=model; L=last; walk() { local n="$1"; [ -n "$n" ] || return 0; L=$n; walk "${n#?}"; }\n'
+        'walk "$N"; vllm serve "$M"; vllm serve "$L"',
+        {"N": None},
+        BOTH,
+    ),
     "set -eu and a function's missing argument": (
         'set -eu; f() { vllm serve "$1"; }; f a; KV_A=1 f; vllm serve never',
         {},

@@ -52,12 +52,15 @@ class _Children(_Tests):
         local: dict[str, str | None],
         line: int | None,
     ) -> bool:
-        """``./start.sh ARGS``: a shell script the container holds (``held``) run by its
-        path. Its ``#!`` line names the shell; without one the shell running this command
-        reads it (bash and dash run a file the kernel cannot execute, ENOEXEC, as a
-        script of their own). False when the input does not hold it, it is not executable
-        (the shell's status 126) or its ``#!`` names another program."""
+        """``./start.sh ARGS``: a shell script the container holds (``held``), or a file of
+        this machine that may run (``host_program``), run by its path. Its ``#!`` line
+        names the shell; without one the shell running this command reads it (bash and
+        dash run a file the kernel cannot execute, ENOEXEC, as a script of their own).
+        False when the input does not hold it, it is not executable (the shell's status
+        126) or its ``#!`` names another program."""
         held = self.held_file(words[0])
+        here = self.host_program(words[0]) if held is None and not unknown else None
+        held = held or here
         if held is None or not held[2]:
             return False
         path, text, _ = held
@@ -70,6 +73,8 @@ class _Children(_Tests):
             shell = options[0]
         args = None if unknown else [words[0], *words[1:]]
         sub = self.child(shell, args, local, line, options)
+        if here is not None:  # a file of this machine: its $0 and BASH_SOURCE are its path
+            sub.start_file(path)
         return self.run_child(sub, path, text, f"the script {words[0]}")
 
     def run_child(self, sub: Self, path: str, text: str, what: str) -> bool:

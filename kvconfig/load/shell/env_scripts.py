@@ -21,7 +21,8 @@ Sources, per script:
 * Intel oneAPI's ``setvars.sh``: each component's ``env/vars.sh`` sets its search paths
   (``*PATH``), its root (``*ROOT``, ``ONEAPI_ROOT``) and its own prefixed variables
   (``I_MPI_*``, ``CCL_*``, ``FI_*``, ``SETVARS_*`` ...); its status is only known there.
-* Huawei CANN's ``set_env.sh`` (``/usr/local/Ascend/ascend-toolkit``, ``nnal/atb``):
+* Huawei CANN's ``set_env.sh`` (``/usr/local/Ascend/ascend-toolkit``, from CANN 8.5
+  ``/usr/local/Ascend/cann-VERSION`` as vLLM Ascend's scripts source it, ``nnal/atb``):
   ``ASCEND_*``, ``ATB_*``, ``TOOLCHAIN_HOME`` and search paths; status only known there.
 """
 
@@ -47,7 +48,12 @@ class EnvScript:
     """Whether it may be given arguments (``setvars.sh --force``)."""
 
 
-_SEARCH = r"\w*PATH"
+_SEARCH = (
+    r"(LD_LIBRARY_|LIBRARY_|PYTHON|C|C_INCLUDE_|CPLUS_INCLUDE_|CMAKE_PREFIX_|PKG_CONFIG_|MAN"
+    r"|INFO|NLS|CLASS)?PATH"
+)
+"""The search paths these scripts extend: the loader's, the compilers', Python's, CMake's,
+pkg-config's, the manuals' and Java's (not a launch script's own ``MODEL_PATH``)."""
 SCRIPTS = (
     EnvScript(
         "a Python virtual environment's activate script",
@@ -82,7 +88,10 @@ SCRIPTS = (
     ),
     EnvScript(
         "Huawei CANN's set_env.sh",
-        re.compile(r"(^|/)Ascend/(ascend-toolkit|nnal/atb|nnal/asdsip)(/latest)?/set_env\.sh$"),
+        re.compile(
+            r"(^|/)Ascend/(ascend-toolkit|cann(-[0-9][0-9A-Za-z.]*)?|nnal/atb|nnal/asdsip)"
+            r"(/latest)?/set_env\.sh$"
+        ),
         re.compile(rf"{_SEARCH}|\w*ROOT|\w*_HOME|(ASCEND|ATB|ASDSIP|TOOLCHAIN)_\w*"),
         None,
         True,

@@ -86,6 +86,7 @@ class _Fields(_Params):
             cur = split_into(value, ifs, fields, cur)
 
         parts = list(word.parts)
+        spliced: set[int] = set()  # the parts of an unquoted ${X:-word}'s word
         k = -1
         while k + 1 < len(parts):
             k += 1
@@ -100,7 +101,9 @@ class _Fields(_Params):
                 if value is not None:
                     present = is_set and (not mm.group(2) or bool(value))
                     if present == (mm.group(3) == "+"):
-                        parts[k + 1 : k + 1] = self.lexer(mm.group(4))._word(frozenset()).parts
+                        inner = self.lexer(mm.group(4))._word(frozenset()).parts
+                        spliced.update(id(p) for p in inner)
+                        parts[k + 1 : k + 1] = inner
                         continue
                     if mm.group(3) == "+":
                         continue
@@ -137,7 +140,9 @@ class _Fields(_Params):
                     continue
                 if _has_glob(text):
                     glob = True
-                if text:
+                if id(part) in spliced:  # the expansion's result: split at IFS (POSIX 2.6.5)
+                    split(text)
+                elif text:
                     cur = (cur or "") + text
                 continue
             if part.kind == "param" and re.fullmatch(

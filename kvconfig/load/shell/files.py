@@ -23,6 +23,7 @@ opaque, and the reason is kept (``blind``).
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Callable, Sequence
@@ -300,6 +301,21 @@ class _Files(_Writes):
             return path, _script_text(path)
         except InputError as e:
             return f"{what} (not read: {e})"
+
+    def host_program(self, name: str) -> tuple[str, str, bool] | None:
+        """(path, text, True) of a file of this machine that a launch script read here runs
+        by its path (``"$DIR/bench.sh"``, ``./run.sh``): found as ``source`` finds a file,
+        and one its owner may run (the kernel refuses any other, status 126); None
+        otherwise."""
+        if not self.host or "/" not in name:
+            return None
+        path, _ = self.sourced_path(name, ["exec", name], True)
+        if path is None or not os.access(path, os.X_OK):
+            return None
+        try:
+            return str(path), _script_text(path), True
+        except InputError:
+            return None
 
     def file_text(self, name: str) -> str | None:
         """The text of a file a program reads (``sed EXPR FILE``), when kvconfig reads it

@@ -256,7 +256,11 @@ class _Params(_Variables):
     def part_template(self, part: _Part, tilde: bool) -> str:
         """A part's text as an assignment takes it, each run-time part of it a hole."""
         value, what = self.part_value(part, tilde, assignment=True)
-        return hole(what or _source_form(part)) if value is None else value
+        if value is not None:
+            return value
+        if not what or (part.kind == "param" and not what.startswith(("$", "`", "~"))):
+            what = _source_form(part)  # named as written, not by why it is unknown
+        return hole(what)
 
     def part_value(
         self, part: _Part, tilde: bool, assignment: bool = False

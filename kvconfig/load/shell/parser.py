@@ -138,8 +138,10 @@ class _Parser:
         node = self._command()
         tok = self.peek()
         fed = None
-        while isinstance(tok, _Word) and tok.here:  # done <<< WORD: the compound's input
-            fed = tok  # the last redirection of the input wins
+        while isinstance(tok, _Word) and (tok.here or not tok.parts):
+            # done <<< WORD: the compound's input (the last wins); ( ... ) >FILE: the
+            # subshell's own redirections, which the lexer keeps as a word of none
+            fed = tok if tok.here else fed
             self.k += 1
             tok = self.peek()
         return node if fed is None else Fed(node, fed)

@@ -10,6 +10,7 @@ import re
 
 from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
+from kvconfig.load.shell.effects import assigned
 from kvconfig.load.shell.fields import split_value
 from kvconfig.load.shell.loops import _Loops
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_TEXTS
@@ -109,13 +110,14 @@ class _Scope(_Loops):
         env.update(dict.fromkeys(st.maybe_exported & set(st.vars)))
         return env
 
-    def opaque(self, what: str) -> int | None:
-        """Something that may change any variable: everything not yet known stays unknown."""
+    def opaque(self, what: str, names: frozenset[str] | None = None) -> int | None:
+        """Something that may change any variable (or ``names``): everything not yet known
+        stays unknown."""
         self.blind.append(what)
-        for name in list(self.state.vars):
+        for name in list(self.state.vars) if names is None else sorted(names):
             if name not in self.state.readonly:
                 self.assign(name, None, what)
-        self.unknown_rest = True
+        self.unknown_rest = self.unknown_rest or names is None
         return None
 
     def declare(self, head: str, args: list[str], unknown_at: list[tuple[int, str]]) -> int | None:
@@ -228,8 +230,8 @@ class _Scope(_Loops):
         raise _Stop
 
     def call(self, name: str, args: list[str], local: dict[str, str | None]) -> int | None:
-        if self.depth >= MAX_EVAL_DEPTH:
-            return self.opaque(f"the function {name}")
+        if self.depth >= MAX_EVAL_DEPTH:  # only what its text may set is left unknown
+            return self.opaque(f"the function {name}", assigned(name, self.state.functions))
         saved_args = self.state.args
         zero = saved_args[0] if saved_args else "sh"
         self.state.args = [zero, *args]
