@@ -6,6 +6,7 @@ its unit test expects (``convert/testdata/expected``, the pairs of
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,23 @@ def test_a_backend_whose_workers_are_no_list_is_bad_input(tmp_path: Path) -> Non
         path.write_text(broken)
         with pytest.raises(InputError, match="expected a list"):
             engines_in(path, str(path))
+
+
+def test_a_model_serving_s_role_names_give_the_p_d_sides() -> None:
+    """The model-booster controller names a disaggregated backend's roles ``prefill`` and
+    ``decode``, and its ModelServer pairs them by those names: a ModelServing's role of
+    either name is that side, with or without a KV connector; another name is neither."""
+
+    def serving(names: tuple[str, ...]) -> str:
+        pod = {"spec": {"containers": [{"name": "e", "image": "vllm/vllm-openai:v0.33.0",
+                                        "args": ["m/x"]}]}}  # fmt: skip
+        roles = [{"name": n, "replicas": 1, "entryTemplate": pod} for n in names]
+        spec = {"replicas": 1, "template": {"roles": roles}}
+        api = "workload.serving.volcano.sh/v1alpha1"
+        head = {"apiVersion": api, "kind": "ModelServing", "metadata": {"name": "s"}}
+        return json.dumps({**head, "spec": spec})
+
+    found = engines_in(serving(("prefill", "decode")), "s.yaml")
+    assert [e.role for e in found] == ["prefill", "decode"]
+    (other,) = engines_in(serving(("leader",)), "s.yaml")
+    assert other.role is None

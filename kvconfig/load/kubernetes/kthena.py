@@ -55,6 +55,17 @@ def role_of(res: Resource, path: tuple[str | int, ...]) -> dict[str, Any] | None
     return node if isinstance(node, dict) else None
 
 
+def pd_role(res: Resource, path: tuple[str | int, ...]) -> str | None:
+    """The P/D side a ``ModelServing`` role's name gives: the model-booster controller
+    names a disaggregated backend's roles ``prefill`` and ``decode``
+    (``templates/vllm-pd.yaml``), and its ``ModelServer`` pairs them by those names
+    (``pdGroup``; the router's ``getPdGroup`` sends each request to a prefill pod, then a
+    decode pod); None for any other name or resource."""
+    role = role_of(res, path)
+    name = role.get("name") if role is not None else None
+    return name if name in ("prefill", "decode") else None
+
+
 def role_copies(res: Resource, path: tuple[str | int, ...]) -> int | None:
     """How many copies of the role each serving group runs (its ``replicas``, default 1:
     the CRD's "the number of a certain role"; the controller creates ``replicas`` entry

@@ -15,7 +15,7 @@ from kvconfig.load.engine_fields import LLM_D_SIMULATOR
 from kvconfig.load.kubernetes import model_booster
 from kvconfig.load.kubernetes.containers import native_sidecars, read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
-from kvconfig.load.kubernetes.kthena import kthena_env, ranks_of_one_group, role_copies
+from kvconfig.load.kubernetes.kthena import kthena_env, pd_role, ranks_of_one_group, role_copies
 from kvconfig.load.kubernetes.lws import worker_engines
 from kvconfig.load.kubernetes.resources import Found, Pod, Resource, config_maps, resources_of
 from kvconfig.load.operator_engine import Engine
@@ -181,7 +181,7 @@ def resource_engines(
         if storm:
             _count(res, storm.get("replicas"), (*path[: path.index("roles") + 2], "replicas"))
         lws, lws_role = _lws_of(res, path)
-        role = labels.get("llm-d.ai/role") or storm.get("name") or lws_role
+        role = labels.get("llm-d.ai/role") or storm.get("name") or lws_role or pd_role(res, path)
         name = f"{rname}/{part}" if part else rname
         server = server_pod(res, path)
         pod = Pod(res, path, name, block_lines=block_lines)
