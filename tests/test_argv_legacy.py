@@ -82,3 +82,18 @@ def test_the_method_a_draft_models_name_gives(config: dict[str, str], method: st
     script = f"vllm serve Qwen/Qwen3-8B --speculative-config '{json.dumps(config)}'\n"
     (engine,) = engines_in(script, "serve.sh")
     assert reading_of(engine).speculative == method
+
+
+@pytest.mark.parametrize("value", ["false", "True", "FALSE"])
+def test_an_old_boolean_flag_takes_its_value(value: str) -> None:
+    """vLLM 0.8 and older declared ``--enable-chunked-prefill`` with ``StoreBoolean``,
+    ``nargs="?"``: the next word true or false is its value, not a positional; a word that
+    is neither, and a newer release, leave it a flag alone."""
+    words = ["m", "--enable-chunked-prefill", value, "--max-model-len", "32000"]
+    old = parse_serve_args(words, written_for="vLLM 0.7.0")
+    assert old.values["max-model-len"] == "32000"
+    assert any(value in n.message for n in old.notes if n.kind == "other-release")
+    with pytest.raises(InputError):
+        parse_serve_args(words)  # vLLM 0.33: the word is a second positional
+    with pytest.raises(InputError):
+        parse_serve_args(["m", "--enable-chunked-prefill", "maybe"], written_for="vLLM 0.7.0")

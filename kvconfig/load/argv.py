@@ -41,7 +41,7 @@ from kvconfig.load.argv_config import (
     dotted_value,
     merge_dotted,
 )
-from kvconfig.load.argv_legacy import fold_speculative
+from kvconfig.load.argv_legacy import fold_speculative, took_boolean
 from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
 from kvconfig.load.argv_table import (
     NEVER_AN_OPTION,
@@ -272,8 +272,10 @@ def parse_serve_args(
         dest, nargs, third = spec
         stored: Any
         if nargs == "0":
-            if eq and written_for is not None:  # a flag that took a value in another release
-                said = f" {inline!r} (vLLM {version}'s {name} takes no value)"
+            took = eq or took_boolean(name, tokens[i][0] if i < len(tokens) else "", written_for)
+            if took and written_for is not None:  # a flag that took a value in another release
+                value, i = (inline, i) if eq else (tokens[i][0], i + 1)
+                said = f" {value!r} (vLLM {version}'s {name} takes no value)"
                 notes.append(
                     ArgNote("other-release", other_release(name, version, written_for, said), name)
                 )

@@ -52,6 +52,17 @@ def had_them(written_for: str | None) -> bool:
     return m is not None and (int(m.group(1)), int(m.group(2))) <= _LAST_WITH_THEM
 
 
+OLD_BOOLEANS = frozenset({"--enable-chunked-prefill", "--multi-step-stream-outputs"})
+"""Flags vLLM 0.8 and older declared with ``StoreBoolean``, ``nargs="?"``, ``const="True"``
+(``vllm/engine/arg_utils.py``): a ``true`` or ``false`` after one (any case) is its value."""
+
+
+def took_boolean(name: str, word: str, written_for: str | None) -> bool:
+    """Whether ``word`` after ``name`` was that flag's value in the release the words were
+    written for (``--enable-chunked-prefill false`` for vLLM 0.7)."""
+    return had_them(written_for) and name in OLD_BOOLEANS and word.lower() in ("true", "false")
+
+
 def fold_speculative(
     tokens: list[tuple[str, str]], written_for: str | None
 ) -> tuple[list[tuple[str, str]], list[ArgNote]]:
