@@ -26,6 +26,10 @@ MIN_FILES = 48
 
 MAX_WORKERS = 4
 
+HANDS_PER_WORKER = 8
+"""The files are dealt in this many hands a worker, each taken by the next free worker: a
+few long scripts do not keep one worker busy while the other waits."""
+
 Result = tuple[list[T.Item] | None, InputError | None]
 """A target's items, or the input error reading it raised."""
 
@@ -51,7 +55,7 @@ def read_all(
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return {}  # a fork copies one thread: another's locks could stay held in the copy
     _targets, _env = targets, env
-    hands = [files[k::workers] for k in range(workers)]
+    hands = [files[k::HANDS_PER_WORKER * workers] for k in range(HANDS_PER_WORKER * workers)]
     context = multiprocessing.get_context("fork")
     try:
         with ProcessPoolExecutor(workers, mp_context=context) as pool:

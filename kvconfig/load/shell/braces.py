@@ -53,7 +53,7 @@ def _atoms(word: _Word) -> list[_Atom]:
     return out
 
 
-def _has_brace(word: _Word) -> bool:
+def has_brace(word: _Word) -> bool:
     """Whether unquoted literal text of ``word`` holds a ``{`` (most words hold none)."""
     return any("{" in p.text for p in word.parts if p.kind == "lit" and not p.quoted)
 
@@ -110,7 +110,7 @@ def _items(atoms: list[_Atom]) -> tuple[int, int, list[list[_Atom]]] | None:
 
 def expand_braces(word: _Word) -> list[_Word]:
     """The words bash makes of ``word`` by brace expansion (``[word]`` when it has none)."""
-    if not _has_brace(word):
+    if not has_brace(word):
         return [word]
     atoms = _atoms(word)
     found = _items(atoms)
@@ -146,7 +146,7 @@ def doubtful(word: _Word) -> bool:
     """Whether bash may still expand a brace of ``word`` that ``expand_braces`` left: one
     nested in another (``{a,{b,c}}``), one whose elements join a ``$NAME`` to the text
     after it, or one holding a quoted comma, which kvconfig leaves to run time."""
-    if not _has_brace(word):
+    if not has_brace(word):
         return False
     atoms = _atoms(word)
     if _items(atoms) is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from kvconfig.load.shell.braces import doubtful, expand_braces
+from kvconfig.load.shell.braces import doubtful, expand_braces, has_brace
 from kvconfig.load.shell.globs import _has_glob
 from kvconfig.load.shell.params import _Params
 from kvconfig.load.shell.words import HOLE, _source_form, _Word, holes_named, one_field
@@ -43,7 +43,7 @@ class _Fields(_Params):
     def expand_word(self, word: _Word) -> tuple[list[str], list[str]]:
         """The fields of a word, and what in it was unknown (then one field, as written);
         in bash, after brace expansion (``kvconfig.load.shell.braces``)."""
-        if self.dialect == "bash":
+        if self.dialect == "bash" and has_brace(word):
             words = expand_braces(word)
             if any(doubtful(w) for w in words):
                 return [word.raw()], [word.raw()]

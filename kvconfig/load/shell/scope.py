@@ -230,18 +230,21 @@ class _Scope(_Loops):
         raise _Stop
 
     def call(self, name: str, args: list[str], local: dict[str, str | None]) -> int | None:
-        if self.depth >= MAX_EVAL_DEPTH:  # only what its text may set is left unknown
+        again = name in self.calling and any(HOLE.search(a) for a in args)  # on run-time input
+        if self.depth >= MAX_EVAL_DEPTH or again:  # only what its text may set is left unknown
             return self.opaque(f"the function {name}", assigned(name, self.state.functions))
         saved_args = self.state.args
         zero = saved_args[0] if saved_args else "sh"
         self.state.args = [zero, *args]
         self.local_frames.append({})
         self.depth += 1
+        self.calling.append(name)
         body = self.state.functions[name]
         try:
             status = self.within("function", lambda: self.run_node(body))
         finally:
             self.depth -= 1
+            self.calling.pop()
             frame = self.local_frames.pop()
             for var, (was_set, old, exported, array) in frame.items():
                 self.state.templates.pop(var, None)

@@ -116,6 +116,17 @@ class _State:
 
 
 def _merge(merged: _State, ends: list[_State], reason: str) -> None:
+    first = ends[0].vars
+    if all(e.vars == first for e in ends[1:]):  # the sides set the same: their values
+        merged.vars = dict(first)
+        merged.why.update({n: ends[0].why.get(n, "$" + n) for n, v in first.items() if v is None})
+        names: set[str] = set(first)
+    else:
+        names = _merge_vars(merged, ends, reason)
+    _merge_rest(merged, ends, reason, names)
+
+
+def _merge_vars(merged: _State, ends: list[_State], reason: str) -> set[str]:
     names = set().union(*(set(e.vars) for e in ends)) | set(merged.vars)
     for name in names:
         values = {e.vars.get(name, "\0unset") for e in ends}
@@ -130,6 +141,10 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
         else:
             merged.vars[name] = None
             merged.why[name] = f"${name} (set by {reason})"
+    return names
+
+
+def _merge_rest(merged: _State, ends: list[_State], reason: str, names: set[str]) -> None:
     for name in set().union(*(set(e.arrays) for e in ends)):
         arrays = [e.arrays.get(name) for e in ends]
         if all(a == arrays[0] for a in arrays) and arrays[0] is not None:
@@ -149,9 +164,7 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     merged.cwd = folders.pop() if len(folders) == 1 else None
     merged.programs = {}
     merged.templates = {}
-    for name in names:
-        if merged.vars.get(name, "") is not None:
-            continue
+    for name in [n for n in names if merged.vars.get(n, "") is None]:
         named = {_program(e, name) for e in ends}
         if len(named) == 1 and None not in named:
             merged.programs[name] = named.pop() or ""
@@ -162,6 +175,12 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
     merged.input = inputs.pop() if len(inputs) == 1 else (None, f"the input ({reason})")
     arg_lists = [e.args for e in ends]
     merged.args = arg_lists[0] if all(a == arg_lists[0] for a in arg_lists) else None
+    defined = ends[0].functions
+    if all(e.functions.keys() == defined.keys() for e in ends[1:]) and all(
+        e.functions[k] is body for e in ends[1:] for k, body in defined.items()
+    ):  # the same definitions on every side
+        merged.functions = dict(defined)
+        return
     for name in sorted(set().union(*(set(e.functions) for e in ends))):
         bodies = {id(e.functions.get(name)): e.functions.get(name) for e in ends}
         merged.functions[name] = _either(name, list(bodies.values()))

@@ -77,6 +77,9 @@ class _Variables:
         self.last_unknown = ""
         # per local: (was set, its value, exported, its array or None) before the function
         self.frames: list[Frame] = []  # functions, loops, subshells (shell.jumps)
+        self.calling: list[str] = []
+        """The functions being run now, outermost first (a call again on run-time input is
+        not followed: ``kvconfig.load.shell.effects``)."""
         self.local_frames: list[
             dict[str, tuple[bool, str | None, bool, list[str | None] | None]]
         ] = []
