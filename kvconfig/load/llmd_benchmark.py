@@ -233,6 +233,9 @@ def _role(v: dict[str, Any], role: str) -> dict[str, Any]:
         "modelCommand": mode,
         "env": env_vars(v, role),
     }
+    gpus = _gpus(v, c)
+    if gpus is not None:
+        container["resources"] = {"limits": dict(gpus), "requests": dict(gpus)}
     if mode == "custom":
         container["command"] = [str(_map(v, "vllmCommon").get("shell")), "-c"]
         container["args"] = [command(v, role) + "\n"]
@@ -252,6 +255,31 @@ def _role(v: dict[str, Any], role: str) -> dict[str, Any]:
     if kind.get("labelKey") and label and "auto" not in label:  # auto: the cluster's labels
         section["acceleratorTypes"] = {"labelKey": kind["labelKey"], "labelValues": label}
     return section
+
+
+def _gpus(v: dict[str, Any], c: dict[str, Any]) -> dict[str, str] | None:
+    """The accelerator the ``vllm`` container asks for: the section's own limit, else
+    ``accelerator.count`` (the section's ``accelerator.count`` first), else tensor x
+    dataLocal, on the section's or the top-level ``accelerator.resource`` (``auto``: the
+    device plugin's resource ``cluster_resource_resolver.py`` finds, ``nvidia.com/gpu``
+    on NVIDIA nodes)."""
+    accel, own = _map(v, "accelerator"), _map(c, "accelerator")
+    par = _map(c, "parallelism")
+    count = (
+        _int(accel["count"])
+        if "count" in accel
+        else _int(par.get("tensor")) * _int(par.get("dataLocal"))
+    )
+    if "accelerator" in c:
+        count = _int(own.get("count", count))
+    resource = str(own.get("resource") or accel.get("resource") or "")
+    resource = "nvidia.com/gpu" if resource == "auto" else resource  # the cluster's: NVIDIA
+    limits = _map(_map(c, "resources"), "limits")
+    if resource and resource in limits:
+        return {resource: str(limits[resource])}
+    if resource and count > 0 and accel.get("type") != "cpu":
+        return {resource: str(count)}
+    return None
 
 
 def _int(value: Any) -> int:
