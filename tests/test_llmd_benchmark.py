@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kvconfig.errors import NoEngine
+from kvconfig.errors import InputError, NoEngine
 from kvconfig.load.documents import kind_of
 from kvconfig.load.engines import engines_in
 from kvconfig.load.operator_engine import Engine
@@ -213,3 +213,11 @@ def test_a_leader_worker_set_leaves_the_leader_address_to_run_time() -> None:
         """)
     assert reading_of(engine).data == 8
     assert any("LWS_LEADER_ADDRESS" in n.message for n in engine.notes)
+
+
+def test_a_section_that_is_no_mapping_is_bad_input() -> None:
+    """The templates read ``model``, ``decode``, ``vllmCommon``... as mappings (Jinja's
+    attribute access); a scalar there renders no command: bad input, at its key."""
+    with pytest.raises(InputError, match="model: expected a mapping") as err:
+        engines_in("scenario:\n  - name: one\n    model: 5\n", "scenario.yaml")
+    assert not isinstance(err.value, NoEngine) and err.value.line == 3

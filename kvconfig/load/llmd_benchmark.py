@@ -45,7 +45,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError, NoEngine
+from kvconfig.errors import InputError, NoEngine, describe
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.llmd_benchmark_env import env_vars
 from kvconfig.load.llmd_benchmark_values import OVERLAID, stack_values
@@ -84,6 +84,14 @@ def engines(doc: _yaml.Document, base: Path, given: dict[str, str] | None = None
                 key=f"scenario[{i}].common", hint="write common: {...}",
             )  # fmt: skip
         values = stack_values(shared, stack)
+        for key in ("model", "decode", "prefill", "vllmCommon", "accelerator", "routing"):
+            if not isinstance(values.get(key), dict):
+                raise InputError(
+                    f"{key}: expected a mapping, got {describe(values.get(key))}; the "
+                    "templates cannot render it",
+                    source=doc.source, line=doc.line("scenario", i, key) or doc.line("scenario", i),
+                    key=f"scenario[{i}].{key}", hint=f"write {key}: {{...}}",
+                )  # fmt: skip
         _method(doc, i, values)
         for engine in _stack_engines(doc, i, values, base, given):
             name = f"{stack['name']}/{engine.name}" if several else engine.name
