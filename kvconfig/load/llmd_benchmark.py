@@ -1,4 +1,5 @@
-"""llm-d-benchmark scenarios: the vLLM engines ``llmdbenchmark standup`` deploys.
+"""llm-d-benchmark scenarios: the vLLM engines ``llmdbenchmark standup`` deploys (the
+tool's source read at commit 8bc9f1dd).
 
 A scenario (``config/scenarios/**.yaml`` of llm-d/llm-d-benchmark; ``kind_of`` knows it by
 a ``scenario`` list of mappings with a ``name``) lists stacks. For each, standup merges its
@@ -31,7 +32,8 @@ that decide the engines and reads with the llm-d values reader
   tool's own (``kvconfig.load.shell.env_scripts``);
 * ``${accelerator.*}`` and every ``${dotted.path}`` are the values' own, for the
   accelerator profile ``auto`` resolves to on ``nvidia.com/gpu`` nodes (``nvidia``, which
-  has no overlay: the defaults' CUDA fragments); the GPU label ``auto`` is the cluster's.
+  has no overlay: the defaults' CUDA fragments); the GPU label ``auto`` is the cluster's
+  (no GPU name), the resource ``auto`` is ``nvidia.com/gpu``.
 
 Not read: ``kustomize.enabled`` (an upstream llm-d guide is deployed), the
 ``standalone``, ``nok8s`` and Fast Model Actuation (``fma``) methods, and an explicit
@@ -50,17 +52,6 @@ from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.llmd_benchmark_env import env_vars
 from kvconfig.load.llmd_benchmark_values import OVERLAID, stack_values
 from kvconfig.load.operator_engine import Engine
-
-
-def is_scenario(data: Any) -> bool:
-    """A mapping whose ``scenario`` is a non-empty list of mappings that have ``name``
-    (``RenderPlans.eval`` requires the list; ``_process_stack`` the names)."""
-    stacks = data.get("scenario") if isinstance(data, dict) else None
-    return (
-        isinstance(stacks, list)
-        and bool(stacks)
-        and all(isinstance(s, dict) and "name" in s for s in stacks)
-    )
 
 
 def engines(doc: _yaml.Document, base: Path, given: dict[str, str] | None = None) -> list[Engine]:
