@@ -160,7 +160,7 @@ def never_pods(kind: Any, api_version: Any) -> bool:
 FORMATS = (
     "kubernetes", "production-stack", "vllm-chart", "inference-charts", "opea",
     "semantic-router", "kv-cache-setup", "llm-d", "compose", "skypilot", "rayserve",
-    "ascend-nightly",
+    "ascend-nightly", "llm-d-benchmark",
 )  # fmt: skip
 
 
@@ -217,6 +217,13 @@ def kind_of(data: Any) -> str | None:
         and all(isinstance(t, dict) and "server_cmd_template" in t for t in templates)
     ):
         return "ascend-nightly"  # ... with one server per DP rank (ascend_external)
+    stacks = data.get("scenario")
+    if (
+        isinstance(stacks, list)
+        and stacks
+        and all(isinstance(s, dict) and "name" in s for s in stacks)
+    ):
+        return "llm-d-benchmark"  # its scenarios (kvconfig.load.llmd_benchmark)
     if "modelArtifacts" in data or any(
         isinstance(data.get(k), dict) and "containers" in data[k] for k in ("decode", "prefill")
     ):

@@ -176,10 +176,12 @@ def engines_of(
         from kvconfig.load.skypilot import engines as reader
     elif kind == "ascend-nightly":
         from kvconfig.load.ascend_nightly import engines as reader
+    elif kind == "llm-d-benchmark":
+        from kvconfig.load.llmd_benchmark import engines as reader
     else:
         from kvconfig.load.rayserve import engines as reader
     charts = ("production-stack", "vllm-chart", "inference-charts", "opea", "semantic-router")
-    if kind in ("compose", "llm-d", "kv-cache-setup", *charts):
+    if kind in ("compose", "llm-d", "kv-cache-setup", "llm-d-benchmark", *charts):
         return reader(doc, folder, env or {})
     return reader(doc, folder)
 

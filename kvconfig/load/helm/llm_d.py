@@ -78,11 +78,19 @@ def _par(parallelism: Any) -> dict[str, int]:
     return {"tensor": tensor, "data": dp, "data_local": dpl, "workers": workers or 1}
 
 
-def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = None) -> list[Engine]:
+def llm_d(
+    doc: _yaml.Document,
+    base: Path,
+    given: Mapping[str, str] | None = None,
+    *,
+    idle: bool = False,
+) -> list[Engine]:
     """The vLLM containers of llm-d modelservice values: ``decode``, ``prefill`` and
     ``encode`` (the chart's ``encode-deployment.yaml``, from v0.5.0: an encoder of
     encode/prefill/decode disaggregation, on ``routing.servicePort`` as prefill is, neither
-    a prefill nor a decode engine)."""
+    a prefill nor a decode engine). A section at ``replicas: 0`` is passed over, unless
+    ``idle``: then it is the Deployment the chart creates scaled to 0 (``create`` true),
+    read with 0 replicas (``kvconfig.load.llmd_benchmark``)."""
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.resources import Found, Pod
 
@@ -98,7 +106,7 @@ def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = Non
         section = data.get(role)
         if not isinstance(section, dict) or section.get("create") is False:
             continue
-        if section.get("replicas") == 0:
+        if section.get("replicas") == 0 and not idle:
             continue
         containers = section.get("containers")
         if not isinstance(containers, list):
@@ -211,9 +219,16 @@ def llm_d(doc: _yaml.Document, base: Path, given: Mapping[str, str] | None = Non
             if simulated:
                 skipped.append(f"{label} runs {container.get('image')}, llm-d's simulator")
                 continue
+            # multinode: a LeaderWorkerSet of the section's workers (decode-lws.yaml), whose
+            # controller gives every pod LWS_GROUP_SIZE and the leader's address
+            # (kvconfig.load.kubernetes.workloads._lws_env); the engine read is the group's
+            # leader's, whose LWS_WORKER_INDEX (0) is left unset as before
+            lws = bool(data.get("multinode"))
             for engine in read_container(
-                pod, 0, base, found, implicit_entry=mode == "imageDefault", entry_label="llm-d"
-            ):
+                pod, 0, base, found, implicit_entry=mode == "imageDefault", entry_label="llm-d",
+                env_base={"LWS_GROUP_SIZE": str(par["workers"])} if lws else None,
+                env_unknown=("LWS_LEADER_ADDRESS",) if lws else (),
+            ):  # fmt: skip
                 from dataclasses import replace
 
                 out.append(replace(engine, name=label, model_uri=uri or None))

@@ -24,6 +24,14 @@ Sources, per script:
 * Huawei CANN's ``set_env.sh`` (``/usr/local/Ascend/ascend-toolkit``, from CANN 8.5
   ``/usr/local/Ascend/cann-VERSION`` as vLLM Ascend's scripts source it, ``nnal/atb``):
   ``ASCEND_*``, ``ATB_*``, ``TOOLCHAIN_HOME`` and search paths; status only known there.
+* llm-d-benchmark's ``llmdbench_env.sh``, which its ``set_llmdbench_environment.py``
+  (``llmdbenchmark/standup/preprocess``) writes for the vLLM pods it deploys: it sources
+  ``/etc/os-release`` (the fields of os-release(5) and a distribution's own), exports
+  ``NCCL_*``, ``UCX_*``, ``NVSHMEM_*``, ``GLOO_SOCKET_IFNAME``, ``SMOKETEST_IPS`` and
+  ``START_RANK``, loops over ``BDF`` with ``acs_disable_failure``; and re-exports each
+  ``VLLM_*`` variable whose value holds ``,,`` (a per-pod list of variants) as one of its
+  parts: the first, or under a LeaderWorkerSet (``LWS_LEADER_ADDRESS`` set) the one of
+  the pod's index, only known there (``variants``). Status only known there.
 """
 
 from __future__ import annotations
@@ -46,6 +54,9 @@ class EnvScript:
     """Its status when sourced (None: only known where it runs)."""
     arguments: bool
     """Whether it may be given arguments (``setvars.sh --force``)."""
+    variants: re.Pattern[str] | None = None
+    """Variables it re-exports as one part of a ``,,``-separated value: the first part,
+    or one only known at run time when ``LWS_LEADER_ADDRESS`` may be set."""
 
 
 _SEARCH = (
@@ -95,6 +106,21 @@ SCRIPTS = (
         re.compile(rf"{_SEARCH}|\w*ROOT|\w*_HOME|(ASCEND|ATB|ASDSIP|TOOLCHAIN)_\w*"),
         None,
         True,
+    ),
+    EnvScript(
+        "llm-d-benchmark's environment file (set_llmdbench_environment.py)",
+        re.compile(r"(^|/)llmdbench_env\.sh$"),
+        re.compile(
+            r"(NCCL|UCX|NVSHMEM)_\w*|GLOO_SOCKET_IFNAME|SMOKETEST_IPS|START_RANK|BDF"
+            r"|acs_disable_failure|NAME|ID|ID_LIKE|PRETTY_NAME|CPE_NAME|VARIANT|VARIANT_ID"
+            r"|VERSION|VERSION_ID|VERSION_CODENAME|BUILD_ID|IMAGE_ID|IMAGE_VERSION|\w+_URL"
+            r"|SUPPORT_END|LOGO|ANSI_COLOR|VENDOR_NAME|DEFAULT_HOSTNAME|ARCHITECTURE"
+            r"|(SYS|CONF)EXT_(LEVEL|SCOPE)|PORTABLE_PREFIXES|PLATFORM_ID"
+            r"|(UBUNTU|DEBIAN|REDHAT|CENTOS|ROCKY|ALMALINUX|ORACLE|SUSE|OPENSUSE)_\w+"
+        ),
+        None,
+        False,
+        re.compile(r"\w*VLLM_\w*"),
     ),
 )
 

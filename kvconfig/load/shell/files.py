@@ -338,9 +338,14 @@ class _Files(_Writes):
         """A tool's environment script (``kvconfig.load.shell.env_scripts``): only the
         variables it may set are unknown after it, those not set before included."""
         why = f"{target} ({script.what})"
-        for name in list(self.state.vars):
-            if script.sets.fullmatch(name) and name not in self.state.readonly:
+        for name, value in list(self.state.vars.items()):
+            if name in self.state.readonly:
+                continue
+            if script.sets.fullmatch(name):
                 self.assign(name, None, why)
+            elif script.variants and script.variants.fullmatch(name) and ",," in (value or ""):
+                lws = "LWS_LEADER_ADDRESS" in self.state.vars  # the pod's index picks one
+                self.assign(name, None if lws else str(value).split(",,")[0], why)
         self.may_set.append(script.sets)
         return script.status
 
