@@ -91,6 +91,8 @@ SAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "NoCommonBlockSize": ((["A", "B"],), {}),
     "ScriptStops": (("exit",), {}),
     "ProgramUnread": ((), {}),
+    "AnyVariable": ((), {}),
+    "NotCliTemplate": ((), {}),
     "ScriptJumps": (("break", 1), {}),
     "AlignedBlockSizeUnsupported": ((96, ["A"]), {}),
     "GroupingError": (("cannot group",), {}),

@@ -55,7 +55,7 @@ def read_all(
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
         return {}  # a fork copies one thread: another's locks could stay held in the copy
     _targets, _env = targets, env
-    hands = [files[k::HANDS_PER_WORKER * workers] for k in range(HANDS_PER_WORKER * workers)]
+    hands = [files[k :: HANDS_PER_WORKER * workers] for k in range(HANDS_PER_WORKER * workers)]
     context = multiprocessing.get_context("fork")
     try:
         with ProcessPoolExecutor(workers, mp_context=context) as pool:

@@ -20,6 +20,7 @@ from kvconfig.errors.hooks import (
 )
 from kvconfig.errors.plan import (
     AlignedBlockSizeUnsupported,
+    AnyVariable,
     CannotTell,
     DeploymentError,
     DuplicateKey,
@@ -32,6 +33,7 @@ from kvconfig.errors.plan import (
     NoCommonBlockSize,
     NoCommonKernelBlockSize,
     NoEngine,
+    NotCliTemplate,
     ProgramUnread,
     RunTimeValue,
     ScriptJumps,
@@ -42,6 +44,7 @@ from kvconfig.errors.plan import (
 
 __all__ = [
     "AlignedBlockSizeUnsupported",
+    "AnyVariable",
     "CannotTell",
     "ConnectorBlockSizeMismatch",
     "ConnectorRefusal",
@@ -59,6 +62,7 @@ __all__ = [
     "NoCommonBlockSize",
     "NoCommonKernelBlockSize",
     "NoEngine",
+    "NotCliTemplate",
     "ProgramUnread",
     "RunTimeValue",
     "ScriptJumps",

@@ -184,6 +184,18 @@ class ProgramUnread(KVConfigError):
     time. Internal to ``kvconfig.load.shell``, like ``ScriptStops``."""
 
 
+class AnyVariable(KVConfigError):
+    """A function's text may set any variable (``eval``, ``source``, a command named at
+    run time): ``kvconfig.load.shell.effects`` has no list of what it sets. Internal to
+    ``kvconfig.load.shell``."""
+
+
+class NotCliTemplate(KVConfigError):
+    """A template action outside the part of Go's template language the Kthena CLI's
+    manifest templates use (``kvconfig.load.kubernetes.kthena_cli``): the file is no CLI
+    template. Internal to that reader."""
+
+
 class NoCommonBlockSize(KVConfigError):
     """Without ``--block-size``, no block size suits every attention backend.
 

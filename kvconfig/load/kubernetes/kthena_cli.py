@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any
 
+from kvconfig.errors import NotCliTemplate
+
 _ACTION = re.compile(r"\{\{(-\s)?\s*(.*?)\s*(\s-)?\}\}", re.DOTALL)
 _TERM = re.compile(
     r'\.Values((?:\.[A-Za-z_]\w*)+)|"((?:[^"\\]|\\.)*)"|(-?\d+(?:\.\d+)?)|(true|false)'
@@ -34,10 +36,6 @@ VALUES: dict[str, Any] = {"namespace": "default"}
 """The values the CLI renders with when the user gives none (``--namespace`` default)."""
 
 
-class _NotCli(Exception):
-    """An action outside the CLI templates' part of the language."""
-
-
 def rendered(text: str, values: dict[str, Any] | None = None) -> str | None:
     """``text`` rendered as ``kthena create manifest`` renders it, or None when it is not
     a Kthena CLI template (not a ModelBooster, or an action outside that part)."""
@@ -45,7 +43,7 @@ def rendered(text: str, values: dict[str, Any] | None = None) -> str | None:
         return None
     try:
         return _render(text, VALUES if values is None else values)
-    except _NotCli:
+    except NotCliTemplate:
         return None
 
 
@@ -77,13 +75,13 @@ def _render(text: str, values: dict[str, Any]) -> str:
         elif word == "end" and action == "end" and stack:
             live = stack.pop()[1]
         elif word in ("if", "else", "end", "range", "with", "define", "template", "block"):
-            raise _NotCli
+            raise NotCliTemplate
         else:
             value = _pipeline(action, values)
             if live:
                 out.append(_printed(value))
     if stack:
-        raise _NotCli
+        raise NotCliTemplate
     if live:
         out.append(text[at:])
     return "".join(out)
@@ -100,14 +98,14 @@ def _pipeline(text: str, values: dict[str, Any]) -> Any:
             given = _term(argument.strip(), values)
             value = given if not _truthy(value) else value
         else:
-            raise _NotCli
+            raise NotCliTemplate
     return value
 
 
 def _term(text: str, values: dict[str, Any]) -> Any:
     m = _TERM.fullmatch(text)
     if m is None:
-        raise _NotCli
+        raise NotCliTemplate
     if m.group(1):
         node: Any = values
         for key in m.group(1)[1:].split("."):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from kvconfig.errors import AnyVariable
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell.words import _Word, assignment
 
@@ -32,16 +33,12 @@ _OPAQUE = frozenset({"eval", "source", ".", "let", "trap", "exec"})
 _DECLARING = frozenset({"export", "readonly", "declare", "typeset", "local", "unset"})
 
 
-class _Any(Exception):
-    """The text may set any variable."""
-
-
 def assigned(name: str, functions: Mapping[str, N.Node]) -> frozenset[str] | None:
     """The variables a call of the function ``name`` may set; None when it may set any."""
     found: set[str] = set()
     try:
         _function(name, functions, found, set())
-    except _Any:
+    except AnyVariable:
         return None
     return frozenset(found)
 
@@ -68,7 +65,7 @@ def _node(node: N.Node, functions: Mapping[str, N.Node], found: set[str], seen: 
     if isinstance(node, N.Case):
         _word(node.word, found)
     if isinstance(node, N.Function):
-        raise _Any  # it defines a function: what later calls do is not this text's
+        raise AnyVariable  # it defines a function: what later calls do is not this text's
     for child in _children(node):
         _node(child, functions, found, seen)
 
@@ -110,9 +107,9 @@ def _simple(
         if rest[0].parts and rest[0].parts[0].kind == "arithcmd":
             _arith(rest[0].parts[0].text, found)
             return
-        raise _Any  # a command named at run time may be a function
+        raise AnyVariable  # a command named at run time may be a function
     if head in _OPAQUE:
-        raise _Any
+        raise AnyVariable
     if head in functions:
         _function(head, functions, found, seen)
     elif head in _DECLARING or head in ("read", "mapfile", "readarray", "getopts", "printf"):
@@ -144,7 +141,7 @@ def _names(head: str, words: list[_Word], found: set[str]) -> None:
         if given is not None:
             found.add(given[0])
         elif arg is None:
-            raise _Any
+            raise AnyVariable
         elif arg.startswith(("-", "+")):
             skip = head == "read" and arg in _READ_VALUED
         else:
@@ -153,7 +150,7 @@ def _names(head: str, words: list[_Word], found: set[str]) -> None:
 
 def _add(name: str | None, found: set[str]) -> None:
     if name is None or not _NAME.fullmatch(name):
-        raise _Any
+        raise AnyVariable
     found.add(name)
 
 
