@@ -1,21 +1,29 @@
 """Many files read on every core: ``kvconfig lint FOLDER`` over a repository reads each
-file in one of a few forked workers, then plans them in order, as if read one by one.
+file in one of a few forked workers while this process plans the files already read, in
+order, as if read one by one.
 
 Reading is most of a large lint (the shell reader above all), and one file's reading
 never depends on another's, so the files are dealt to ``os.cpu_count()`` workers (at
 most ``MAX_WORKERS``) forked from this process: they share what it has imported and the
 list of targets, and send back each file's items or its input error, with the values
-``kvconfig.secrets`` learned to mask (a worker's memory is its own). Below ``MIN_FILES``
-files, on one core, where ``fork`` is missing or while another thread runs (a download),
-the files are read here, one by one.
-The pool is shut down before the results are used: no worker outlives the command. A
-worker that dies (killed, out of memory) leaves the reading to this process.
+``kvconfig.secrets`` learned to mask (a worker's memory is its own; what a command
+prints is masked once every file is read). The files go in runs of neighbours, a few
+runs a worker, each taken by the next free worker, so that long scripts do not keep one
+worker busy while the other waits, and this process plans a run as soon as it is back.
+Below ``MIN_FILES`` files, on one core, where ``fork`` is missing or while another thread
+runs (a download), the files are read here, one by one.
+The pool is shut down when the reading ends, whatever happens: no worker outlives the
+command. A worker that dies (killed, out of memory) leaves the files it had not sent back
+to this process.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
 
 from kvconfig import secrets
 from kvconfig.cli import targets as T
@@ -27,58 +35,96 @@ MIN_FILES = 48
 MAX_WORKERS = 4
 
 HANDS_PER_WORKER = 8
-"""The files are dealt in this many hands a worker, each taken by the next free worker: a
-few long scripts do not keep one worker busy while the other waits."""
+"""The runs of files dealt per worker."""
 
 Result = tuple[list[T.Item] | None, InputError | None]
 """A target's items, or the input error reading it raised."""
+
+_Hand = tuple[list[tuple[int, list[T.Item] | None, InputError | None]], frozenset[str]]
 
 _targets: Sequence[str | list[str]] = ()
 _env: Mapping[str, str] | None = None
 
 
-def read_all(
-    targets: Sequence[str | list[str]], env: Mapping[str, str] | None
-) -> dict[int, Result]:
-    """Each file target's items or input error, by its index in ``targets``; empty when
-    they are better read one by one (``T.read`` in order)."""
-    global _targets, _env  # what the forked workers read
-    files = [i for i, t in enumerate(targets) if isinstance(t, str) and t != T.STDIN]
-    workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    if len(files) < MIN_FILES or workers < 2:
-        return {}
-    import multiprocessing  # here: a lint of a few files never pays for them
-    import threading
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+class Reading:
+    """The workers' readings, each asked for by the index of its target (``get``)."""
 
-    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        return {}  # a fork copies one thread: another's locks could stay held in the copy
-    _targets, _env = targets, env
-    hands = [files[k :: HANDS_PER_WORKER * workers] for k in range(HANDS_PER_WORKER * workers)]
-    context = multiprocessing.get_context("fork")
-    try:
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            parts = list(pool.map(_read_hand, hands))
-    except BrokenProcessPool:
-        return {}  # a worker died (out of memory, killed): the files are read here
-    finally:
-        _targets, _env = (), None
-    out: dict[int, Result] = {}
-    for results, seen in parts:
+    def __init__(self, targets: Sequence[str | list[str]]) -> None:
+        self.targets = targets
+        self.hand_of: dict[int, int] = {}
+        self.futures: list[Future[_Hand]] = []
+        self.out: dict[int, Result] = {}
+        self.taken: set[int] = set()
+
+    def get(self, index: int) -> Result | None:
+        """The reading of ``targets[index]``, once its worker sent it back; None when this
+        process is to read it (not dealt, or its worker died)."""
+        hand = self.hand_of.pop(index, None)
+        if hand is not None and hand not in self.taken:
+            self.taken.add(hand)
+            self._take(hand)
+        return self.out.pop(index, None)
+
+    def _take(self, hand: int) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        future = self.futures[hand]
+        try:
+            results, seen = future.result()
+        except BrokenProcessPool:
+            return  # a worker died (out of memory, killed): the files are read here
         secrets.remember_seen(seen)
         for index, items, error in results:
-            target = targets[index]
-            out[index] = (
+            target = self.targets[index]
+            self.out[index] = (
                 None if items is None else [item._replace(target=target) for item in items],
                 error,
             )
+
+
+@contextmanager
+def reading(targets: Sequence[str | list[str]], env: Mapping[str, str] | None) -> Iterator[Reading]:
+    """The file targets read in workers, each taken with ``Reading.get`` (none are when
+    they are better read one by one, ``T.read`` in order)."""
+    global _targets, _env  # what the forked workers read
+    found = Reading(targets)
+    files = [i for i, t in enumerate(targets) if isinstance(t, str) and t != T.STDIN]
+    workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    if len(files) < MIN_FILES or workers < 2:
+        yield found
+        return
+    import multiprocessing  # here: a lint of a few files never pays for them
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        yield found  # a fork copies one thread: another's locks could stay held in the copy
+        return
+    _targets, _env = targets, env
+    size = math.ceil(len(files) / (HANDS_PER_WORKER * workers))
+    hands = [files[k : k + size] for k in range(0, len(files), size)]
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        for n, hand in enumerate(hands):
+            found.futures.append(pool.submit(_read_hand, hand))
+            found.hand_of.update(dict.fromkeys(hand, n))
+        yield found
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _targets, _env = (), None
+
+
+def read_all(
+    targets: Sequence[str | list[str]], env: Mapping[str, str] | None
+) -> dict[int, Result]:
+    """Each file target's items or input error, by its index in ``targets``, read in the
+    workers; empty when they are better read one by one."""
+    with reading(targets, env) as found:
+        out = {i: r for i in range(len(targets)) if (r := found.get(i)) is not None}
     return out
 
 
-def _read_hand(
-    indices: list[int],
-) -> tuple[list[tuple[int, list[T.Item] | None, InputError | None]], frozenset[str]]:
+def _read_hand(indices: list[int]) -> _Hand:
     """In a worker: the files at ``indices`` read (the target in each item left out: the
     parent has it), and what ``kvconfig.secrets`` learned meanwhile."""
     out: list[tuple[int, list[T.Item] | None, InputError | None]] = []

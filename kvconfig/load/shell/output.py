@@ -18,12 +18,14 @@ import contextlib
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import pyprint, sed
 from kvconfig.load.shell.files import _Files
+from kvconfig.load.shell.paths import PROGRAMS
 from kvconfig.load.shell.words import _Word, assignment, one_field
 
 _PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?")
@@ -39,6 +41,8 @@ class _Output(_Files):
     """The run-time conditions in force when that function was called."""
 
     def output_of(self, node: N.Node) -> str | None:
+        if isinstance(node, N.Simple) and _never_read(node, self.state.functions):
+            return None
         if isinstance(node, N.Simple) and self.cats_here(node):
             # $(cat <<EOF ... EOF): the here-document's text (cat copies its input)
             text, _what = self.here_text([w for w in node.words if w.here][-1], "cat")
@@ -350,3 +354,20 @@ def _char(spec: str, k: int) -> tuple[str | None, int]:
     if spec[k + 1] in "01234567":
         return None, k + 2
     return spec[k + 1], k + 2
+
+
+_READ = frozenset({"echo", "printf", "sed", "cat", "cd", "pwd"}) | PROGRAMS
+"""The programs whose output ``$(...)`` kvconfig computes (with functions and Python)."""
+_PYTHON_NAME = re.compile(r"(?:.*/)?python[0-9.]*")
+
+
+def _never_read(node: N.Simple, functions: Mapping[str, object]) -> bool:
+    """Whether ``$(node)`` runs a program whose output kvconfig never computes (``date``,
+    ``curl``, ``nproc``): its first word plain text naming no function, no program of
+    ``_READ`` and no Python; then nothing of it need be expanded."""
+    if node.opaque or not node.words or any(p.kind != "lit" for p in node.words[0].parts):
+        return False
+    head = "".join(p.text for p in node.words[0].parts)
+    if not head or "=" in head or head in functions or head in _READ:
+        return False
+    return not _PYTHON_NAME.fullmatch(head)

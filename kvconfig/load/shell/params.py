@@ -27,6 +27,11 @@ _DEFAULT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(:?)-(.*)", re.S)
 """``${NAME:-word}`` and ``${NAME-word}``."""
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TESTS_SET = re.compile(r":?[-=?+]")
+_DEFAULTS = re.compile(r"(:?)([-=?+])(.*)$", re.S)
+
+
 class _Params(_Variables):
     holes_ok = False
     """A command's words are being expanded: ``"$@"`` and ``"${A[@]}"`` may give fields
@@ -125,7 +130,7 @@ class _Params(_Variables):
     ) -> tuple[str | None, str, list[str] | None]:
         whole = "${" + body + "}"
         what = self.unknown_why(name) if name.isidentifier() or name.isdigit() else "$" + name
-        tests_set = re.match(r":?[-=?+]", op) is not None  # ${X-w}: no error under set -u
+        tests_set = _TESTS_SET.match(op) is not None  # ${X-w}: no error under set -u
         if self.state.nounset and not is_set and name not in ("@", "*") and not tests_set:
             raise _Stop  # set -u: "unbound variable", and the shell exits
         if not op:
@@ -135,7 +140,7 @@ class _Params(_Variables):
                 args = self.state.args
                 return value, "", None if args is None else list(args[1:])
             return value, "", None
-        mm = re.match(r"(:?)([-=?+])(.*)$", op, re.S)
+        mm = _DEFAULTS.match(op)
         if mm:
             if value is None:
                 return None, what, None
@@ -239,7 +244,7 @@ class _Params(_Variables):
         for k, part in enumerate(word.parts):
             name = part.text if part.kind == "param" else ""
             texts: tuple[str, ...] | None = None
-            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and self.lookup(name)[1] is None:
+            if _NAME.fullmatch(name) and self.lookup(name)[1] is None:
                 texts = self.state.templates.get(name)
             default = _DEFAULT.fullmatch(name)
             if default is not None:  # ${X:-$(...)/bin/vllm} with X unset: the word's texts

@@ -101,6 +101,8 @@ class _Variables:
     def lookup(self, name: str) -> tuple[bool, str | None]:
         """(is set, value); a set variable with value None holds an unknown value."""
         st = self.state
+        if name in st.vars and name not in st.arrays:  # the common case first
+            return True, st.vars[name]
         if name.isdigit():
             if st.args is None:
                 return True, None
@@ -130,6 +132,9 @@ class _Variables:
         return False, ""
 
     def ifs(self) -> str:
+        value = self.state.vars.get("IFS")
+        if value is not None and "IFS" not in self.state.arrays:
+            return value
         is_set, value = self.lookup("IFS")
         if not is_set:
             return _DEFAULT_IFS

@@ -121,13 +121,16 @@ def one_field(word: _Word) -> bool:
     )  # fmt: skip
 
 
+_ASSIGNS = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+
+
 def assignment(word: _Word) -> tuple[str, bool, _Word] | None:
     """(NAME, whether ``+=``, the value's word) of a word that starts with ``NAME=`` or
     ``NAME+=`` unquoted; None for any other word."""
     first = word.parts[0] if word.parts else None
     if first is None or first.kind != "lit" or first.quoted:
         return None
-    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=", first.text)
+    m = _ASSIGNS.match(first.text)
     if m is None:
         return None
     value = _Word([_Part(first.text[m.end() :], False, "lit"), *word.parts[1:]], word.line)
