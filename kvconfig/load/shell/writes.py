@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.dirs import _Dirs
+from kvconfig.load.shell.state import MAX_SCRIPT_BYTES
 from kvconfig.load.shell.words import _Word, holes_named
 
 _REMOTE = re.compile(r"(?:[^@/:]+@)?([^@/:]+):(.*)", re.DOTALL)
@@ -92,6 +93,8 @@ class _Writes(_Dirs):
                 text, why = None, why if old is None or old.text is not None else old.why
             else:
                 text = old.text + text
+        if text is not None and len(text) > MAX_SCRIPT_BYTES:
+            text, why = None, f"{name} grew past {MAX_SCRIPT_BYTES} characters"
         if old is not None and not _within(old.branch, branch) and not _within(branch, old.branch):
             text, why = None, f"{name} written differently on two sides of a run-time choice"
         executable = old is not None and old.executable
