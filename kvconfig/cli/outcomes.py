@@ -15,7 +15,6 @@ from kvconfig.errors import InputError, NoEngine
 from kvconfig.report.outcome import Outcome
 
 if TYPE_CHECKING:
-    from kvconfig.cli.prefetch import Result
     from kvconfig.errors import CannotTell
     from kvconfig.load.deployment import Loaded
     from kvconfig.load.hub import ModelPaths
@@ -139,36 +138,26 @@ def read_all(
     targets = T.named(args, command, many)
     with prefetch.reading(targets, s.env) as read:  # on every core, for many files
         for index, target in enumerate(targets):
-            slots += _target_slots(args, s, read.get(index), target, many, passed)
+            try:
+                items, error = read.get(index) or (T.read(target, s.env), None)
+                if error is not None:
+                    raise error
+                assert items is not None
+            except InputError as err:
+                if isinstance(err, NoEngine) and isinstance(target, T.Walked):
+                    passed.append(target)
+                    continue
+                if not many:
+                    raise
+                slots += _failed(T.Item(T.source_of(target), target), s.platforms, err)
+                continue
+            for item in items:
+                slots += _slots(args, s, item, many)
     if passed:
         say(T.passed_over(passed))
         for empty in [] if slots else T.empty_folders(passed):
             slots += _failed(T.Item(empty.source, empty.source), s.platforms, empty)
     return s, slots
-
-
-def _target_slots(  # noqa: PLR0917 (one target of read_all's loop)
-    args: argparse.Namespace,
-    s: Settings,
-    read: Result | None,
-    target: str | list[str],
-    many: bool,
-    passed: list[T.Walked],
-) -> list[Slot]:
-    """The slots of one target, read in a worker (``read``) or here."""
-    try:
-        items, error = read or (T.read(target, s.env), None)
-        if error is not None:
-            raise error
-        assert items is not None
-    except InputError as err:
-        if isinstance(err, NoEngine) and isinstance(target, T.Walked):
-            passed.append(target)
-            return []
-        if not many:
-            raise
-        return _failed(T.Item(T.source_of(target), target), s.platforms, err)
-    return [slot for item in items for slot in _slots(args, s, item, many)]
 
 
 def finish(slots: Sequence[Slot]) -> list[Outcome]:
