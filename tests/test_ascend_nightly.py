@@ -140,6 +140,7 @@ def test_external_dp_runs_one_server_per_rank(tmp_path: Path) -> None:
     [
         (("benchmarks: {}\n", ""), "no benchmarks"),
         (("num_nodes: 2", "num_nodes: 3"), "config holds no entry per node"),
+        (("npu_per_node: 16", "npu_per_node: x"), "npu_per_node is no whole number"),
         (("node_index: 1,", "node_index: 2,"), r"config\[1\].node_index is not 1"),
         (("type: disaggregated_prefill", "type: round_robin"), "not disaggregated_prefill"),
         (("decoder: [1]", "decoder: [0]"), "in two groups"),

@@ -78,6 +78,10 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
     nodes, templates, count = data["config"], data["templates"], data["num_nodes"]
     if not isinstance(count, int) or count <= 0:
         raise _refused(doc, "num_nodes is no count above 0", "num_nodes", "give num_nodes: N")
+    if type(data["npu_per_node"]) is not int:  # int(...) in the loader: a whole number
+        raise _refused(
+            doc, "npu_per_node is no whole number", "npu_per_node", "give npu_per_node: N"
+        )
     for key, given in (("config", nodes), ("templates", templates)):
         if not isinstance(given, list) or len(given) != count:
             raise _refused(
