@@ -43,6 +43,7 @@ _TEMPLATES = Path(__file__).parent / "realworld" / "files" / "volcano-sh" / "kth
         # anything else is no CLI template: left to the unrendered-template error
         ("a: {{ include \"x\" . }}", {}, None),
         ("a: {{ .Values.x | upper }}", {}, None),
+        ('a: {{ .Values.x | default "a\\q" }}', {}, None),
         ("{{ range .Values.l }}x{{ end }}", {}, None),
         ("{{ if .Values.a }}never closed", {}, None),
     ],

@@ -112,7 +112,10 @@ def _term(text: str, values: dict[str, Any]) -> Any:
             node = node.get(key) if isinstance(node, dict) else None
         return node
     if m.group(2) is not None:
-        return json.loads('"' + m.group(2) + '"')
+        try:
+            return json.loads('"' + m.group(2) + '"')
+        except ValueError:  # an escape Go knows and JSON does not: not read here
+            raise NotCliTemplate from None
     if m.group(3):
         number = m.group(3)
         return float(number) if "." in number else int(number)
