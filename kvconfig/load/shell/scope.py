@@ -104,11 +104,11 @@ class _Scope(_Loops):
         return (None if text is None else text + end), what
 
     def exported_env(self) -> dict[str, str | None]:
-        """The environment a program started now gets (None: only known at run time)."""
-        st = self.state
-        env = {k: st.vars.get(k) for k in st.exported if k in st.vars}
-        env.update(dict.fromkeys(st.maybe_exported & set(st.vars)))
-        return env
+        """The environment a program started now gets (None: only known at run time), in
+        the order the variables were set, whatever the hash seed."""
+        st, maybe = self.state, self.state.maybe_exported
+        known = st.exported | maybe
+        return {k: None if k in maybe else v for k, v in st.vars.items() if k in known}
 
     def opaque(self, what: str, names: frozenset[str] | None = None) -> int | None:
         """Something that may change any variable (or ``names``): everything not yet known
