@@ -78,6 +78,11 @@ def _realworld(fmt: str) -> tuple[Path, ...]:
     return tuple(found)
 
 
+def _scripts() -> tuple[Path, ...]:
+    """The real-file corpus's shell launch scripts (tests/realworld)."""
+    return tuple(sorted(REALWORLD.rglob("*.sh")))
+
+
 def _lint(path: Path, work: Path) -> list[str]:
     return ["lint", "--platform", "h200", str(path)]
 
@@ -117,6 +122,7 @@ FORMATS: dict[str, Format] = {
             _lint,
         ),
         Format("compose", _ops("qwen3-8b-eagle3-gh200-compose.yaml"), _lint),
+        Format("script", _scripts(), _lint),
         Format(
             "helm",
             _ops("qwen3-8b-eagle3-gh200-production-stack.yaml", "llm-d-modelservice-values.yaml")

@@ -142,9 +142,42 @@ def _documents(seed: bytes) -> bytes:
     return pickle.dumps(list(yaml.load_all(text, Loader=yaml.CSafeLoader)))
 
 
+#: Shell statements a generated script gains (``{v}``: a drawn value, quoted or not;
+#: ``{k}``: a vLLM option): assignments, control flow, functions, redirections, the
+#: constructs the shell reader decides or leaves to run time.
+STATEMENTS = (
+    "X={v}", "export BLOCK_SIZE={v}", "readonly X={v}", "set -e", "set -u", "set -- {v} {v}",
+    "if [ \"$X\" = {v} ]; then BLOCK_SIZE={v}; else BLOCK_SIZE=16; fi",
+    "case {v} in a|b) X={v} ;; *) X=1 ;; esac", "for i in {v} {v}; do X=$i; done",
+    "f() {{ local X={v}; echo \"$X\"; }}; f {v}", "cd {v} || exit 1", "shift",
+    "vllm serve {v} --{k} {v} &", "vllm serve ./models/qwen3-8b --block-size {v}",
+    "cat > {v} <<EOF\nvllm serve {v}\nEOF", "bash {v}", ". {v}", "wait", "exit {v}",
+    "X=$(({v} + 1))", "ARGS=({v} --{k} {v})", "eval {v}", "trap 'kill 0' EXIT",
+    "while true; do break; done", "( X={v}; vllm serve {v} ) &", "source {v}",
+)  # fmt: skip
+
+
+def _script(text: str, draw: Callable[[st.SearchStrategy[Any]], Any]) -> str:
+    """A shell script with 1 to 4 statements of ``STATEMENTS`` inserted between its lines."""
+    lines = text.split("\n")
+    for _ in range(draw(st.integers(1, 4))):
+        pattern = draw(st.sampled_from(STATEMENTS))
+        parts = pattern.split("{v}")
+        out = parts[0]
+        for part in parts[1:]:
+            value = draw(VALUES)
+            shown = value if isinstance(value, str) else json.dumps(value)
+            out += (shlex.quote(shown) if draw(st.booleans()) else shown) + part
+        out = out.replace("{k}", draw(st.sampled_from(OPTIONS))).replace("{{", "{")
+        lines.insert(draw(st.integers(0, len(lines))), out.replace("}}", "}"))
+    return "\n".join(lines)
+
+
 def build(fmt: str, seed: bytes, draw: Callable[[st.SearchStrategy[Any]], Any]) -> bytes:
     """One generated input of ``fmt`` from ``seed``."""
     text = seed.decode("utf-8", "replace")
+    if fmt == "script":
+        return _script(text, draw).encode("utf-8", "surrogatepass")
     if fmt == "command":
         words = shlex.split(text)
         for _ in range(draw(st.integers(0, 4))):
