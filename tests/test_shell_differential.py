@@ -594,6 +594,22 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"D": None},
         ("bash",),
     ),
+    "associative arrays and array elements (declare -A, NAME[SUB]=value)": (
+        "declare -A T=([8192,1024,4]=TP8 [8192,1024,8]=DP4TP2 [x]=)\n"
+        'I=8192; O=1024; C=4; vllm serve 1 "${T[$I,$O,$C]}" "${T[x]-unset}" "${#T[@]}"\n'
+        'T[new]=n; T[8192,1024,4]+=_EP; T["q"]=quoted\n'
+        'vllm serve 2 "${T[new]}" "${T[$I,1024,4]}" "${T[missing]:-d}" "${T[q]}" "${#T[x]}"\n'
+        "unset 'T[new]'; vllm serve 3 \"${T[new]-unset}\" \"${#T[@]}\"\n"
+        'declare -A U; U[k]=v; vllm serve 4 "${U[@]}" "${!U[@]}" "${U[k]}" "${#U[@]}"\n'
+        'if [ "$D" = 16 ]; then U[k]=w; fi; vllm serve 5 "${U[k]}"\n'
+        'A[0]=a; A[1]=b; A[1]+=c; A[-1]+=d; vllm serve 6 "${A[@]}" "${#A[@]}" "${A[1]}"\n'
+        'f() { T[fn]=1; }; f; vllm serve 7 "${T[fn]}"; declare -A T; vllm serve 8 "${T[fn]}"\n'
+        'unset T; vllm serve 9 "${T[8192,1024,4]:-gone}"\n'
+        'declare -A V=([$D]=1 [a]=2); vllm serve 10 "${V[a]}"; W[1]=$D; vllm serve 11 "${W[1]}"\n'
+        'declare -A Z=(["a b"]=1); vllm serve 12 "${Z[a b]}"; declare -A Y=(); vllm serve 13 "${#Y[@]}"',
+        {"D": None},
+        ("bash",),
+    ),
     "read from here-documents": (
         'X=v; IFS=, read a b <<EOF\nx,y,\nEOF\nvllm serve "$a" "$b"\n'
         'read c <<\'EOF\'\n$X \\q "$X"\nEOF\nvllm serve "$c"\n'
@@ -790,6 +806,16 @@ def test_table_against_real_shells(name: str, bindir: Path) -> None:
 def test_bracket_expressions_match_as_the_shells_match(value: str, bindir: Path) -> None:
     script = TABLE["bracket expressions of patterns"][0]
     check(script, {"K": value, "J": value}, bindir, BOTH)
+
+
+def test_associative_arrays_are_decided_where_bash_decides_them() -> None:
+    """The table's case agrees with bash, and what bash decides kvconfig decides too: the
+    lookups by known keys, ``+=``, ``unset 'T[k]'``, one key's ``${!U[@]}``; left to run
+    time only a branch's element, an unset indexed lookup by ``,`` and a run-time value."""
+    script = TABLE["associative arrays and array elements (declare -A, NAME[SUB]=value)"][0]
+    reading = read_script(script, {"HOME": _HOME, "D": None}, dialect="bash")
+    sure = [c.words[2] for c in reading.commands if not c.unknown and not c.when]
+    assert sure == ["1", "2", "3", "4", "6", "7", "8", "10", "12", "13"]
 
 
 def test_the_issue_case_is_decided_not_guessed() -> None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from kvconfig.errors import AnyVariable
 from kvconfig.load.shell import nodes as N
-from kvconfig.load.shell.words import _Word, assignment
+from kvconfig.load.shell.words import _Word, assignment, element_assignment
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEFAULTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):?=")
@@ -97,7 +97,7 @@ def _simple(
     rest = [w for w in words if not w.here]
     for word in rest:
         _word(word, found)
-    while rest and (given := assignment(rest[0])) is not None:
+    while rest and (given := assignment(rest[0]) or element_assignment(rest[0])) and given[0]:
         found.add(given[0])
         rest.pop(0)
     if not rest:

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import re
 
+from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.braces import doubtful, expand_braces, has_brace
 from kvconfig.load.shell.globs import _has_glob
 from kvconfig.load.shell.params import _Params
-from kvconfig.load.shell.words import HOLE, _source_form, _Word, holes_named, one_field
+from kvconfig.load.shell.words import (
+    HOLE,
+    _source_form,
+    _Word,
+    element_assignment,
+    hole,
+    holes_named,
+    one_field,
+)
 
 _WORD_DEFAULT = re.compile(
     r"^([A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?|[0-9@*#?$!-])(:?)([-+])(.*)$", re.S
@@ -33,12 +42,87 @@ class _Fields(_Params):
             texts = self.expand_template(w) if len(fields) == 1 and one_field(w) else ()
             values.append(texts[0] if len(texts) == 1 else None)
         old = self.state.arrays.get(name, []) if append else []
-        self.state.arrays[name] = [*old, *values]
-        first = self.state.arrays[name][0] if self.state.arrays[name] else ""
+        self.set_array(name, [*old, *values])
+
+    def set_array(self, name: str, values: list[str | None]) -> None:
+        self.state.arrays[name] = values
+        first = values[0] if values else ""
         if first is not None and HOLE.search(first):
             self.state.why[name] = holes_named(first)[1] or "$" + name
             first = None
         self.state.vars[name] = first
+
+    def assign_map(self, name: str, given: bool, elements: tuple[list[_Word], bool] | None) -> None:
+        """``declare -A NAME`` and ``declare -A NAME=([KEY]=VALUE ...)`` (bash, outside a
+        function; ``kvconfig.load.shell.maps``); ``NAME=VALUE`` or an element kvconfig
+        cannot take apart leaves the keys to run time."""
+        if not given and self.is_map(name):
+            return  # declare -A NAME again: the array as it is
+        if elements is None or not elements[1]:
+            self.drop_map(name)
+            self.state.arrays.pop(name, None)
+            self.state.vars.pop(name, None)
+        self.state.vars[name + "[]"] = "" if not given or elements is not None else None
+        for word in elements[0] if elements else ():
+            found = element_assignment(word)
+            if found is None or found[0]:
+                self.forget_map(name)
+                continue
+            self.assign_element(name, *found[1:])
+
+    def assign_element(self, name: str, sub: _Word, append: bool, value_word: _Word) -> None:
+        """bash's ``NAME[SUB]=value`` (``+=``: appended to the element): an associative
+        array's element by its key, an indexed array's by the subscript's arithmetic; one
+        kvconfig cannot place (a run-time subscript, a gap in an indexed array) leaves the
+        array to run time."""
+        if name in self.state.readonly:
+            self.state.status = 1
+            return
+        value, what = self.expand_string(value_word)
+        key, _ = self.expand_string(sub)  # the key: expanded, quotes removed, not split
+        if self.is_map(name):
+            element = f"{name}[{key}]"
+            old = self.state.vars.get(element, "") if append else ""
+            if key is None:
+                self.forget_map(name)
+            else:
+                self.assign(element, None if value is None or old is None else old + value, what)
+            return
+        values = self.state.arrays.get(name)
+        if values is None:
+            is_set, scalar = self.lookup(name)
+            values = [scalar] if is_set else []
+        try:
+            k = None if key is None else arith(key, self.arith_var)
+        except ValueError:
+            k = None
+        k = k + len(values) if k is not None and k < 0 else k
+        if k is None or None in values or not 0 <= k <= len(values):
+            self.set_array(name, [None])
+            self.state.why[name] = what or f"${{{name}[{sub.raw()}]}}"
+            return
+        old_value = values[k] if append and k < len(values) else ""
+        if value is None or old_value is None:
+            texts = self.expand_template(value_word)
+            value = (old_value or "") + texts[0] if len(texts) == 1 else hole(what)
+        else:
+            value = old_value + value
+        self.set_array(name, [*values[:k], value, *values[k + 1 :]])
+
+    def unset(self, name: str) -> None:
+        """``unset NAME``, and bash's ``unset 'NAME[SUB]'``."""
+        base, _, sub = name.partition("[")
+        if sub and self.is_map(base):
+            key = self.map_key(sub[:-1])
+            self.state.vars.pop(f"{base}[{key}]", None) if key else self.forget_map(base)
+        elif sub:
+            self.set_array(base, [None])  # a gap: which elements are left is not followed
+        else:
+            self.drop_map(name)
+            self.state.vars.pop(name, None)
+            self.state.arrays.pop(name, None)
+            self.state.exported.discard(name)
+            self.state.maybe_exported.discard(name)
 
     def expand_word(self, word: _Word) -> tuple[list[str], list[str]]:
         """The fields of a word, and what in it was unknown (then one field, as written);

@@ -12,8 +12,8 @@ import re
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.arith import arith
 from kvconfig.load.shell.globs import _glob_regex, _quoted, _replace, _trim
+from kvconfig.load.shell.maps import _Maps
 from kvconfig.load.shell.state import MAX_TEXTS
-from kvconfig.load.shell.variables import _Variables
 from kvconfig.load.shell.words import HOLE, _Part, _source_form, _Word, hole, holes_named
 
 _PARAM = re.compile(
@@ -32,7 +32,7 @@ _TESTS_SET = re.compile(r":?[-=?+]")
 _DEFAULTS = re.compile(r"(:?)([-=?+])(.*)$", re.S)
 
 
-class _Params(_Variables):
+class _Params(_Maps):
     holes_ok = False
     """A command's words are being expanded: ``"$@"`` and ``"${A[@]}"`` may give fields
     holding run-time parts, which ``kvconfig.load.shell.simple`` takes apart."""
@@ -63,6 +63,8 @@ class _Params(_Variables):
         if index is not None:
             if self.dialect != "bash" or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
                 return None, "${" + body + "}", None
+            if self.is_map(name):  # declare -A (kvconfig.load.shell.maps)
+                return self.map_param(name, index, bool(m.group("len")), op, body, quoted)
             values = self.state.arrays.get(name)
             if values is None:
                 is_set, scalar = self.lookup(name)
@@ -124,6 +126,25 @@ class _Params(_Variables):
             return str(len(value)), "", None
         is_set, value = self.lookup(name)
         return self.operate(name, is_set, value, op, body, quoted)
+
+    def map_param(  # noqa: PLR0917
+        self, name: str, index: str, length: bool, op: str, body: str, quoted: bool
+    ) -> tuple[str | None, str, list[str] | None]:
+        if index in ("@", "*"):
+            keys, values = self.map_keys(name), self.map_values(name)
+            if length and keys is not None and not op:
+                return str(len(keys)), "", None
+            if values is None or op or length:
+                return None, "${" + body + "}", None
+            return " ".join(values), "", values if index == "@" else None
+        found = self.map_element(name, index)
+        if found is None or (length and (op or found[2] is None)):
+            return None, "${" + body + "}", None
+        return (
+            (str(len(found[2] or "")), "", None)
+            if length
+            else self.operate(*found, op, body, quoted)
+        )
 
     def operate(  # noqa: PLR0917 (one branch per operator)
         self, name: str, is_set: bool, value: str | None, op: str, body: str, quoted: bool
@@ -301,26 +322,14 @@ class _Params(_Variables):
             return None, "~ ($HOME)"
         return home + slash + rest, ""
 
-    def subscript(self, index: str) -> str | None:
-        """An indexed array's subscript with its ``$NAME``/``${NAME}`` expanded (bash
-        expands the subscript, then evaluates it as arithmetic); None when one is not
-        known."""
-        unknown = False
-
-        def value(m: re.Match[str]) -> str:
-            nonlocal unknown
-            _is_set, text = self.lookup(m.group(1) or m.group(2))
-            unknown = unknown or text is None
-            return text or ""
-
-        out = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)", value, index)
-        return None if unknown or "$" in out else out
-
     def array_keys(self, name: str) -> list[str] | None:
         """``${!NAME[@]}`` (bash): the indices of the array's elements, ``0`` for a set
         scalar, none for an unset name; None when the array is only known at run time."""
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             return None
+        if self.is_map(name):
+            keys = self.map_keys(name)
+            return None if keys is None or len(keys) > 1 else keys
         values = self.state.arrays.get(name)
         if values is None:
             is_set, _scalar = self.lookup(name)

@@ -24,6 +24,7 @@ from kvconfig.load.shell.words import (
     HOLE,
     _Word,
     assignment,
+    element_assignment,
     hole,
     hole_names,
     holes_named,
@@ -70,6 +71,11 @@ class _Shell(_Children):
             word0 = rest[0]
             found = assignment(word0)
             if found is None:
+                element = element_assignment(word0) if self.dialect == "bash" else None
+                if element and element[0]:
+                    self.assign_element(*element)  # NAME[SUB]=value
+                    rest.pop(0)
+                    continue
                 break
             rest.pop(0)
             name, append, value_word = found
@@ -238,10 +244,7 @@ class _Shell(_Children):
                     continue
                 if name in self.state.readonly:
                     return 1
-                self.state.vars.pop(name, None)
-                self.state.arrays.pop(name, None)
-                self.state.exported.discard(name)
-                self.state.maybe_exported.discard(name)
+                self.unset(name)
             return 0
         if head in ("set", "shift"):
             return self.positional(words, known, line)

@@ -137,6 +137,29 @@ def assignment(word: _Word) -> tuple[str, bool, _Word] | None:
     return m.group(1), bool(m.group(2)), value
 
 
+_OPEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)?\[")
+_CLOSE = re.compile(r"\](\+?)=")
+
+
+def element_assignment(word: _Word) -> tuple[str, _Word, bool, _Word] | None:
+    """(NAME, the subscript's word, whether ``+=``, the value's word) of bash's
+    ``NAME[SUB]=value`` (NAME is empty for ``[KEY]=value`` inside ``NAME=(...)``): the
+    subscript ends at the first unquoted ``]=`` or ``]+=``."""
+    first = word.parts[0] if word.parts else None
+    if first is None or first.kind != "lit" or first.quoted:
+        return None
+    m = _OPEN.match(first.text)
+    if m is None:
+        return None
+    parts = [_Part(first.text[m.end() :], False, "lit"), *word.parts[1:]]
+    for k, part in enumerate(parts):
+        if part.kind == "lit" and not part.quoted and (end := _CLOSE.search(part.text)):
+            sub = _Word([*parts[:k], _Part(part.text[: end.start()], False, "lit")], word.line)
+            value = _Word([_Part(part.text[end.end() :], False, "lit"), *parts[k + 1 :]], word.line)
+            return m.group(1) or "", sub, bool(end.group(1)), value
+    return None
+
+
 _COMMAND_AFTER = frozenset({"then", "do", "else", "elif", "if", "while", "until", "{", "!"})
 
 
