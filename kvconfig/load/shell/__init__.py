@@ -8,11 +8,12 @@ Operators keep vLLM's arguments in scripts like::
 kvconfig reads such a script without running it. ``words``, ``quoting`` and ``lexer``
 split it into words and operators, ``parser`` builds the commands, and ``script`` runs
 the evaluator, one layer a module: ``state`` (what a script has set),
-``variables``, ``params`` and ``globs`` (expansions), ``fields`` (field splitting),
+``variables``, ``maps`` (array subscripts, bash's associative arrays), ``params`` and
+``globs`` (expansions), ``fields`` (field splitting),
 ``conditions`` (``test``), ``arith`` (``$(( ))``), ``control`` (if, case, pipelines),
 ``loops`` (loops, and a compound command's fed input), ``jumps`` (``return``, ``break``,
 ``continue`` on one side of a run-time choice), ``scope`` (declarations, functions,
-``eval``, ``read``), ``dirs`` (the working folder:
+``eval``, ``read``, whose input ``read_input`` takes apart), ``dirs`` (the working folder:
 ``cd``, ``pwd``, ``$PWD``), ``files`` and ``paths`` (what a launch script reads here:
 ``$0``, ``dirname``/``readlink`` in ``$(...)``, ``source``, ``bash FILE``), ``output``
 (what ``$(...)`` prints; ``pyprint`` and ``pyvalues`` read a short Python program's
@@ -22,7 +23,7 @@ nested shells). It covers quotes (single, double, bash's ``$'...'``), escapes an
 continuations, here-documents, redirections, ``if``/``elif``/``else``, ``case``,
 ``for``/``while``/``until``, ``&&``/``||``, ``!``, ``[ ]``/``test``, functions, ``set
 --``/``shift``, ``export``/``readonly``/``declare``/``local``, subshell and pipeline
-scope, bash arrays, ``~``, the parameter expansions, ``$(( ))``, ``eval``, nested ``sh
+scope, bash arrays (associative ones too), ``~``, the parameter expansions, ``$(( ))``, ``eval``, nested ``sh
 -c`` and ``bash FILE`` and the wrappers that run a program (``wrappers``), and bash's
 brace expansion (``braces``), ``[[ == ]]`` on strings, ``[[ =~ ]]``, ``[[ A && B || C
 ]]``, ``for (( ; ; ))`` and process substitution.
