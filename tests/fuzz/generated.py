@@ -154,6 +154,8 @@ STATEMENTS = (
     "cat > {v} <<EOF\nvllm serve {v}\nEOF", "bash {v}", ". {v}", "wait", "exit {v}",
     "X=$(({v} + 1))", "ARGS=({v} --{k} {v})", "eval {v}", "trap 'kill 0' EXIT",
     "while true; do break; done", "( X={v}; vllm serve {v} ) &", "source {v}",
+    "declare -A M=([{v}]={v} [k]={v})", "M[{v}]+={v}", "A[{v}]={v}", "unset 'M[{v}]'",
+    "vllm serve ./models/qwen3-8b --block-size ${{M[{v}]:-16}} ${{!M[@]}} ${{A[@]}}",
 )  # fmt: skip
 
 
