@@ -574,6 +574,21 @@ def test_grpc_server_is_a_vllm_server() -> None:
 
 
 @pytest.mark.parametrize(
+    ("image", "entry"),
+    [
+        ("opea/vllm-cpu:test", ("vllm", "serve")),  # GenAIComps' build of Dockerfile.cpu
+        ("opea/vllm:latest", ("vllm", "serve")),
+        ("opea/vllm-cpu-x:1", None),
+        ("opea/llm-textgen:latest", None),
+    ],
+)
+def test_opea_s_builds_of_vllm_s_cpu_image(image: str, entry: tuple[str, ...] | None) -> None:
+    from kvconfig.load.engine_fields import image_entry
+
+    assert image_entry(image) == entry
+
+
+@pytest.mark.parametrize(
     ("image", "written"),
     [
         ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:${VERSION}", True),

@@ -1153,6 +1153,23 @@ def test_a_virtual_environment_s_activate_leaves_the_rest_known(
     assert first.unknown or first.when  # any other file may set $KV_A
 
 
+def test_opea_s_release_pins_set_only_the_pins() -> None:
+    """OPEA GenAIComps' tests source ``.github/env/_vllm_versions.sh`` from the checkout's
+    top: it exports the vLLM releases to build (kvconfig.load.shell.env_scripts), so the
+    script's own ``$VLLM_MODEL`` stays known; ``$VLLM_VER`` is only known at run time."""
+    script = (
+        "set -e; export VLLM_MODEL=Qwen/Qwen3-8B\n"
+        "source $(git rev-parse --show-toplevel)/.github/env/_vllm_versions.sh\n"
+        'vllm serve "$VLLM_MODEL" --revision "$VLLM_VER"'
+    )
+    (command,) = read_script(script, {"HOME": _HOME}, dialect="bash").commands
+    assert command.words[:3] == ("vllm", "serve", "Qwen/Qwen3-8B") and not command.when
+    assert command.unknown == ((4, "$VLLM_VER"),)
+    other = script.replace("_vllm_versions.sh", "_versions.sh")
+    (command,) = read_script(other, {"HOME": _HOME}, dialect="bash").commands
+    assert command.unknown[0][0] == 2 or command.when  # any other file may set $VLLM_MODEL
+
+
 def test_set_u_stops_the_script_where_the_shells_stop() -> None:
     script = TABLE["set -u ends the script at an unset parameter"][0]
     got = [c.words for c in read_script(script, {}).commands]

@@ -46,9 +46,12 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # rocm/vllm image whose ENTRYPOINT runs a copy of vLLM's api_server.py as a script, the
     # same module the API server's -m runs
     (re.compile(r"(^|/)opea/vllm-rocm$"), ("python3", "-m", "vllm.entrypoints.openai.api_server")),
-    # OPEA's CPU image, vLLM's own docker/Dockerfile.cpu built at vLLM's latest release tag
-    # (GenAIExamples' build instructions); that Dockerfile's ENTRYPOINT is vllm serve
-    (re.compile(r"(^|/)opea/vllm$"), ("vllm", "serve")),
+    # OPEA's CPU images, vLLM's own docker/Dockerfile.cpu built at a vLLM release tag
+    # (GenAIExamples' build instructions: opea/vllm; GenAIComps'
+    # comps/third_parties/vllm/src/build_docker_vllm.sh and its tests: opea/vllm-cpu); that
+    # Dockerfile's ENTRYPOINT is vllm serve (the OpenAI API server before 0.11, which reads
+    # the same arguments)
+    (re.compile(r"(^|/)opea/vllm(-cpu)?$"), ("vllm", "serve")),
     # llm-d's Intel XPU image, built from llm-d/llm-d docker/Dockerfile.xpu (the Makefile's
     # ghcr.io/llm-d/llm-d-$(DEVICE)); its ENTRYPOINT is the API server
     (

@@ -32,6 +32,9 @@ Sources, per script:
   ``VLLM_*`` variable whose value holds ``,,`` (a per-pod list of variants) as one of its
   parts: the first, or under a LeaderWorkerSet (``LWS_LEADER_ADDRESS`` set) the one of
   the pod's index, only known there (``variants``). Status only known there.
+* OPEA GenAIComps' ``.github/env/_vllm_versions.sh``, which its test scripts source from
+  ``$(git rev-parse --show-toplevel)``: the vLLM releases its images are built at
+  (``VLLM_VER``, ``VLLM_FORK_VER``, ``VLLM_OPENVINO_VER``: exports only), status 0.
 """
 
 from __future__ import annotations
@@ -121,6 +124,13 @@ SCRIPTS = (
         None,
         False,
         re.compile(r"\w*VLLM_\w*"),
+    ),
+    EnvScript(
+        "OPEA's vLLM release pins (.github/env/_vllm_versions.sh)",
+        re.compile(r"(^|/)\.github/env/_vllm_versions\.sh$"),
+        re.compile(r"VLLM_\w*VER"),
+        0,
+        False,
     ),
 )
 
