@@ -49,8 +49,8 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # OPEA's CPU images, vLLM's own docker/Dockerfile.cpu built at a vLLM release tag
     # (GenAIExamples' build instructions: opea/vllm; GenAIComps'
     # comps/third_parties/vllm/src/build_docker_vllm.sh and its tests: opea/vllm-cpu); that
-    # Dockerfile's ENTRYPOINT is vllm serve (the OpenAI API server before 0.11, which reads
-    # the same arguments)
+    # Dockerfile's ENTRYPOINT is vllm serve (the OpenAI API server module an older release
+    # may run reads the same arguments)
     (re.compile(r"(^|/)opea/vllm(-cpu)?$"), ("vllm", "serve")),
     # llm-d's Intel XPU image, built from llm-d/llm-d docker/Dockerfile.xpu (the Makefile's
     # ghcr.io/llm-d/llm-d-$(DEVICE)); its ENTRYPOINT is the API server
