@@ -198,6 +198,25 @@ STORM = (
     / "models/qwen3-8b-pd-1p1d-tp2-vke-comparison.yaml"
 )
 
+PREFIX_CACHE = (
+    Path(__file__).parent
+    / "realworld/files/vllm-project/aibrix/test/regression/v0.3.0/aibrix_naive_prefix_cache.yaml"
+)
+
+
+def _match_expressions_a_number() -> bytes:
+    """The AIBrix Deployment with its node affinity's ``matchExpressions`` a number."""
+    import yaml
+
+    docs = list(yaml.safe_load_all(PREFIX_CACHE.read_text()))
+    for doc in docs:
+        if doc and doc["kind"] == "Deployment":
+            affinity = doc["spec"]["template"]["spec"]["affinity"]
+            node = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            node["nodeSelectorTerms"][0]["matchExpressions"] = 2**63
+    return yaml.safe_dump_all(docs, sort_keys=False).encode()
+
+
 #: Inputs that broke the contract once (found by the fuzzer), and the exit code each has
 #: now (2: bad input; 1: vLLM refuses the deployment).
 FOUND = {
@@ -230,6 +249,9 @@ FOUND = {
         (STORM.read_bytes()).replace(b"\n  replicas: 1\n", b"\n  replicas: {a: 1}\n", 1),
         2,
     ),
+    # exit 3, TypeError: a node affinity term whose matchExpressions is not a list (the API
+    # server refuses it; kvconfig reads no GPU from it)
+    "kubernetes-match-expressions-a-number": ("kubernetes", _match_expressions_a_number(), 0),
     # exit 3, TypeError: an offloading connector's secondary_tiers that is not a list
     "fleet-secondary-tiers-a-number": (
         "fleet",

@@ -599,14 +599,15 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         'I=8192; O=1024; C=4; vllm serve 1 "${T[$I,$O,$C]}" "${T[x]-unset}" "${#T[@]}"\n'
         'T[new]=n; T[8192,1024,4]+=_EP; T["q"]=quoted\n'
         'vllm serve 2 "${T[new]}" "${T[$I,1024,4]}" "${T[missing]:-d}" "${T[q]}" "${#T[x]}"\n'
-        "unset 'T[new]'; vllm serve 3 \"${T[new]-unset}\" \"${#T[@]}\"\n"
+        'unset \'T[new]\'; vllm serve 3 "${T[new]-unset}" "${#T[@]}"\n'
         'declare -A U; U[k]=v; vllm serve 4 "${U[@]}" "${!U[@]}" "${U[k]}" "${#U[@]}"\n'
         'if [ "$D" = 16 ]; then U[k]=w; fi; vllm serve 5 "${U[k]}"\n'
         'A[0]=a; A[1]=b; A[1]+=c; A[-1]+=d; vllm serve 6 "${A[@]}" "${#A[@]}" "${A[1]}"\n'
         'f() { T[fn]=1; }; f; vllm serve 7 "${T[fn]}"; declare -A T; vllm serve 8 "${T[fn]}"\n'
         'unset T; vllm serve 9 "${T[8192,1024,4]:-gone}"\n'
         'declare -A V=([$D]=1 [a]=2); vllm serve 10 "${V[a]}"; W[1]=$D; vllm serve 11 "${W[1]}"\n'
-        'declare -A Z=(["a b"]=1); vllm serve 12 "${Z[a b]}"; declare -A Y=(); vllm serve 13 "${#Y[@]}"',
+        'declare -A Z=(["a b"]=1); vllm serve 12 "${Z[a b]}"\n'
+        'declare -A Y=(); vllm serve 13 "${#Y[@]}"',
         {"D": None},
         ("bash",),
     ),

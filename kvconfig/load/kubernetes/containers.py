@@ -50,7 +50,8 @@ def _match_values(term: Any) -> list[str]:
     out: list[str] = []
     if not isinstance(term, dict):
         return out
-    for expr in term.get("matchExpressions") or []:
+    exprs = term.get("matchExpressions")
+    for expr in exprs if isinstance(exprs, list) else []:
         if (
             isinstance(expr, dict)
             and expr.get("key") in GPU_LABELS

@@ -23,8 +23,9 @@ nested shells). It covers quotes (single, double, bash's ``$'...'``), escapes an
 continuations, here-documents, redirections, ``if``/``elif``/``else``, ``case``,
 ``for``/``while``/``until``, ``&&``/``||``, ``!``, ``[ ]``/``test``, functions, ``set
 --``/``shift``, ``export``/``readonly``/``declare``/``local``, subshell and pipeline
-scope, bash arrays (associative ones too), ``~``, the parameter expansions, ``$(( ))``, ``eval``, nested ``sh
--c`` and ``bash FILE`` and the wrappers that run a program (``wrappers``), and bash's
+scope, bash arrays (associative ones too), ``~``, the parameter expansions, ``$(( ))``,
+``eval``, nested ``sh -c`` and ``bash FILE`` and the wrappers that run a program
+(``wrappers``), and bash's
 brace expansion (``braces``), ``[[ == ]]`` on strings, ``[[ =~ ]]``, ``[[ A && B || C
 ]]``, ``for (( ; ; ))`` and process substitution.
 What the shell decides from values kvconfig knows, kvconfig decides the same way; what
