@@ -198,22 +198,16 @@ STORM = (
     / "models/qwen3-8b-pd-1p1d-tp2-vke-comparison.yaml"
 )
 
-PREFIX_CACHE = (
-    Path(__file__).parent
-    / "realworld/files/vllm-project/aibrix/test/regression/v0.3.0/aibrix_naive_prefix_cache.yaml"
-)
 
-
-def _match_expressions_a_number() -> bytes:
-    """The AIBrix Deployment with its node affinity's ``matchExpressions`` a number."""
+def _corpus_with(path: str, kind: str, keys: tuple[str | int, ...], value: object) -> bytes:
+    """The real-file corpus's ``path`` with ``keys`` of its first ``kind`` set to ``value``."""
     import yaml
 
-    docs = list(yaml.safe_load_all(PREFIX_CACHE.read_text()))
-    for doc in docs:
-        if doc and doc["kind"] == "Deployment":
-            affinity = doc["spec"]["template"]["spec"]["affinity"]
-            node = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-            node["nodeSelectorTerms"][0]["matchExpressions"] = 2**63
+    docs = list(yaml.safe_load_all((REALWORLD / path).read_text()))
+    node = next(d for d in docs if d and d.get("kind") == kind)
+    for key in keys[:-1]:
+        node = node[key]
+    node[keys[-1]] = value
     return yaml.safe_dump_all(docs, sort_keys=False).encode()
 
 
@@ -251,7 +245,61 @@ FOUND = {
     ),
     # exit 3, TypeError: a node affinity term whose matchExpressions is not a list (the API
     # server refuses it; kvconfig reads no GPU from it)
-    "kubernetes-match-expressions-a-number": ("kubernetes", _match_expressions_a_number(), 0),
+    "kubernetes-match-expressions-a-number": (
+        "kubernetes",
+        _corpus_with(
+            "vllm-project/aibrix/test/regression/v0.3.0/aibrix_naive_prefix_cache.yaml",
+            "Deployment",
+            (
+                "spec",
+                "template",
+                "spec",
+                "affinity",
+                "nodeAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "nodeSelectorTerms",
+                0,
+                "matchExpressions",
+            ),
+            2**63,
+        ),
+        0,
+    ),
+    # exit 3, TypeError: an llmaz Playground's backendRuntimeConfig.args not a list, a KServe
+    # LLMInferenceService's container env not a list, a DisaggregatedSet's roles not a list
+    # (the API server refuses each; found by replacing the corpus files' lists by scalars)
+    "kubernetes-llmaz-args-a-boolean": (
+        "kubernetes",
+        _corpus_with(
+            "InftyAI/llmaz/docs/examples/runai-streamer/playground-streaming-from-s3.yaml",
+            "Playground",
+            ("spec", "backendRuntimeConfig", "args"),
+            True,
+        ),
+        2,
+    ),
+    "kserve-env-a-number": (
+        "kserve",
+        _corpus_with(
+            "kserve/kserve/docs/samples/llmisvc/speculative-decoding/"
+            "llm-inference-service-H100-mtp.yaml",
+            "LLMInferenceService",
+            ("spec", "template", "containers", 0, "env"),
+            5,
+        ),
+        2,
+    ),
+    "kubernetes-disaggregated-set-roles-a-number": (
+        "kubernetes",
+        _corpus_with(
+            "llm-d/llm-d/guides/wide-ep-lws/modelserver/gpu/vllm/disaggregatedset/smoke/"
+            "disaggregatedset-smoke.yaml",
+            "DisaggregatedSet",
+            ("spec", "roles"),
+            5,
+        ),
+        2,
+    ),
     # exit 3, TypeError: an offloading connector's secondary_tiers that is not a list
     "fleet-secondary-tiers-a-number": (
         "fleet",

@@ -180,6 +180,8 @@ def with_speculator(
 ) -> dict[str, Any]:
     """The ``main`` container with ``arg`` appended to its ``VLLM_ADDITIONAL_ARGS`` as
     KServe's ``appendToVLLMAdditionalArgs`` does."""
+    if not isinstance(container.get("env") or [], list):
+        return container  # the env reader refuses it
     env = [dict(e) if isinstance(e, dict) else e for e in container.get("env") or []]
     for i, item in enumerate(env):
         if isinstance(item, dict) and item.get("name") == "VLLM_ADDITIONAL_ARGS":

@@ -32,7 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvconfig.load.engine_fields import mapping
+from kvconfig.load.engine_fields import listing, mapping
+from kvconfig.load.kubernetes.resources import strings
 
 if TYPE_CHECKING:
     from kvconfig.load.kubernetes.resources import Found, Resource
@@ -153,7 +154,7 @@ def engines(
     chosen = str(config.get("configName") or (
         "speculative-decoding" if any(r == "draft" for _, r in claims) else "default"
     ))  # fmt: skip
-    recommended = [mapping(c) for c in runtime.get("recommendedConfigs") or []]
+    recommended = [mapping(c) for c in listing(runtime.get("recommendedConfigs"))]
     match = next((c for c in recommended if c.get("name") == chosen), None)
     if match is None:
         raise res.err(
@@ -162,7 +163,7 @@ def engines(
             ("spec",), "backendRuntimeConfig", "name one of its recommendedConfigs",
         )  # fmt: skip
     args = [_FIELD.sub(lambda m: fields.get(m.group(1), m.group(0)), str(a))
-            for a in match.get("args") or []]  # fmt: skip
+            for a in listing(match.get("args"))]  # fmt: skip
     unfilled = next((m.group(0) for a in args if (m := _FIELD.search(a))), None)
     if unfilled is not None:  # renderFlags: "missing flag or the flag has format error"
         raise res.err(
@@ -170,8 +171,10 @@ def engines(
             "the Playground's models do not give: llmaz's controller refuses it",
             ("spec",), "modelClaim", "claim a main model (and a draft one for its draft path)",
         )  # fmt: skip
-    args += [str(a) for a in config.get("args") or []]
-    env = [*(runtime.get("envs") or []), *(config.get("envs") or [])]
+    args += strings(
+        config.get("args"), res, ("spec", "backendRuntimeConfig", "args"), "backendRuntimeConfig"
+    )
+    env = [*listing(runtime.get("envs")), *listing(config.get("envs"))]
     version = config.get("version") or runtime.get("version") or "latest"
     container: dict[str, Any] = {
         "name": "model-runner",

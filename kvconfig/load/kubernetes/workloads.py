@@ -11,7 +11,7 @@ from typing import Any
 from kvconfig.errors import NoEngine
 from kvconfig.load import llmaz
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engine_fields import LLM_D_SIMULATOR
+from kvconfig.load.engine_fields import LLM_D_SIMULATOR, listing
 from kvconfig.load.kubernetes import model_booster
 from kvconfig.load.kubernetes.containers import native_sidecars, read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
@@ -33,7 +33,7 @@ def _pod_specs(res: Resource) -> list[tuple[tuple[str | int, ...], str]]:
         return _lws_pod_specs(spec, ("spec",), "")
     if kind == "DisaggregatedSet" and isinstance(spec, dict):
         out: list[tuple[tuple[str | int, ...], str]] = []
-        for i, role in enumerate(spec.get("roles") or []):
+        for i, role in enumerate(listing(spec.get("roles"))):
             at, lws = _role_lws(role, i)
             if lws is not None:
                 out += _lws_pod_specs(lws, at, f"{role.get('name', i)}.")
