@@ -6,7 +6,10 @@ manual pages of coreutils (``timeout``, ``nice``, ``stdbuf``, ``env``, ``nohup``
 util-linux (``taskset``; ``setsid``, whose options take no value), numactl, tini (``tini
 [OPTIONS] -- PROGRAM``), dumb-init, and canhazgpu (``chg run [OPTIONS] -- COMMAND``: it
 reserves GPUs, sets ``CUDA_VISIBLE_DEVICES`` and runs the command; without ``--`` kvconfig
-does not tell the command apart).
+does not tell the command apart), and Slurm's ``srun`` (srun(1): the options that take a
+value, short or long; pyxis's ``--container-*``): a job step runs its program once per
+task, so kvconfig reads the program only for a step of one task (``-n 1``,
+``--ntasks=1``); any other count is only known where the job runs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,20 @@ from collections.abc import Sequence
 
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
 """Programs that run a script given with ``-c``."""
+
+_SRUN_NAMES = """account acctg-freq bb bbf begin cluster-constraint clusters comment
+    constraint container container-id core-spec cores-per-socket cpu-bind cpu-freq cpus-per-gpu
+    cpus-per-task deadline delay-boot dependency distribution error exclude export
+    extra-node-info gid gpu-bind gpu-freq gpus gpus-per-node gpus-per-socket gpus-per-task gres
+    gres-flags hint input jobid job-name licenses mail-type mail-user mcs-label mem mem-bind
+    mem-per-cpu mem-per-gpu mincpus mpi network nodefile nodelist nodes ntasks ntasks-per-core
+    ntasks-per-gpu ntasks-per-node ntasks-per-socket open-mode output partition power prefer
+    priority profile qos reservation segment signal slurmd-debug sockets-per-node switches
+    task-epilog task-prolog thread-spec threads-per-core time time-min tmp tres-bind
+    tres-per-task uid wait wckey container-image container-mounts container-name
+    container-workdir container-env container-save"""
+_SRUN_LONG = frozenset("--" + name for name in _SRUN_NAMES.split())
+"""srun's long options that take a value (srun(1); ``--container-*``: NVIDIA pyxis)."""
 
 _VALUED: dict[str, frozenset[str]] = {
     "exec": frozenset({"-a"}),
@@ -37,6 +54,7 @@ _VALUED: dict[str, frozenset[str]] = {
     "dumb-init": frozenset({"-r", "--rewrite"}),
     "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
     "ionice": frozenset({"-c", "-n", "--class", "--classdata"}),
+    "srun": frozenset({f"-{c}" for c in "AbBcCdDeGiJLmMnNopqrStTwWx"} | _SRUN_LONG),
 }
 _POSITIONAL = {"timeout": 1, "taskset": 1}
 """Wrappers with a positional argument before the command (duration, CPU mask)."""
@@ -95,6 +113,8 @@ def unwrap(
                 k += 1
                 continue
             break
+        if head == "srun" and k < len(w) and _tasks(w[1:k]) != 1:
+            return None, extra, replaces, removed  # a copy per task: only known there
         if k >= len(w):  # nothing after it: exec only redirects, env prints, ...
             if head == "exec":
                 return [], extra, replaces, removed + k
@@ -104,6 +124,23 @@ def unwrap(
         w = w[k:]
         removed += k
     return w, extra, replaces, removed
+
+
+def _tasks(options: Sequence[str]) -> int | None:
+    """The tasks of an ``srun`` step its options give (``-n N``, ``-nN``, ``--ntasks N``,
+    ``--ntasks=N``; the last wins); None when they do not say."""
+    count = None
+    for i, word in enumerate(options):
+        value = None
+        if word in ("-n", "--ntasks") and i + 1 < len(options):
+            value = options[i + 1]
+        elif word.startswith("--ntasks="):
+            value = word.partition("=")[2]
+        elif word.startswith("-n") and not word.startswith("--") and len(word) > 2:
+            value = word[2:]
+        if value is not None:
+            count = int(value) if value.isdigit() else None
+    return count
 
 
 def after_options(words: Sequence[str], dialect: str) -> tuple[int, str, list[str]]:
