@@ -1154,6 +1154,22 @@ def test_a_virtual_environment_s_activate_leaves_the_rest_known(
     assert first.unknown or first.when  # any other file may set $KV_A
 
 
+def test_srun_runs_its_program_for_a_step_of_one_task() -> None:
+    """Slurm's ``srun`` (not on this machine, so not run here) runs its program once per task
+    of the step: read for ``-n 1``/``--ntasks=1`` (its options skipped as srun(1) takes them,
+    a run-time value attached with ``=`` included); any other count is left to run time."""
+    script = (
+        'srun --export=ALL --nodelist="$NODE" --ntasks=1 --container-image img -J a '
+        "env KV_A=1 vllm serve m &\n"
+        "srun -N 2 vllm serve n &\nsrun -n 4 vllm serve o\nsrun -n1 -o log vllm serve p\n"
+        'timeout --signal="$SIG" 5 vllm serve q; timeout -s $SIG 5 vllm serve r'
+    )
+    reading = read_script(script, {"HOME": _HOME, "NODE": None, "SIG": None}, dialect="bash")
+    assert [c.words[2] for c in reading.commands] == ["m", "p", "q"]
+    assert reading.commands[0].env["KV_A"] == "1"
+    assert len(reading.blind) == 3  # srun -N 2, srun -n 4, timeout -s $SIG
+
+
 def test_opea_s_release_pins_set_only_the_pins() -> None:
     """OPEA GenAIComps' tests source ``.github/env/_vllm_versions.sh`` from the checkout's
     top: it exports the vLLM releases to build (kvconfig.load.shell.env_scripts), so the

@@ -37,6 +37,8 @@ from kvconfig.load.shell.wrappers import (
     unwrap,
 )
 
+_ATTACHED = re.compile(r"--[A-Za-z][A-Za-z0-9-]*=")
+
 
 class _Shell(_Children):
     # ----- simple commands -------------------------------------------------------------
@@ -320,6 +322,8 @@ class _Shell(_Children):
         inner, extra, replaces, unknown_shift = unwrap(words)
         if inner is None:
             self.last_unknown = "the command"
+            if os.path.basename(words[0]) == "srun":  # a copy per task, the count not said
+                self.blind.append("an srun step, one copy of its program per task")
             return None
         if not inner:  # exec with redirections only: the shell goes on
             return 0
@@ -329,6 +333,8 @@ class _Shell(_Children):
                 extra[name] = None
         extra |= dict.fromkeys(self.also_set)
         settings = {i for i, w in enumerate(words[:unknown_shift]) if HOLE.search(w)}
+        if not self.loose:  # a wrapper's option with its value attached (--nodelist="$N")
+            settings |= {i for i, w in enumerate(words[:unknown_shift]) if _ATTACHED.match(w)}
         if any(i < unknown_shift and i not in settings for i, _ in unknown_at) or (
             inner_unknown and inner_unknown[0][0] == 0
         ):
