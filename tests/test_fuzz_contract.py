@@ -199,12 +199,13 @@ STORM = (
 )
 
 
-def _corpus_with(path: str, kind: str, keys: tuple[str | int, ...], value: object) -> bytes:
-    """The real-file corpus's ``path`` with ``keys`` of its first ``kind`` set to ``value``."""
+def _corpus_with(path: str, kind: str | None, keys: tuple[str | int, ...], value: object) -> bytes:
+    """The real-file corpus's ``path`` with ``keys`` of its first ``kind`` (None: its first
+    document) set to ``value``."""
     import yaml
 
     docs = list(yaml.safe_load_all((REALWORLD / path).read_text()))
-    node = next(d for d in docs if d and d.get("kind") == kind)
+    node = next(d for d in docs if d and (kind is None or d.get("kind") == kind))
     for key in keys[:-1]:
         node = node[key]
     node[keys[-1]] = value
@@ -285,6 +286,47 @@ FOUND = {
             "llm-inference-service-H100-mtp.yaml",
             "LLMInferenceService",
             ("spec", "template", "containers", 0, "env"),
+            5,
+        ),
+        2,
+    ),
+    "kubernetes-llmaz-model-claims-a-number": (
+        "kubernetes",
+        _corpus_with(
+            "InftyAI/llmaz/docs/examples/speculative-decoding/vllm/playground.yaml",
+            "Playground",
+            ("spec", "modelClaims", "models"),
+            5,
+        ),
+        2,
+    ),
+    "kserve-object-store-a-number": (
+        "kserve",
+        _corpus_with(
+            "kserve/kserve/docs/samples/llmisvc/kv-cache-offloading/"
+            "llm-inference-service-kv-cache-offloading-tiered.yaml",
+            "LLMInferenceService",
+            ("spec", "kvCacheOffloading", "objectStore"),
+            5,
+        ),
+        0,
+    ),
+    "kubernetes-llmd-benchmark-context-ranges-a-number": (
+        "kubernetes",
+        _corpus_with(
+            "llm-d/llm-d-benchmark/config/scenarios/examples/gpu.yaml",
+            None,
+            ("scenario", 0, "modelservice", "decode", "contextLengthRanges"),
+            5,
+        ),
+        0,
+    ),
+    "skypilot-any-of-a-number": (
+        "skypilot",
+        _corpus_with(
+            "skypilot-org/skypilot/llm/deepseek-r1/deepseek-r1-671B.yaml",
+            None,
+            ("resources", "any_of"),
             5,
         ),
         2,

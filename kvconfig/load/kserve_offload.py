@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kvconfig.load.engine_fields import mapping
+from kvconfig.load.engine_fields import listing, mapping
 
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 _UNITS = {
@@ -49,12 +49,12 @@ def offloading_config(kv: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(cpu.get("blockSize"), int):
         extra["block_size"] = cpu["blockSize"]
     tiers: list[dict[str, Any]] = []
-    for fs in kv.get("fileSystem") or []:
+    for fs in listing(kv.get("fileSystem")):
         if isinstance(fs, dict):
             tier = {"type": "fs", "root_dir": fs.get("path")}
             tier |= {k: fs[f] for f, k in _FS_THREADS if isinstance(fs.get(f), int)}
             tiers.append(tier)
-    for store in kv.get("objectStore") or []:
+    for store in listing(kv.get("objectStore")):
         if isinstance(store, dict):
             tiers.append(_object_tier(store))
     if tiers:

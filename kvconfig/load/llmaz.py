@@ -179,7 +179,7 @@ def engines(
     container: dict[str, Any] = {
         "name": "model-runner",
         "image": f"{runtime.get('image')}:{version}",
-        "command": list(runtime.get("command") or []),
+        "command": list(listing(runtime.get("command"))),
         "args": args,
         "env": env,
     }
@@ -212,7 +212,7 @@ def _claims(spec: dict[str, Any]) -> list[tuple[str, str]]:
     if claim.get("modelName"):
         return [(str(claim["modelName"]), "main")]
     out: list[tuple[str, str]] = []
-    for raw in mapping(spec.get("modelClaims")).get("models") or []:
+    for raw in listing(mapping(spec.get("modelClaims")).get("models")):
         ref = mapping(raw)
         role = str(ref.get("role") or "main")
         item = (str(ref.get("name")), role)

@@ -49,6 +49,7 @@ from typing import Any
 
 from kvconfig.errors import InputError, NoEngine, describe
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.engine_fields import listing
 from kvconfig.load.llmd_benchmark_env import env_vars
 from kvconfig.load.llmd_benchmark_values import OVERLAID, stack_values
 from kvconfig.load.operator_engine import Engine
@@ -337,7 +338,7 @@ def command(v: dict[str, Any], role: str) -> str:
     if flags.get("chatTemplateContentFormat"):
         text += _flag(f"--chat-template-content-format {flags['chatTemplateContentFormat']}")
     text += kv
-    for extra in vllm.get("additionalFlags") or []:
+    for extra in listing(vllm.get("additionalFlags")):
         text += _flag(str(extra))
     return text
 

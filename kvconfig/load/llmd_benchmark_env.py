@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvconfig.load.engine_fields import listing
+
 _MISSING = object()
 
 
@@ -109,7 +111,7 @@ def env_vars(v: dict[str, Any], role: str) -> list[dict[str, Any]]:
     pod("LLMDBENCH_POD_NS", "metadata.namespace")
     extra = c.get("extraEnvVars")
     extra = [e for e in extra if isinstance(e, dict)] if isinstance(extra, list) else []
-    ranges = c.get("contextLengthRanges") or []
+    ranges = listing(c.get("contextLengthRanges"))
     if c.get("podLabels") or ranges:
         put(
             "LLMDBENCH_POD_LABELS",

@@ -29,7 +29,13 @@ from typing import TYPE_CHECKING, Any
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.docker_run import is_vllm_start, vllm_command
-from kvconfig.load.engine_fields import check_words, gpu_fields, image_version, known_versions
+from kvconfig.load.engine_fields import (
+    check_words,
+    gpu_fields,
+    image_version,
+    known_versions,
+    listing,
+)
 from kvconfig.load.operator_engine import Engine, Note
 
 if TYPE_CHECKING:
@@ -69,7 +75,7 @@ def _resources(data: dict[str, Any]) -> tuple[list[tuple[str, int | None]], str 
         if not isinstance(option, dict):
             continue
         accelerators += _accelerators(option.get("accelerators"))
-        for alternative in [*(option.get("any_of") or []), *(option.get("ordered") or [])]:
+        for alternative in [*listing(option.get("any_of")), *listing(option.get("ordered"))]:
             if isinstance(alternative, dict):
                 accelerators += _accelerators(alternative.get("accelerators"))
         if isinstance(option.get("image_id"), str):

@@ -9,7 +9,7 @@ from typing import Any
 
 from kvconfig.errors import NoEngine, describe
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engine_fields import LLM_D_SIMULATOR, mapping
+from kvconfig.load.engine_fields import LLM_D_SIMULATOR, listing, mapping
 from kvconfig.load.helm.values import _go, _Values, _ValuesShim
 from kvconfig.load.operator_engine import Engine
 
@@ -133,7 +133,7 @@ def llm_d(
                     )
             synth = dict(container)
             synth.setdefault("name", "vllm")
-            env = list(container.get("env") or [])
+            env = list(listing(container.get("env")))
             model, uri, hf = _model_arg(values, data) if mode != "custom" else ("", "", {})
             if mode in ("vllmServe", "imageDefault"):
                 words = [model] if mode == "vllmServe" else ["--model", model]
@@ -146,7 +146,7 @@ def llm_d(
                     if par[key] > 1:
                         words += [flag, str(par[key])]
                 words += ["--served-model-name", _go(artifacts.get("name"))]
-                words += [_go(a) for a in container.get("args") or []]
+                words += [_go(a) for a in listing(container.get("args"))]
                 synth["args"] = words
                 if mode == "vllmServe":
                     synth["command"] = ["vllm", "serve"]

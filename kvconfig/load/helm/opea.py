@@ -29,7 +29,7 @@ from typing import Any
 
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
-from kvconfig.load.engine_fields import mapping
+from kvconfig.load.engine_fields import listing, mapping
 from kvconfig.load.helm.kinds import OPEA_SET_ENV, opea_sections
 from kvconfig.load.helm.values import _go, _truthy, coalesce, go_int, values_at
 from kvconfig.load.operator_engine import Engine
@@ -191,7 +191,7 @@ def _rendered(
     }  # fmt: skip
     extra_cmd = mapping(values.get("extraCmd"))
     if _truthy(extra_cmd):
-        container["command"] = [_go(w) for w in extra_cmd.get("command") or []]
+        container["command"] = [_go(w) for w in listing(extra_cmd.get("command"))]
     pod: dict[str, Any] = {"containers": [container]}
     for field in ("nodeSelector", "affinity", "tolerations"):
         if _truthy(values.get(field)):

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.engine_fields import listing
 from kvconfig.load.kubernetes.resources import Resource
 
 SERVER_PATCH = "dual-pod.llm-d.ai/server-patch"
@@ -58,7 +59,7 @@ def _merge_pod(own: Mapping[str, Any], patch: Any) -> tuple[dict[str, Any], dict
         return spec, moved
     for key, value in patch.items():
         if key in ("containers", "initContainers") and isinstance(value, list):
-            merged = [dict(c) if isinstance(c, dict) else c for c in spec.get(key) or []]
+            merged = [dict(c) if isinstance(c, dict) else c for c in listing(spec.get(key))]
             names = [c.get("name") if isinstance(c, dict) else None for c in merged]
             for i, c in enumerate(value):
                 if not isinstance(c, dict):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from kvconfig.errors import InputError
-from kvconfig.load.engine_fields import mapping
+from kvconfig.load.engine_fields import listing, mapping
 from kvconfig.load.helm.values import _go
 
 if TYPE_CHECKING:
@@ -82,11 +82,11 @@ def model_serving(res: Any) -> dict[str, Any]:
     for listed in ("workers", "env"):
         if backend.get(listed) is not None and not isinstance(backend.get(listed), list):
             raise _err(res, "expected a list", "spec", "backend", listed)
-    workers = [w for w in backend.get("workers") or [] if isinstance(w, dict)]
+    workers = [w for w in listing(backend.get("workers")) if isinstance(w, dict)]
     by_type = {str(w.get("type") or "server"): w for w in workers}
     if kind not in ("vLLM", "vLLMDisaggregated"):
         raise _err(res, f"not support model backend type: {kind}", "spec", "backend", "type")
-    env = [e for e in backend.get("env") or [] if isinstance(e, dict)]
+    env = [e for e in listing(backend.get("env")) if isinstance(e, dict)]
     path = cache_path(str(backend.get("cacheURI") or "")) + mount_path(
         str(backend.get("modelURI") or "")
     )
