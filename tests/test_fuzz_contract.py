@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.contract import ALL, FORMATS, REALWORLD, Tally, Workspace, fuzz, mutate
 from tests.fuzz.generated import generated
+from tests.fuzz.retyped import NOT_YAML, retyped
 
 PER_FORMAT = 50
 """Mutated inputs of each format per CI run (derandomized: the same every run)."""
@@ -63,6 +64,15 @@ def test_generated_inputs_keep_the_contract(work: Workspace, fmt: str) -> None:
     _assert_kept(tally)
     # well-formed inputs get past the parser: not every one is refused as bad input
     assert set(tally.exits) & {0, 1}, tally.exits
+
+
+@pytest.mark.parametrize("fmt", ALL)
+def test_retyped_inputs_keep_the_contract(work: Workspace, fmt: str) -> None:
+    """A YAML seed with one value of another type (``tests.fuzz.retyped``): every format
+    whose inputs are YAML documents gets them, the others none."""
+    tally = retyped(work, fmt, PER_FORMAT // 2, seed=0)
+    assert tally.inputs == (0 if fmt in NOT_YAML else PER_FORMAT // 2)
+    _assert_kept(tally)
 
 
 def test_the_operator_formats_seed_from_the_real_file_corpus() -> None:
@@ -330,6 +340,31 @@ FOUND = {
             5,
         ),
         2,
+    ),
+    # exit 3, TypeError: a MultiConnector whose connectors are not a list (found by the
+    # retyped inputs, tests.fuzz.retyped)
+    "fleet-multiconnector-connectors-a-number": (
+        "fleet",
+        _example(
+            "fleets/multiconnector-layouts.yaml",
+            b"        connectors:\n"
+            b"          - {kv_connector: NixlConnector, kv_role: kv_producer}\n"
+            b"          - {kv_connector: ExampleHiddenStatesConnector, kv_role: kv_producer}\n",
+            b"        connectors: 5\n",
+        ),
+        0,
+    ),
+    # exit 3, TypeError: a configMapKeyRef whose key is a list (unhashable)
+    "kubernetes-config-map-key-a-list": (
+        "kubernetes",
+        (REALWORLD / "vllm-project/router/scripts/deepseek/vllm-deepseek-deployment.yaml")
+        .read_bytes()
+        .replace(
+            b"name: vllm-config\n              key: MODEL",
+            b"name: vllm-config\n              key: [MODEL]",
+            1,
+        ),
+        0,
     ),
     "kubernetes-disaggregated-set-roles-a-number": (
         "kubernetes",

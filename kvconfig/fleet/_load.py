@@ -242,8 +242,10 @@ def with_offload(
     if kv is None:
         return entries[0] if len(entries) == 1 else _multi(entries)
     if kv.get("kv_connector") == "MultiConnector":
-        extra = dict(kv.get("kv_connector_extra_config") or {})
-        extra["connectors"] = [*(extra.get("connectors") or []), *entries]
+        given = kv.get("kv_connector_extra_config")
+        extra = dict(given) if isinstance(given, Mapping) else {}
+        chained = extra.get("connectors")
+        extra["connectors"] = [*(chained if isinstance(chained, list) else []), *entries]
         return {**kv, "kv_connector_extra_config": extra}
     return _multi([dict(kv), *entries], role=kv.get("kv_role"))
 

@@ -1,8 +1,9 @@
 """The slow mode (docs/errors.md):
-``python -m tests.fuzz [--count N] [--seed S] [--generated] [FORMAT...]`` from the
-repository root runs N inputs (default 100,000) of each format, mutated (``contract``) or,
-with ``--generated``, built by Hypothesis (``generated``), and prints one JSON line of
-figures per format; exit 1 if any input broke the contract."""
+``python -m tests.fuzz [--count N] [--seed S] [--generated | --retyped] [FORMAT...]`` from
+the repository root runs N inputs (default 100,000) of each format, mutated (``contract``),
+with ``--generated`` built by Hypothesis (``generated``), or with ``--retyped`` a YAML
+seed with one value of another type (``retyped``), and prints one JSON line of figures per
+format; exit 1 if any input broke the contract."""
 
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ def main() -> int:
     parser.add_argument(
         "--generated", action="store_true", help="Hypothesis-built inputs instead of mutations"
     )
+    parser.add_argument(
+        "--retyped", action="store_true", help="a YAML seed with one value of another type"
+    )
     parser.add_argument("--save", metavar="DIR", help="write each failing input to DIR")
     args = parser.parse_args()
     unknown = [f for f in args.formats if f not in ALL]
@@ -39,7 +43,9 @@ def main() -> int:
     run = fuzz
     if args.generated:
         from tests.fuzz.generated import generated as run
-    kind = "generated" if args.generated else "mutated"
+    elif args.retyped:
+        from tests.fuzz.retyped import retyped as run
+    kind = "generated" if args.generated else "retyped" if args.retyped else "mutated"
     tallies: dict[str, Tally] = {}
     with tempfile.TemporaryDirectory(prefix="kvconfig-fuzz-", dir=_scratch()) as folder:
         work = Workspace(Path(folder))

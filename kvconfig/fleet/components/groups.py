@@ -49,8 +49,13 @@ def entries(kv: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     if kv is None:
         return []
     if kv.get("kv_connector") == "MultiConnector":
-        extra = kv.get("kv_connector_extra_config") or {}
-        return [dict(c) for c in extra.get("connectors") or [] if isinstance(c, Mapping)]
+        extra = kv.get("kv_connector_extra_config")
+        chained = extra.get("connectors") if isinstance(extra, Mapping) else None
+        return (
+            [dict(c) for c in chained if isinstance(c, Mapping)]
+            if isinstance(chained, list)
+            else []
+        )
     return [dict(kv)]
 
 

@@ -86,8 +86,9 @@ def container_env(
             value_from = item["valueFrom"] if isinstance(item["valueFrom"], dict) else {}
             key_ref = value_from.get("configMapKeyRef")
             held = _config_map(res, key_ref) if isinstance(key_ref, dict) else None
-            if held is not None and isinstance(key_ref, dict) and key_ref.get("key") in held:
-                env.known[name] = held[str(key_ref["key"])]  # the input's ConfigMap: not expanded
+            looked_up = key_ref.get("key") if isinstance(key_ref, dict) else None
+            if held is not None and isinstance(looked_up, str) and looked_up in held:
+                env.known[name] = held[looked_up]  # the input's ConfigMap: not expanded
                 if name in env.unknown:
                     env.unknown.remove(name)
                 continue

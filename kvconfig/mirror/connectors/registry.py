@@ -103,7 +103,9 @@ def supports_hma(kv: Mapping[str, Any]) -> bool:
     if kv.get("kv_connector") == "MultiConnector":
         extra = kv.get("kv_connector_extra_config")
         children = extra.get("connectors") if isinstance(extra, Mapping) else None
-        chained = [c for c in children or [] if isinstance(c, Mapping)]
+        chained = (
+            [c for c in children if isinstance(c, Mapping)] if isinstance(children, list) else []
+        )
         return bool(chained) and all(supports_hma(c) for c in chained)
     return str(kv.get("kv_connector")) in SUPPORTS_HMA
 
