@@ -157,6 +157,9 @@ def _tag(node: Any) -> str:
     return tag.replace("tag:yaml.org,2002:", "!!")
 
 
+_STR = "tag:yaml.org,2002:str"
+
+
 def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
     node: Any,
     path: Path_,
@@ -239,6 +242,8 @@ def _build(  # noqa: PLR0917 (a recursive walk carrying its state)
 
 
 def _scalar(node: Any, source: str) -> Any:
+    if node.tag == _STR:  # most values: SafeConstructor.construct_yaml_str gives the text
+        return node.value
     import yaml
 
     constructor = yaml.constructor.SafeConstructor()

@@ -59,7 +59,7 @@ class _Shell(_Children):
             return None
         if words and words[0].parts and words[0].parts[0].kind == "arithcmd":
             return self.arith_command(words[0].parts[0].text)  # bash's (( expression ))
-        if any(part.kind == "andor" for w in words for part in w.parts):
+        if any(w.parts and w.parts[0].kind == "andor" for w in words):  # [[ A && B ]]
             return self.compound_test(words[1:-1])
         if self.dialect == "bash" and words and words[0].raw() == "[[":
             matched = self.pattern_test(words[1:-1])
@@ -169,6 +169,8 @@ class _Shell(_Children):
         """Fields of a command's word that hold holes (``"$@"`` given an argument only
         known at run time): each is only known at run time, written as that argument was,
         at its own place among the command's words (``at``: where the word's first is)."""
+        if not any("\ue000" in text for text in fields):  # no hole (HOLE's first mark)
+            return fields
         out = []
         for k, text in enumerate(fields):
             written, first = holes_named(text)

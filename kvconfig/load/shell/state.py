@@ -164,7 +164,20 @@ def _merge_rest(merged: _State, ends: list[_State], reason: str, names: set[str]
     merged.cwd = folders.pop() if len(folders) == 1 else None
     merged.programs = {}
     merged.templates = {}
+    first, rest = ends[0], ends[1:]
     for name in [n for n in names if merged.vars.get(n, "") is None]:
+        program, texts = first.programs.get(name), first.templates.get(name)
+        if first.vars.get(name, "") is None and all(  # the same run-time value on every side
+            e.vars.get(name, "") is None
+            and e.programs.get(name) == program
+            and e.templates.get(name) == texts
+            for e in rest
+        ):
+            if program is not None:
+                merged.programs[name] = program
+            if texts:
+                merged.templates[name] = texts
+            continue
         named = {_program(e, name) for e in ends}
         if len(named) == 1 and None not in named:
             merged.programs[name] = named.pop() or ""
