@@ -607,7 +607,8 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         'unset T; vllm serve 9 "${T[8192,1024,4]:-gone}"\n'
         'declare -A V=([$D]=1 [a]=2); vllm serve 10 "${V[a]}"; W[1]=$D; vllm serve 11 "${W[1]}"\n'
         'declare -A Z=(["a b"]=1); vllm serve 12 "${Z[a b]}"\n'
-        'declare -A Y=(); vllm serve 13 "${#Y[@]}"',
+        'declare -A Y=(); vllm serve 13 "${#Y[@]}"; U+=([j]=w); vllm serve 14 "${U[j]}"\n'
+        'Y=([a]=1 [b]=2); Y+=([a]=3); vllm serve 15 "${Y[a]}" "${Y[b]}" "${#Y[@]}"',
         {"D": None},
         ("bash",),
     ),
@@ -816,7 +817,7 @@ def test_associative_arrays_are_decided_where_bash_decides_them() -> None:
     script = TABLE["associative arrays and array elements (declare -A, NAME[SUB]=value)"][0]
     reading = read_script(script, {"HOME": _HOME, "D": None}, dialect="bash")
     sure = [c.words[2] for c in reading.commands if not c.unknown and not c.when]
-    assert sure == ["1", "2", "3", "4", "6", "7", "8", "10", "12", "13"]
+    assert sure == ["1", "2", "3", "4", "6", "7", "8", "10", "12", "13", "14", "15"]
 
 
 def test_the_issue_case_is_decided_not_guessed() -> None:

@@ -32,7 +32,11 @@ class _Fields(_Params):
         field whatever its run-time parts hold (``"--model=$M"``) keeps its known text with
         those parts marked (``kvconfig.load.shell.words.hole``), so ``"${NAME[@]}"`` in a
         command gives each element its own word; any other run-time element is None (it
-        may be any number of fields, so the array's length is only known at run time)."""
+        may be any number of fields, so the array's length is only known at run time).
+        An associative array's ``NAME=([KEY]=VALUE ...)`` sets its elements by key."""
+        if self.is_map(name):
+            self.assign_map(name, True, (elements, append))
+            return
         values: list[str | None] = []
         for w in elements:
             fields, unknown = self.expand_word(w)
