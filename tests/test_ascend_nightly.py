@@ -57,6 +57,17 @@ def test_each_node_runs_its_command_filled_from_its_envs(tmp_path: Path) -> None
     assert any("$LOCAL_IP" in n.message for n in first.notes)
 
 
+def test_the_older_harness_s_env_common_fills_every_node(tmp_path: Path) -> None:
+    """The harness before the internal/external-DP split (``multi_node/scripts/
+    multi_node_config.py``): ``env_common`` under each node's ``envs``, which a node may
+    leave out."""
+    text = CONFIG.replace("benchmarks: {}\n", "benchmarks: {}\nenv_common: {PORT: 9000, X: c}\n")
+    text = text.replace("  - envs: {PORT: 8081}\n", "  -\n")
+    found = engines_in(text, str(tmp_path / "c.yaml"), base=tmp_path)
+    assert [e.argv[e.argv.index("--port") + 1] for e in found] == ["8080", "9000"]
+    assert found[1].env["X"] == "c" and found[0].env["PORT"] == "8080"
+
+
 @pytest.mark.parametrize(
     ("change", "why"),
     [

@@ -124,6 +124,11 @@ def _node(
     label = f"deployment[{k}]"
     line = doc.line("deployment", k, "server_cmd") or doc.line("deployment", k)
     envs = entry.get("envs")
+    # the harness before the internal/external-DP split (multi_node/scripts/
+    # multi_node_config.py): env_common under each node's envs, which it may leave out
+    common = doc.data.get("env_common") if isinstance(doc.data, dict) else None
+    if isinstance(common, dict) and (envs is None or isinstance(envs, dict)):
+        envs = {**common, **(envs or {})}
     if not isinstance(envs, dict):
         raise NoEngine(
             "the node has no envs: the harness refuses the config",
