@@ -135,6 +135,24 @@ def test_a_compose_bind_mount_outside_the_repository_is_not_followed(
     assert (code, err) == (0, "")
 
 
+def test_a_bind_mount_whose_folder_is_not_here_leaves_the_model_unknown(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A compose bind mount of a folder the repository does not hold (a download step or a
+    README fills it when the container runs): the model cannot be read, the verdict is
+    unknown (KV402); the same folder named by --model-path is the user's mistake (exit 2)."""
+    (repo / "empty.env").write_text("")
+    _compose(repo, "empty.env", "./weights:/mnt/models:ro")
+    code, out, err = _run(["lint", "--platform", "h200", "compose.yaml"], capsys)
+    assert code == 0 and "KV402 model-unavailable" in out.splitlines()[0]
+    assert "lies in the bind mount of /mnt/models" in err
+    code, _, err = _run(
+        ["lint", "--platform", "h200", "--model-path", "/mnt/models=./gone", "compose.yaml"],
+        capsys,
+    )
+    assert code == 2 and "(--model-path), which does not exist" in err
+
+
 def test_a_ray_serve_llm_config_path_outside_the_repository_is_not_read(
     repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

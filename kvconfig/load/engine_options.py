@@ -222,11 +222,11 @@ def with_mounts(paths: ModelPaths | None, engine: Engine) -> ModelPaths | None:
         return paths
     from kvconfig.load.hub import ModelPaths
 
-    rules = [*(paths.rules if paths is not None else ()), *(
-        (inside.rstrip("/") or "/", Path(outside)) for inside, outside in engine.mounts
-    )]  # fmt: skip
-    rules.sort(key=lambda r: len(r[0]), reverse=True)
-    return ModelPaths(tuple(rules))
+    given = paths.rules if paths is not None else ()
+    mounted = [(inside.rstrip("/") or "/", Path(outside)) for inside, outside in engine.mounts]
+    rules = sorted([*given, *mounted], key=lambda r: len(r[0]), reverse=True)
+    mounts = {p for p, _ in mounted} - {p for p, _ in given}
+    return ModelPaths(tuple(rules), frozenset(mounts) | (paths.mounts if paths else frozenset()))
 
 
 def _words(value: Any) -> Iterator[str]:

@@ -246,6 +246,9 @@ class ModelPaths(NamedTuple):
     ``/`` boundary, is read from DIR instead; the longest PATTERN wins."""
 
     rules: tuple[tuple[str, Path], ...] = ()
+    mounts: frozenset[str] = frozenset()
+    """The patterns that are a container's bind mounts, not ``--model-path``: their folder
+    may be filled only when the container runs (a download step, a README's)."""
 
     @classmethod
     def parse(cls, items: Sequence[str], cwd: Path | None = None) -> ModelPaths:
@@ -269,9 +272,14 @@ class ModelPaths(NamedTuple):
 
     def map(self, value: str) -> Path | None:
         """The local folder for ``value``, or None when no rule matches."""
+        found = self.rule(value)
+        return None if found is None else found[1]
+
+    def rule(self, value: str) -> tuple[str, Path] | None:
+        """(the pattern, the local folder) of the rule ``value`` maps by, if any."""
         for pattern, folder in self.rules:
             if value == pattern:
-                return folder
+                return pattern, folder
             if value.startswith(pattern + "/") or pattern == "/":
-                return folder / value[len(pattern) :].lstrip("/")
+                return pattern, folder / value[len(pattern) :].lstrip("/")
         return None

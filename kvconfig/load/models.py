@@ -138,12 +138,25 @@ def model_folder(opts: Options, key: str, value: Any, revision: Any = None) -> P
     if (cached := loaded_copy(value, opts.model_uri)) is not None:
         names.append(cached)  # an operator's loader put the model there (KubeAI, llmaz)
     for name in names:
-        mapped = opts.model_paths.map(name) if opts.model_paths is not None else None
-        if mapped is None:
+        rule = opts.model_paths.rule(name) if opts.model_paths is not None else None
+        if rule is None:
             continue
+        pattern, mapped = rule
         _usable(opts, key, mapped, value)
         if mapped.exists():
             return _short(mapped)
+        if opts.model_paths is not None and pattern in opts.model_paths.mounts:
+            from kvconfig.errors import ModelUnavailable
+
+            raise ModelUnavailable(
+                f"model {name!r} lies in the bind mount of {pattern} ({mapped} here), which "
+                "is not here: it is filled when the container runs, so kvconfig cannot tell "
+                "the plan",
+                source=opts.source,
+                line=opts.lines.get(key.split(".", maxsplit=1)[0]),
+                key=key,
+                hint="put the model's config.json there, or map it with --model-path PATTERN=DIR",
+            )
         raise opts.err(
             key,
             f"{name!r} maps to {mapped} (--model-path), which does not exist",
