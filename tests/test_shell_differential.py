@@ -612,6 +612,20 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"D": None},
         ("bash",),
     ),
+    "GNU getopt's output and eval set --": (
+        'set -- --model m/x -t 2 pos --fl=3 "a b" -h\n'
+        'TEMP=$(getopt -o t:h --long model:,flag::,help -n x -- "$@")\n'
+        "if [ $? -ne 0 ]; then exit 1; fi\n"
+        'eval set -- "$TEMP"\n'
+        'while true; do case "$1" in --model) M=$2; shift 2;; -t) T=$2; shift 2;;\n'
+        "  --flag) F=$2; shift 2;; -h) H=1; shift;; --) shift; break;; *) exit 1;; esac; done\n"
+        'vllm serve "$M" --tensor-parallel-size "$T" --x "$F" "$H" "$@"\n'
+        'O=$(getopt -o a: -- -a "$D" rest); vllm serve "$O"\n'
+        "getopt -o a -- -b >/dev/null 2>&1 || vllm serve failed\n"
+        'B=$(getopt -o a -- -z); vllm serve after "$?" "$B"',
+        {"D": None},
+        BOTH,
+    ),
     "read from here-documents": (
         'X=v; IFS=, read a b <<EOF\nx,y,\nEOF\nvllm serve "$a" "$b"\n'
         'read c <<\'EOF\'\n$X \\q "$X"\nEOF\nvllm serve "$c"\n'
@@ -1153,6 +1167,41 @@ def test_a_virtual_environment_s_activate_leaves_the_rest_known(
     other = script.replace("bin/activate", "bin/setup.sh")
     first, _ = read_script(other, {"HOME": _HOME}).commands
     assert first.unknown or first.when  # any other file may set $KV_A
+
+
+def test_getopt_prints_what_util_linux_getopt_prints() -> None:
+    """``kvconfig.load.shell.gnu_getopt`` against the real ``getopt`` (util-linux) on
+    random parameters: the same output where it computes one, and None wherever getopt
+    fails."""
+    import random
+
+    from kvconfig.load.shell.gnu_getopt import getopt_output
+
+    rng = random.Random(7)
+    specs = [
+        ["-o", "ht:m::v"], ["--options", "+ab:"], ["ab:c"], ["-o", "a", "-s", "bash"],
+        ["-o", "h", "--longoptions", "engine-a:,engine-b:,model:,help,opt::", "-n", "x"],
+        ["-l", "alpha,beta:", "-o", "x:"], ["-q", "-o", "a", "-l", "all, also:"],
+    ]  # fmt: skip
+    words = [
+        "-h", "-t", "5", "-t5", "-m", "-mx", "-v", "--engine-a", "vllm", "--engine-a=sg",
+        "--eng", "--model", "m/x", "--help", "--opt", "--opt=3", "pos", "it's", "--", "-a",
+        "-b", "-ab", "-abz", "-c", "--alpha", "--beta=1", "--beta", "--al", "-x", "-xv",
+        "a b", "", "--all", "--als", "--also", "-", "--help=1",
+    ]  # fmt: skip
+    computed = 0
+    for spec in specs:
+        for _ in range(40):
+            params = [rng.choice(words) for _ in range(rng.randint(0, 5))]
+            args = spec + params if spec == ["ab:c"] else [*spec, "--", *params]
+            real = subprocess.run(["getopt", *args], capture_output=True, text=True, check=False)
+            mine = getopt_output(args)
+            if real.returncode != 0:
+                assert mine is None, (args, real.stdout)
+            elif mine is not None:
+                assert mine == real.stdout.rstrip("\n"), args
+                computed += 1
+    assert computed > 60
 
 
 def test_srun_runs_its_program_for_a_step_of_one_task() -> None:

@@ -58,6 +58,9 @@ class _Files(_Writes):
     """The sourced file each function was defined in (by its body), for ``BASH_SOURCE``."""
     substituting = 0
     """How deep the ``$(...)`` being computed now are nested (at most ``MAX_EVAL_DEPTH``)."""
+    subst_status: int | None = None
+    """The status of the last ``$(...)``: 0 when kvconfig computed it from a program it
+    models (``kvconfig.load.shell.paths``), else only known at run time."""
     elsewhere = 0
     """How many functions of a sourced file are running now (their lines are that file's)."""
     mounts: tuple[tuple[str, str], ...] = ()
@@ -143,6 +146,7 @@ class _Files(_Writes):
         """The output of ``$(text)`` when it runs one path program on known words (in a
         subshell: nothing it expands reaches the script), its trailing newlines removed
         as the shell removes them; None otherwise."""
+        self.subst_status = None
         redirects = _REDIRECT.search(_HARMLESS.sub(" ", text)) and not (
             _CAT_HERE.match(text) or _PYTHON.match(text)
         )
@@ -187,7 +191,10 @@ class _Files(_Writes):
         if words is None or words[0] not in PROGRAMS:
             return None
         printed = output(words, self.host, self.state.cwd)
-        return None if printed is None else printed.rstrip("\n")
+        if printed is None:
+            return None
+        self.subst_status = 0  # a program kvconfig models prints only when it succeeds
+        return printed.rstrip("\n")
 
     def program_words(self, node: N.Node, functions: bool = False) -> list[str] | None:
         """The words of a simple command that runs a program (no assignment before it, no

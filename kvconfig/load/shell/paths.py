@@ -15,7 +15,7 @@ knows (``kvconfig.load.shell.dirs``), and only when the path and its result lie 
 the allowed roots (``kvconfig.load.roots``); every other case, and every failure (a
 missing folder, a link loop), is only known at run time (None); ``readlink`` without
 ``-f`` likewise, but only its name's folder need lie under the roots. ``cd DIR && pwd`` is
-``kvconfig.load.shell.dirs``'s."""
+``kvconfig.load.shell.dirs``'s; util-linux ``getopt`` is ``kvconfig.load.shell.gnu_getopt``'s."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from kvconfig.load.roots import inside
 
-PROGRAMS = frozenset({"dirname", "basename", "readlink", "realpath", "seq"})
+PROGRAMS = frozenset({"dirname", "basename", "readlink", "realpath", "seq", "getopt"})
 """The programs whose output kvconfig computes."""
 
 
@@ -112,6 +112,10 @@ def output(words: Sequence[str], files: bool, cwd: str | None = None) -> str | N
     program, args = words[0], list(words[1:])
     if program == "seq":
         return seq(args)
+    if program == "getopt":
+        from kvconfig.load.shell.gnu_getopt import getopt_output
+
+        return getopt_output(args)
     options: list[str] = []
     names: list[str] = []
     valued = {"-s", "--suffix"} if program == "basename" else set()

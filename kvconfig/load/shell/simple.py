@@ -128,7 +128,7 @@ class _Shell(_Children):
                 self.assign(name, value, what)
                 if value is None:
                     self.keep_template(name, tuple(a + b for a in before for b in texts))
-            return None if subst else 0
+            return self.subst_status if subst else 0  # $? of the last $(...)
         if not expanded:
             return 0
         program = self.program_of(rest[0])
