@@ -626,6 +626,12 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"D": None},
         BOTH,
     ),
+    "a server started inside $(...) goes on": (
+        'exec 3>&1; start() { vllm serve m --port "$1" >&3 & echo $!; }\n'
+        'P=$(start 1); Q="$(start 2)"; for i in 3 4; do R=$(start $i); done; wait',
+        {},
+        BOTH,
+    ),
     "read from here-documents": (
         'X=v; IFS=, read a b <<EOF\nx,y,\nEOF\nvllm serve "$a" "$b"\n'
         'read c <<\'EOF\'\n$X \\q "$X"\nEOF\nvllm serve "$c"\n'

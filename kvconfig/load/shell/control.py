@@ -47,6 +47,11 @@ class _Control(_Fields):
     """The outermost frame a side of a run-time choice left to in the loop round being
     run (its index in ``frames``; -1: a side ended the script), for ``loops``."""
 
+    ran = 0
+    """Simple commands run so far."""
+    running = 0
+    """The number of the simple command being run (``ran`` when it started)."""
+
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
         """Run one simple command (``kvconfig.load.shell.simple``)."""
         raise NotImplementedError
@@ -99,7 +104,12 @@ class _Control(_Fields):
                 self.state.status = status
             return status
         if isinstance(node, N.Simple):
-            status = self.simple(node)
+            outer, self.ran = self.running, self.ran + 1
+            self.running = self.ran  # this command, however often its words are expanded
+            try:
+                status = self.simple(node)
+            finally:
+                self.running = outer
             if self.state.errexit and not self.tested and status != 0:
                 if status is not None:
                     raise _Stop  # set -e: a command that fails outside a test ends the shell

@@ -197,18 +197,23 @@ class _Output(_Files):
     def function_output(self, words: list[str]) -> str | None:
         """The output of ``$(f ARGS)`` (``words``), or None when it is only known at run
         time."""
-        if not _prints_plainly(self.state.functions[words[0]]):
-            return None
+        plain = _prints_plainly(self.state.functions[words[0]])
         saved = (self.state, self.commands, self.blind, self.printed, self.printing_when)
         self.state, self.commands, self.blind = self.state.copy(), [], []
-        self.printed, self.printing_when = [], self.state.when
+        self.printed, self.printing_when = ([] if plain else None), self.state.when
         try:
             with contextlib.suppress(_Stop, _Jump), self.subshell():  # exit ends it
                 self.call(words[0], words[1:], {})
-            printed, ran = self.printed, bool(self.commands or self.blind)
+            printed, ran, blind = self.printed, self.commands, self.blind
         finally:
             self.state, self.commands, self.blind, self.printed, self.printing_when = saved
-        if ran or None in printed:
+        # the commands it runs do run, in a subshell: a server it starts in the background
+        # (PID=$(start_server ...), its output sent to a log) goes on serving; once for a
+        # command whose words are expanded more than once
+        if (self.running, tuple(words)) not in self.substituted_runs:
+            self.substituted_runs.add((self.running, tuple(words)))
+            self.commands.extend(ran)
+        if printed is None or ran or blind or None in printed:
             return None
         return "".join(t for t in printed if t is not None).rstrip("\n")
 

@@ -69,6 +69,7 @@ class _Variables:
         self.key = key
         self.dialect = dialect
         self.commands: list[Command] = []
+        self.substituted_runs: set[tuple[int, tuple[str, ...]]] = set()
         self.blind: list[str] = []
         self.unparsed: list[InputError] = []
         self.steps = 0
