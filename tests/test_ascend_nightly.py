@@ -172,3 +172,61 @@ def test_an_external_dp_config_the_harness_refuses_starts_nothing(
     assert text != EXTERNAL
     with pytest.raises(NoEngine, match=why):
         engines_in(text, str(tmp_path / "c.yaml"), base=tmp_path)
+
+
+SINGLE = """test_cases:
+  - name: "a"
+    model: "m/x"
+    envs: {SERVER_PORT: "DEFAULT_PORT", TP: 4, FLAG: true}
+    server_cmd: ["--port", "$SERVER_PORT", "--tensor-parallel-size", "${TP}", "--x", "$FLAG"]
+    server_cmd_extra: ["--block-size", "128", "--y", "$UNSET"]
+  - name: "b"
+    model: "m/y"
+    service_mode: epd
+    envs: {ENCODE_PORT: 9001}
+    epd_server_cmds:
+      - ["--port", "$ENCODE_PORT", "--model", "m/y"]
+      - ["--port", "$PD_PORT", "--model", "m/y", "--tensor-parallel-size", "2"]
+    epd_proxy_args: ["--port", "$PROXY_PORT"]
+"""
+
+
+def test_single_node_cases_start_the_servers_the_harness_starts(tmp_path: Path) -> None:
+    """``tests/e2e/nightly/single_node``: an ``openai`` case runs ``vllm serve MODEL`` with
+    ``server_cmd`` then ``server_cmd_extra``; an ``epd`` case one ``vllm serve`` per
+    ``epd_server_cmds`` list; ``$NAME`` from the case's ``envs`` (``str(value)``), a port
+    left ``DEFAULT_PORT`` or unset a free port (run time)."""
+    found = engines_in(SINGLE, str(tmp_path / "c.yaml"), base=tmp_path)
+    assert [e.name for e in found] == [
+        "test_cases[0] (a)",
+        "test_cases[1].epd_server_cmds[0] (b)",
+        "test_cases[1].epd_server_cmds[1] (b)",
+    ]
+    first, encoder, pd = found
+    assert list(first.argv) == [
+        "m/x", "--port", "$SERVER_PORT", "--tensor-parallel-size", "4", "--x", "True",
+        "--block-size", "128", "--y", "$UNSET",
+    ]  # fmt: skip
+    assert "SERVER_PORT" in first.env_unknown and first.env["VLLM_WORKER_MULTIPROC_METHOD"]
+    assert (
+        encoder.argv[:2] == ("--port", "9001") and encoder.env["ASCEND_RT_VISIBLE_DEVICES"] == "0"
+    )
+    assert pd.argv[1] == "$PD_PORT" and pd.env["ASCEND_RT_VISIBLE_DEVICES"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (("    envs: {ENCODE_PORT: 9001}\n", ""), "has no envs"),
+        (('    epd_proxy_args: ["--port", "$PROXY_PORT"]\n', ""), "has no epd_proxy_args"),
+        (('["--port", "$ENCODE_PORT", "--model", "m/y"]', '["--model", "m/y"]'), "no --port"),
+        (('name: "a"', 'name: ""'), "a name"),
+    ],
+)
+def test_a_single_node_case_the_harness_refuses_starts_nothing(
+    tmp_path: Path, change: tuple[str, str], why: str
+) -> None:
+    text = SINGLE.replace(*change)
+    assert text != SINGLE
+    with pytest.raises(NoEngine, match=why):
+        engines_in(text, str(tmp_path / "c.yaml"), base=tmp_path)

@@ -49,6 +49,10 @@ _VARIABLE = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 
 def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
     data = doc.data
+    if "test_cases" in data and "deployment" not in data:  # single-node cases
+        from kvconfig.load import ascend_single
+
+        return ascend_single.engines(doc, base)
     if "templates" in data and "deployment" not in data:  # one server per DP rank
         from kvconfig.load import ascend_external
 

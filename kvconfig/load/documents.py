@@ -203,6 +203,14 @@ def kind_of(data: Any) -> str | None:
         return "kv-cache-setup"  # llm-d-kv-cache's chart (kvconfig.load.helm.kv_cache_setup)
     if kinds.is_opea(data):
         return "opea"  # OPEA's vLLM chart, alone or as a subchart (kvconfig.load.helm.opea)
+    cases = data.get("test_cases")
+    if (
+        isinstance(cases, list)
+        and cases
+        and all(isinstance(c, dict) and "model" in c and ("server_cmd" in c or
+                "epd_server_cmds" in c) for c in cases)
+    ):  # fmt: skip
+        return "ascend-nightly"  # vLLM Ascend's single-node test configs (ascend_single)
     deployment = data.get("deployment")
     if (
         isinstance(deployment, list)
