@@ -31,6 +31,7 @@ from typing import Any
 
 from kvconfig.errors import InputError, NoEngine
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.ascend_harness import VARIABLE, server_env
 from kvconfig.load.engine_fields import check_words
 from kvconfig.load.operator_engine import Engine, Note, server_start
 
@@ -42,9 +43,6 @@ RUN_TIME = (
     "LOCAL_IP", "NIC_NAME", "MASTER_IP",
 )  # fmt: skip
 """What ``DistEnvBuilder.build`` adds to a node's ``envs``: its address and interface."""
-
-_VARIABLE = re.compile(r"\$(\w+)|\$\{(\w+)\}")
-"""``MultiNodeConfig._expand_env``'s pattern."""
 
 
 def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
@@ -141,8 +139,7 @@ def _node(
             key=f"{label}.envs",
             hint="give the node its envs mapping",
         )
-    # RemoteOpenAIServer._start_server: spawn, then the node's envs, each str(value)
-    env = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn", **{str(n): str(v) for n, v in envs.items()}}
+    env = server_env(envs)
     command = entry.get("server_cmd")
     if not isinstance(command, str):
         raise InputError(
@@ -161,7 +158,7 @@ def _node(
         return env.get(name, m.group(0))
 
     try:
-        words = shlex.split(_VARIABLE.sub(fill, command))
+        words = shlex.split(VARIABLE.sub(fill, command))
     except ValueError as err:
         raise InputError(
             f"the harness cannot split the command ({err})",
@@ -184,7 +181,7 @@ def _node(
     entry_name, parser, argv = start
     check_words(argv, doc.source, line, label)
     for i, word in enumerate(argv):
-        for m in _VARIABLE.finditer(word):
+        for m in VARIABLE.finditer(word):
             if (m.group(1) or m.group(2)) in RUN_TIME:
                 said = f"{m.group(0)} in argument {i + 1} is only known at run time"
                 notes.append(Note("unknown-value", said, line))

@@ -23,20 +23,17 @@ A config of ``tests/e2e/nightly/single_node/models/configs/`` (vllm-project/vllm
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from kvconfig.errors import NoEngine
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.ascend_harness import VARIABLE, server_env
 from kvconfig.load.engine_fields import check_words
 from kvconfig.load.operator_engine import Engine, Note, server_start
 
 PORTS = ("SERVER_PORT", "ENCODE_PORT", "PD_PORT", "PROXY_PORT")
 """``SingleNodeConfig.__post_init__``: a free port for each unset or ``DEFAULT_PORT``."""
-
-_VARIABLE = re.compile(r"\$(\w+)|\$\{(\w+)\}")
-"""``SingleNodeConfig._expand_values``'s pattern."""
 
 
 def _refused(doc: _yaml.Document, what: str, key: str, *path: str | int) -> NoEngine:
@@ -74,13 +71,13 @@ def _case(doc: _yaml.Document, k: int, case: dict[str, Any], base: Path) -> list
     envs = dict(case["envs"])
     late = {p for p in PORTS if envs.get(p) in ("DEFAULT_PORT", None)}
     envs.update({p: f"${p}" for p in late})
-    env = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn", **{str(n): str(v) for n, v in envs.items()}}
+    env = server_env(envs)
 
     def expand(values: Any, key: str) -> list[str]:
         if not isinstance(values, list):
             raise _refused(doc, f"{label}.{key} is no list of arguments", f"{label}.{key}",
                            "test_cases", k, key)  # fmt: skip
-        return [_VARIABLE.sub(lambda m: str(envs.get(m.group(1) or m.group(2), m.group(0))),
+        return [VARIABLE.sub(lambda m: str(envs.get(m.group(1) or m.group(2), m.group(0))),
                               str(a)) for a in values]  # fmt: skip
 
     line = doc.line("test_cases", k)
@@ -97,9 +94,9 @@ def _case(doc: _yaml.Document, k: int, case: dict[str, Any], base: Path) -> list
         words = expand(command, f"epd_server_cmds[{i}]")
         if "--port" not in words:
             raise _refused(doc, f"epd_server_cmds[{i}] gives no --port", label, "test_cases", k)
-        server_env = {**env, "ASCEND_RT_VISIBLE_DEVICES": str(i)}
+        device_env = {**env, "ASCEND_RT_VISIBLE_DEVICES": str(i)}
         name = f"{label}.epd_server_cmds[{i}] ({case['name']})"
-        out.append(_engine(doc, name, ["vllm", "serve", *words], server_env, late, line, base))
+        out.append(_engine(doc, name, ["vllm", "serve", *words], device_env, late, line, base))
     return out
 
 

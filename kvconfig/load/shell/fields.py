@@ -85,12 +85,12 @@ class _Fields(_Params):
         value, what = self.expand_string(value_word)
         key, _ = self.expand_string(sub)  # the key: expanded, quotes removed, not split
         if self.is_map(name):
-            element = f"{name}[{key}]"
-            old = self.state.vars.get(element, "") if append else ""
             if key is None:
                 self.forget_map(name)
-            else:
-                self.assign(element, None if value is None or old is None else old + value, what)
+                return
+            element = f"{name}[{key}]"
+            old = self.state.vars.get(element, "") if append else ""
+            self.assign(element, None if value is None or old is None else old + value, what)
             return
         values = self.state.arrays.get(name)
         if values is None:
@@ -118,7 +118,10 @@ class _Fields(_Params):
         base, _, sub = name.partition("[")
         if sub and self.is_map(base):
             key = self.map_key(sub[:-1])
-            self.state.vars.pop(f"{base}[{key}]", None) if key else self.forget_map(base)
+            if key:
+                self.state.vars.pop(f"{base}[{key}]", None)
+            else:
+                self.forget_map(base)
         elif sub:
             self.set_array(base, [None])  # a gap: which elements are left is not followed
         else:
