@@ -628,8 +628,9 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
     ),
     "a server started inside $(...) goes on": (
         'exec 3>&1; start() { vllm serve m --port "$1" >&3 & echo $!; }\n'
-        'P=$(start 1); Q="$(start 2)"; for i in 3 4; do R=$(start $i); done; wait',
-        {},
+        'P=$(start 1); Q="$(start 2)"; for i in 3 4; do R=$(start $i); done\n'
+        'S=$(start "$D"); T=$(start "${D}_$$" x); wait',
+        {"D": None},
         BOTH,
     ),
     "read from here-documents": (

@@ -26,7 +26,7 @@ from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import pyprint, sed
 from kvconfig.load.shell.files import _Files
 from kvconfig.load.shell.paths import PROGRAMS
-from kvconfig.load.shell.words import _Word, assignment, one_field
+from kvconfig.load.shell.words import _Word, assignment, hole, one_field
 
 _PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?")
 _PYTHON_FLAGS = frozenset({"-u", "-B", "-E", "-s", "-S", "-I", "-O", "-OO", "-q"})
@@ -54,7 +54,7 @@ class _Output(_Files):
         if isinstance(node, N.Simple) and any(w.here for w in node.words):
             return None  # another command fed a here-document: its output is not known
         if isinstance(node, N.Simple):
-            words = self.program_words(node, functions=True)
+            words = self.program_words(node, functions=True) or self.call_words(node)
             if words and words[0] in self.state.functions:
                 return self.function_output(words)
             if words and words[0] in ("echo", "printf") and _prints_plainly(node):
@@ -193,6 +193,21 @@ class _Output(_Files):
                 return None
             given = "".join(t for t in texts if t is not None)
         return None if given is None else sed.edit(script, extended, given)
+
+    def call_words(self, node: N.Simple) -> list[str] | None:
+        """``f ARGS`` where some argument is only known at run time, each such one word
+        (``"$PORT"``), as a call outside ``$(...)`` passes it: a hole; None otherwise."""
+
+        def one(w: _Word) -> list[str] | None:
+            fields, unknown = self.expand_word(w)
+            if unknown and (len(fields) != 1 or not one_field(w) or w is node.words[0]):
+                return None
+            return [hole(unknown[0])] if unknown else fields
+
+        if node.opaque or not node.words or assignment(node.words[0]) or node.words[0].here:
+            return None
+        words = self.in_a_subshell([w for w in node.words if not w.here], one)
+        return words if words and words[0] in self.state.functions else None
 
     def function_output(self, words: list[str]) -> str | None:
         """The output of ``$(f ARGS)`` (``words``), or None when it is only known at run
