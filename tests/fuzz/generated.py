@@ -156,6 +156,8 @@ STATEMENTS = (
     "while true; do break; done", "( X={v}; vllm serve {v} ) &", "source {v}",
     "declare -A M=([{v}]={v} [k]={v})", "M[{v}]+={v}", "A[{v}]={v}", "unset 'M[{v}]'",
     "vllm serve ./models/qwen3-8b --block-size ${{M[{v}]:-16}} ${{!M[@]}} ${{A[@]}}",
+    "tmux new-session -d -s {v} -e X={v} \"vllm serve {v} --{k} {v}\"",
+    "tmux send-keys -t {v} \"vllm serve {v}\" {v} Enter", "screen -dmS {v} vllm serve {v}",
 )  # fmt: skip
 
 

@@ -1,4 +1,5 @@
-"""Commands a script runs somewhere else: ``docker exec CONTAINER COMMAND ...`` runs
+"""Commands a script runs somewhere else (or, through a terminal multiplexer, detached on
+this machine: ``kvconfig.load.shell.multiplexers``): ``docker exec CONTAINER COMMAND ...`` runs
 COMMAND in a running container (docker's ``cli/command/container/exec.go``: options
 first, then the container, then the command, given as words and run without a shell),
 and ``ssh HOST COMMAND ...`` runs COMMAND on HOST, its words joined by spaces and read by
@@ -26,6 +27,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.docker_cli import container_of
 from kvconfig.load.engine_fields import image_entry
+from kvconfig.load.shell.multiplexers import screen_run, tmux_keys, tmux_run, typed
 from kvconfig.load.shell.output import _Output
 from kvconfig.load.shell.state import _State
 from kvconfig.load.shell.words import HOLE, _Word, hole, one_field
@@ -53,7 +55,15 @@ class Remote:
     mounts: tuple[tuple[str, str], ...] = ()
     """Folders of this machine seen there, and where (``docker run -v``)."""
     kind: str = "ssh"
-    """``ssh``, ``docker exec`` or ``docker run`` (the machine its files are on)."""
+    """``ssh``, ``docker exec``, ``docker run``, ``tmux`` or ``screen``."""
+    local: bool = False
+    """It runs on this machine (``tmux``, ``screen``): the script's files are there."""
+    inherits: bool = False
+    """It gets the script's exported environment (``screen``)."""
+    folder: str | None = None
+    """Where it starts on this machine: ``.`` for the script's folder; None: unknown."""
+    keys: bool = False
+    """Its words are keys typed into a shell (``tmux send-keys``)."""
 
 
 def remote_of(words: Sequence[str]) -> Remote | None:
@@ -72,6 +82,14 @@ def remote_of(words: Sequence[str]) -> Remote | None:
         return _docker_exec(words, k)
     if head == "ssh":
         return _ssh(words)
+    if head == "tmux" and (run := tmux_run(words)) is not None:
+        k, env, folder = run
+        joined = len(words) - k == 1  # one argument: read by the default shell
+        return Remote(k, env, True, joined, kind="tmux", local=True, folder=folder)
+    if head == "tmux" and (keys := tmux_keys(words)) is not None:
+        return Remote(keys, {}, True, True, kind="tmux", local=True, keys=True)
+    if head == "screen" and (at := screen_run(words)) is not None:
+        return Remote(at, {}, True, False, kind="screen", local=True, inherits=True, folder=".")
     return None
 
 
@@ -187,7 +205,9 @@ class _Remote(_Output):
             return known or hole(late[i])
 
         parts = [text_of(i, w) for i, w in enumerate(words)][where.at :]
-        if where.joined:
+        if where.keys:
+            text = typed(parts) or ""
+        elif where.joined:
             text = " ".join(parts)
         else:  # argv: each word exactly as given
             text = " ".join(w if HOLE.fullmatch(w) else shlex.quote(w) for w in parts)
@@ -206,12 +226,16 @@ class _Remote(_Output):
         saved = (self.state, self.unknown_rest, self.backgrounded, self.host, self.mounts)
         machine = self.machine
         host = words[where.at - 1] if where.at - 1 not in late else None
-        self.machine = self.machine_of(host, where.kind)
-        self.state = _State(dict(where.env), set(where.env), None)
+        env = {**self.exported_env(), **where.env} if where.inherits else dict(where.env)
+        self.state = _State(env, set(env), None)
         self.state.when, self.state.branch = saved[0].when, saved[0].branch
-        self.unknown_rest = True
+        self.unknown_rest = saved[1] if where.inherits else True
         self.backgrounded += int(background or where.detached)
-        self.host, self.mounts = False, tuple(mounts)  # its files are the container's
+        if where.local:  # this machine's files, in the script's folder or another
+            self.start_in(saved[0].cwd if where.folder == "." else where.folder)
+        else:
+            self.machine = self.machine_of(host, where.kind)
+            self.host, self.mounts = False, tuple(mounts)  # its files are the container's
         try:
             with contextlib.suppress(_Stop, _Jump), self.subshell():
                 self.run_node(tree)
