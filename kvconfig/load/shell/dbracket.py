@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.regex import regex_match
-from kvconfig.load.shell.remote import _Remote
 from kvconfig.load.shell.state import path_program
+from kvconfig.load.shell.traps import _Traps
 from kvconfig.load.shell.words import _source_form, _Word
 
 
-class _Tests(_Remote):
+class _Tests(_Traps):
     def pattern_test(self, args: list[_Word]) -> int | str | None:
         """``[[ WORD == PATTERN ]]`` (``=``, ``!=``, a leading ``!``): bash matches the
         expanded left word against the right one as a pattern, its quoted parts literal,

@@ -25,6 +25,7 @@ from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.simple import _Shell
 from kvconfig.load.shell.state import MAX_SCRIPT_BYTES, Command
+from kvconfig.load.shell.traps import survivors
 from kvconfig.load.shell.wrappers import shebang
 
 __all__ = ["LOGIN", "MAX_SCRIPT_BYTES", "Command", "Reading", "commands", "read_script"]
@@ -96,7 +97,10 @@ def read_script(
     tree = shell.parsed(script)
     with contextlib.suppress(_Stop, _Jump):
         shell.run_node(tree)
-    return Reading(tuple(shell.commands), tuple(shell.blind), tuple(shell.unparsed))
+    ran = shell.commands
+    if shell.exit_kills is not False:  # its EXIT trap ends the servers nothing waits for
+        ran = survivors(ran, shell.waited, None if shell.exit_kills else shell.exit_why)
+    return Reading(tuple(ran), tuple(shell.blind), tuple(shell.unparsed))
 
 
 def commands(

@@ -309,8 +309,12 @@ class _Shell(_Children):
         if head in ("pushd", "popd"):
             self.lost_dir(f"{head} on line {line}")
             return None
-        if head in ("wait", "trap", "umask", "ulimit", "alias", "hash"):
-            return None if head != "trap" else 0
+        if head == "trap":
+            return self.trap(words[1:] if known else None)
+        if head == "wait" and not background:
+            self.waits()
+        if head in ("wait", "umask", "ulimit", "alias", "hash"):
+            return None
         if head == "let":
             return self.opaque("let") if self.dialect == "bash" else 127
         if head in self.state.functions and (known or (not self.loose and unknown_at[0][0])):
