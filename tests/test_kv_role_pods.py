@@ -109,3 +109,54 @@ def test_lws_single_worker_index_is_known(tmp_path: Path) -> None:
     """A group of 2 has one worker, index 1: its script's branch is known."""
     got = _read(SCRIPT.format(size=2, var="LWS_WORKER_INDEX"), tmp_path)
     assert got == [("vllm", "decode", 2, {})]
+
+
+STATEFUL = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: mx}}
+spec:
+  replicas: {replicas}
+  serviceName: mx
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:latest
+        command: [/bin/bash, -c]
+        args:
+        - |
+          ORDINAL=${{HOSTNAME##*-}}
+          {body}
+"""
+
+
+def test_statefulset_ordinal_joins_a_multi_node_engine(tmp_path: Path) -> None:
+    """A StatefulSet's pod N has hostname NAME-N: pod 0 serves, pod 1 is a headless node
+    of the same engine (--nnodes 2), so the two pods are one engine, not two."""
+    body = (
+        'H=""; if [ "$ORDINAL" != 0 ]; then H=--headless; fi\n'
+        "          vllm serve Qwen/Qwen3-8B --nnodes 2 --node-rank $ORDINAL "
+        "--master-addr ${HOSTNAME%-*}-0.mx $H"
+    )
+    got = _read(STATEFUL.format(replicas=2, body=body), tmp_path)
+    assert got == [("vllm[0]", None, 1, {})]
+
+
+def test_statefulset_ordinal_splits_prefill_and_decode(tmp_path: Path) -> None:
+    """Pod 0 decodes, pods 1 and 2 prefill: two engines, with the pods of their ordinals."""
+    body = (
+        'if [ "$ORDINAL" = 0 ]; then R=kv_consumer; else R=kv_producer; fi\n'
+        """          vllm serve Qwen/Qwen3-8B --kv-transfer-config """
+        """"{\\"kv_connector\\":\\"NixlConnector\\",\\"kv_role\\":\\"$R\\"}\""""
+    )
+    got = _read(STATEFUL.format(replicas=3, body=body), tmp_path)
+    assert sorted(got) == [("vllm[0]", "decode", 1, {}), ("vllm[1,2]", "prefill", 2, {})]
+
+
+def test_statefulset_pods_that_read_alike_stay_one_engine(tmp_path: Path) -> None:
+    """The ordinal in a port or an id only: every pod reads the same, one reading with
+    the StatefulSet's replicas."""
+    body = "vllm serve Qwen/Qwen3-8B --served-model-name m-$ORDINAL"
+    got = _read(STATEFUL.format(replicas=3, body=body), tmp_path)
+    assert got == [("vllm", None, 3, {})]

@@ -16,7 +16,7 @@ from kvconfig.load.kubernetes import model_booster
 from kvconfig.load.kubernetes.containers import native_sidecars, read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
 from kvconfig.load.kubernetes.kthena import kthena_env, pd_role, ranks_of_one_group, role_copies
-from kvconfig.load.kubernetes.lws import worker_engines
+from kvconfig.load.kubernetes.pod_index import ordinal_engines, worker_engines
 from kvconfig.load.kubernetes.resources import Found, Pod, Resource, config_maps, resources_of
 from kvconfig.load.operator_engine import Engine
 from kvconfig.load.script_file import with_kv_role
@@ -229,6 +229,8 @@ def resource_engines(
                     pod, i, base, found, size=size, env_base=env_base,
                     env_unknown=env_unknown, implicit_entry=implicit,
                 )  # fmt: skip
+            elif data.get("kind") == "StatefulSet" and not implicit:  # each pod's ordinal
+                read = ordinal_engines(pod, i, base, found, rname, replicas, env_base, env_unknown)
             else:
                 read = read_container(
                     pod, i, base, found, env_base=env_base, env_unknown=env_unknown,
