@@ -17,7 +17,7 @@ from kvconfig.load.engine_fields import (
 )
 from kvconfig.load.gpu_labels import GPU_LABELS, INSTANCE_LABELS, instance_gpu
 from kvconfig.load.kubernetes.env import container_env, expand_k8s
-from kvconfig.load.kubernetes.resources import Found, Pod, strings
+from kvconfig.load.kubernetes.resources import Found, Pod, strings, wrong_type
 from kvconfig.load.operator_engine import Engine, Note, server_start
 
 
@@ -306,6 +306,14 @@ def _engine(  # noqa: PLR0917 (the container's facts)
         role = split.role or role
     version, vnotes = image_version(image, res.line(*cpath, "image") or line)
     notes.extend(vnotes)
+    selector = pod.spec.get("nodeSelector")
+    if selector is not None and not isinstance(selector, dict):  # a map of labels
+        hint = (
+            "write node labels, e.g. nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}"
+        )
+        raise wrong_type(
+            res, selector, (*pod.path, "nodeSelector"), "a mapping of node labels", hint
+        )
     required, preferred = _gpu_labels(pod.spec)
     labels = [*required, *pod.extra_gpu]
     gpu, platforms, gnotes = gpu_fields(labels, res.line(*pod.path) or line)

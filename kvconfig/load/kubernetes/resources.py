@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
@@ -47,6 +49,30 @@ class Resource:
 
     def err(self, message: str, path: Sequence[str | int], key: str, hint: str) -> InputError:
         return InputError(message, source=self.source, line=self.line(*path), key=key, hint=hint)
+
+
+class _Located(Protocol):
+    @property
+    def source(self) -> str: ...
+
+    def err(self, message: str, path: Sequence[str | int], key: str, hint: str) -> Any: ...
+
+
+def wrong_type(
+    res: _Located, value: Any, path: Sequence[str | int], expected: str, hint: str
+) -> InputError:
+    """A field of ``res`` of another type than the API server takes (it refuses the
+    object). A ``${NAME}`` there is a template's placeholder (envsubst, a deploy script's
+    sed)."""
+    if isinstance(value, str) and re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", value.strip()):
+        shown = shlex.quote(res.source) if not res.source.startswith("<") else "FILE"
+        hint = (
+            f"{value.strip()} is a placeholder a deploy script fills in: lint the manifest "
+            f"as applied, e.g. envsubst < {shown or 'FILE'} | kvconfig lint -"
+        )
+    said = f"expected {expected}, got {value!r}"[:200]
+    error: InputError = res.err(said, path, ".".join(map(str, path)), hint)
+    return error
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,14 @@ from kvconfig.load.kubernetes.containers import native_sidecars, read_container
 from kvconfig.load.kubernetes.dualpod import has_routing_sidecar, server_pod
 from kvconfig.load.kubernetes.kthena import kthena_env, pd_role, ranks_of_one_group, role_copies
 from kvconfig.load.kubernetes.pod_index import ordinal_engines, worker_engines
-from kvconfig.load.kubernetes.resources import Found, Pod, Resource, config_maps, resources_of
+from kvconfig.load.kubernetes.resources import (
+    Found,
+    Pod,
+    Resource,
+    config_maps,
+    resources_of,
+    wrong_type,
+)
 from kvconfig.load.operator_engine import Engine
 from kvconfig.load.script_file import with_kv_role
 
@@ -152,18 +158,10 @@ def _storm_role(res: Resource, path: tuple[str | int, ...]) -> Mapping[str, Any]
 
 
 def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
-    """A replica count is an integer: the API server refuses the resource otherwise. A
-    ``${NAME}`` there is a template's placeholder (envsubst, a deploy script's sed)."""
+    """A replica count is an integer: the API server refuses the resource otherwise."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
         hint = "write the number of pods, e.g. replicas: 1"
-        if isinstance(value, str) and re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", value.strip()):
-            shown = shlex.quote(res.source) if not res.source.startswith("<") else "FILE"
-            hint = (
-                f"{value.strip()} is a placeholder a deploy script fills in: lint the manifest "
-                f"as applied, e.g. envsubst < {shown or 'FILE'} | kvconfig lint -"
-            )
-        said = f"expected an integer replica count, got {value!r}"[:200]
-        raise res.err(said, path, ".".join(map(str, path)), hint)
+        raise wrong_type(res, value, path, "an integer replica count", hint)
 
 
 def resource_engines(
