@@ -558,15 +558,24 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         'cd - && vllm serve "$PWD"\n'
         'cd /usr || exit; cd ./lib/.. || exit; cd bin || exit; vllm serve "$PWD" "$OLDPWD"\n'
         'cd -P /usr/./bin/ || exit; vllm serve "$PWD"; cd //usr || exit; vllm serve "$PWD" $(pwd)\n'
-        'cd -L ///usr/../etc || exit; vllm serve "$PWD" "$(cd .. && pwd)" "$(cd - && pwd)" "$PWD"',
+        'cd -L ///usr/../etc || exit; vllm serve "$PWD" "$(cd .. && pwd)" "$(cd - && pwd)" "$PWD"\n'
+        'vllm serve "$(cd /usr >/dev/null 2>&1 && pwd)" "$(cd /etc >/dev/null; pwd -P)"\n'
+        'vllm serve "$(cd /nonexistent 2>/dev/null >/dev/null && pwd)" "$(cd - >/dev/null && pwd)"',
         {},
         BOTH,
     ),
     "cd with CDPATH, to $HOME, and with a run-time folder": (
         'cd /usr || exit; cd bin || exit; vllm serve "$PWD"; cd; vllm serve "$PWD"\n'
+        'vllm serve "$(cd usr >/dev/null && pwd)" "$(cd usr && pwd)"\n'
         'cd "$D" && vllm serve "$PWD"; cd /usr && cd "$D" || exit; vllm serve "$PWD" "$OLDPWD"',
         {"CDPATH": "/", "D": None},
         BOTH,
+    ),
+    "cd with its output sent away in $(cd DIR &>/dev/null && pwd)": (
+        'vllm serve "$(cd /usr &>/dev/null && pwd)"\n'
+        'vllm serve "$(cd -- "$(dirname -- /etc/x)" &> /dev/null && pwd)"',
+        {},
+        ("bash",),
     ),
     "cd in a function, a nested shell and a pipeline": (
         'go() { cd "$1" || return; }; go /usr && vllm serve "$PWD"; cd /etc | vllm serve "$PWD"\n'

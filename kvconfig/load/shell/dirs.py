@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kvconfig.load.roots import inside
+from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell.paths import canonical
 from kvconfig.load.shell.scope import _Scope
 
@@ -144,3 +145,31 @@ class _Dirs(_Scope):
         if cwd is None or "-P" not in args:
             return cwd
         return canonical(cwd, existing=True) if self.host else None
+
+
+def cd_pwd(node: N.Node) -> tuple[N.Node, N.Node] | None:
+    """The two commands of ``$(cd DIR && pwd)`` or ``$(cd DIR; pwd)``, whatever they run."""
+    if isinstance(node, N.AndOr) and [op for op, _ in node.rest] == ["&&"]:
+        return node.first, node.rest[0][1]
+    if isinstance(node, N.Sequence) and [bg for _, bg in node.items] == [False, False]:
+        return node.items[0][0], node.items[1][0]
+    return None
+
+
+def quiet_cd(node: N.Node) -> bool:
+    """``$(cd DIR >/dev/null 2>&1 && pwd)``, ``&>/dev/null``: the redirections are the
+    ``cd``'s, to ``/dev/null``, so the output is still ``pwd``'s (``cd`` prints a folder only
+    for ``cd -`` or one found through ``CDPATH``; bash's and dash's ``cd``)."""
+    while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
+        node = node.items[0][0]
+    pair = cd_pwd(node)
+    if pair is None or not all(isinstance(n, N.Simple) for n in pair):
+        return False
+    cd, pwd = pair
+    assert isinstance(cd, N.Simple) and isinstance(pwd, N.Simple)
+    return (
+        cd.words[0].raw() == "cd"
+        and not any(w.stdout or w.stdin or w.writes for w in pwd.words)
+        and all(t.raw() == "/dev/null" for w in cd.words for _op, t in w.writes)
+        and not any(w.stdin or w.here for w in cd.words)
+    )

@@ -33,6 +33,7 @@ from kvconfig.errors import InputError
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.roots import inside
 from kvconfig.load.shell import nodes as N
+from kvconfig.load.shell.dirs import cd_pwd, quiet_cd
 from kvconfig.load.shell.env_scripts import EnvScript, env_script
 from kvconfig.load.shell.paths import PROGRAMS, output
 from kvconfig.load.shell.state import MAX_EVAL_DEPTH, MAX_SCRIPT_BYTES
@@ -147,10 +148,7 @@ class _Files(_Writes):
         subshell: nothing it expands reaches the script), its trailing newlines removed
         as the shell removes them; None otherwise."""
         self.subst_status = None
-        redirects = _REDIRECT.search(_HARMLESS.sub(" ", text)) and not (
-            _CAT_HERE.match(text) or _PYTHON.match(text)
-        )
-        if redirects or self.substituting >= MAX_EVAL_DEPTH:
+        if self.substituting >= MAX_EVAL_DEPTH:
             return None
         self.substituting += 1
         try:
@@ -163,17 +161,18 @@ class _Files(_Writes):
             node: N.Node = self.parsed(text)
         except InputError:
             return None
+        redirects = _REDIRECT.search(_HARMLESS.sub(" ", text)) and not (
+            _CAT_HERE.match(text) or _PYTHON.match(text)
+        )
+        if redirects and not quiet_cd(node):
+            return None
         while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
             node = node.items[0][0]
         return self.output_of(node)
 
     def output_of(self, node: N.Node) -> str | None:
         """What ``$(...)`` of ``node`` prints, when kvconfig computes it."""
-        pair = None
-        if isinstance(node, N.AndOr) and [op for op, _ in node.rest] == ["&&"]:
-            pair = (node.first, node.rest[0][1])  # $(cd DIR && pwd)
-        elif isinstance(node, N.Sequence) and [bg for _, bg in node.items] == [False, False]:
-            pair = (node.items[0][0], node.items[1][0])  # $(cd DIR; pwd): where cd goes
+        pair = cd_pwd(node)
         if pair is not None:
             cd, pwd = self.program_words(pair[0]), self.program_words(pair[1])
             if cd is None or pwd is None or cd[0] != "cd" or pwd[0] != "pwd":

@@ -69,9 +69,7 @@ class _Traps(_Remote):
             self.waited = len(self.commands)
 
 
-def survivors(
-    commands: Sequence[Command], waited: int, why: str | None = None
-) -> list[Command]:
+def survivors(commands: Sequence[Command], waited: int, why: str | None = None) -> list[Command]:
     """``commands`` less the background ones the ``EXIT`` trap ends as they start: those
     after the last ``wait`` (``waited`` commands before it) that no foreground program but
     a quick one follows. With ``why`` (whether the trap ends them is only known at run
