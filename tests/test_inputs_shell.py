@@ -349,6 +349,19 @@ def test_lmcache_v0_serves_with_vllm_s_own_cli() -> None:
     assert (r.model, r.tensor) == ("m/x", 2)
 
 
+def test_vllm_mindspore_runs_the_module_it_names() -> None:
+    """``python -m vllm_mindspore.entrypoints MODULE ARGS`` runs MODULE as __main__ with
+    vLLM-MindSpore imported first (mindspore-ai/vllm-mindspore
+    ``vllm_mindspore/entrypoints/__main__.py``): the server of that module, on ARGS."""
+    head = ["python3", "-m", "vllm_mindspore.entrypoints"]
+    api = [*head, "vllm.entrypoints.openai.api_server", "--model", "m/x", "-tp", "2"]
+    assert server_start(api) == ("api_server", "api_server", api[4:])
+    cli = [*head, "vllm.entrypoints.cli.main", "serve", "m/x"]
+    assert server_start(cli) == ("vllm serve", "serve", ["m/x"])
+    assert server_start(head) is None
+    assert server_start([*head, "vllm.entrypoints.cli.main", "bench"]) is None
+
+
 @pytest.mark.parametrize(
     ("script", "env", "runs"),
     [

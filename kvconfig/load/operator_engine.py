@@ -141,7 +141,8 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
     ``python -m vllm.entrypoints.openai.api_server``, ``python -m vllm.entrypoints.cli.main
     serve``, vLLM's gRPC server (``GRPC_SERVERS``), ``python -m dynamo.vllm`` (the
     arguments Dynamo passes on are split out by ``kvconfig.load.dynamo``), each optionally
-    under ``uv run``.
+    under ``uv run``, and any of the Python modules through vLLM-MindSpore's
+    ``python -m vllm_mindspore.entrypoints MODULE ARGS``.
     """
     w = list(words)
     if len(w) >= 2 and os.path.basename(w[0]) == "uv" and w[1] == "run":
@@ -167,6 +168,11 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
             i += 2 if w[i] in _PYTHON_VALUED else 1
         if i + 1 < len(w) and w[i] == "-m":
             module, rest = w[i + 1], w[i + 2 :]
+            if module == "vllm_mindspore.entrypoints" and rest:
+                # vLLM-MindSpore's launcher runs the module it names as __main__, with
+                # "import vllm_mindspore" put first, on the words after it
+                # (mindspore-ai/vllm-mindspore vllm_mindspore/entrypoints/__main__.py)
+                module, rest = rest[0], rest[1:]
             if module == "vllm.entrypoints.openai.api_server":
                 return "api_server", "api_server", rest
             if module in GRPC_SERVERS:
