@@ -571,6 +571,15 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"CDPATH": "/", "D": None},
         BOTH,
     ),
+    "printf -v and %q (bash)": (
+        'printf -v A "%s-%s" x y; printf -v B "%q " vllm serve m/x --port 8000 ""; eval "$B"\n'
+        'vllm serve "$A"; printf -v C %q "a b"; vllm serve "$C"\n'
+        'printf -v D -- %s%%; vllm serve "$D"\n'
+        'printf -v E "%q" "$R"; vllm serve "[$E]"; f() { printf "%q/%s" "$1" "$2"; }\n'
+        'vllm serve "$(f m x)" "$(printf %q:%q m)"',
+        {"R": None},
+        ("bash",),
+    ),
     "cd with its output sent away in $(cd DIR &>/dev/null && pwd)": (
         'vllm serve "$(cd /usr &>/dev/null && pwd)"\n'
         'vllm serve "$(cd -- "$(dirname -- /etc/x)" &> /dev/null && pwd)"',

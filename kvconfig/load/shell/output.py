@@ -26,6 +26,7 @@ from kvconfig.load.shell import nodes as N
 from kvconfig.load.shell import pyprint, sed
 from kvconfig.load.shell.files import _Files
 from kvconfig.load.shell.paths import PROGRAMS
+from kvconfig.load.shell.printf import printf
 from kvconfig.load.shell.words import _Word, assignment, hole, one_field
 
 _PYTHON = re.compile(r"python(?:3(?:\.\d+)?)?")
@@ -60,7 +61,7 @@ class _Output(_Files):
             if words and words[0] in ("echo", "printf") and _prints_plainly(node):
                 printed = self.echoed(words[1:]) if words[0] == "echo" else None
                 if words[0] == "printf" and len(words) > 1 and not words[1].startswith("-"):
-                    printed = _printf(words[1], words[2:])
+                    printed = printf(words[1], words[2:], self.dialect == "bash")
                 return None if printed is None else printed.rstrip("\n")
             if words and words[0] == "sed" and _prints_plainly(node):
                 printed = self.sed_output(words[1:], None)
@@ -239,9 +240,23 @@ class _Output(_Files):
         if not known or self.state.when != self.printing_when:
             self.printed.append(None)
         elif words[0] == "printf":
-            self.printed.append(_printf(words[1], words[2:]) if len(words) > 1 else None)
+            printed = printf(words[1], words[2:], self.dialect == "bash") if words[1:] else None
+            self.printed.append(printed)
         else:
             self.printed.append(self.echoed(words[1:]))
+
+    def printf_to(self, words: list[str], known: bool, line: int | None) -> bool:
+        """bash's ``printf -v NAME FORMAT ARGS``: NAME set to what it would print, when
+        kvconfig computes it (``kvconfig.load.shell.printf``); False otherwise."""
+        rest = words[3:] if words[3:4] != ["--"] else words[4:]
+        name = words[2] if len(words) > 2 else ""
+        if self.dialect != "bash" or not known or not rest or name in self.state.arrays:
+            return False
+        value = printf(rest[0], rest[1:], bash=True)
+        if value is None or not re.fullmatch(r"[A-Za-z_]\w*", name) or self.is_map(name):
+            return False
+        self.assign(name, value, f"printf -v on line {line}")
+        return True
 
     def echoed(self, args: list[str]) -> str | None:
         newline, escapes = True, self.dialect != "bash"
@@ -256,30 +271,6 @@ class _Output(_Files):
         if escapes and "\\" in text:
             return None
         return text + "\n" * newline
-
-
-_CONVERSION = re.compile(r"%(.)")
-
-
-def _printf(form: str, args: list[str]) -> str | None:
-    """POSIX ``printf FORMAT ARGS`` for a format of plain text, ``%s``, ``%%`` and ``\\n``:
-    each ``%s`` takes the next argument (none left: empty), and the format is used again
-    while arguments remain; None for any other format (its conversions, flags, escapes)."""
-    if "\\" in form.replace("\\n", "") or any(c not in "s%" for c in _CONVERSION.findall(form)):
-        return None
-    if form.endswith("%") and not form.endswith("%%"):
-        return None
-    form = form.replace("\\n", "\n")
-    out, rest = "", list(args)
-    while True:
-        takes = _CONVERSION.findall(form).count("s")
-
-        def fill(m: re.Match[str]) -> str:
-            return "%" if m.group(1) == "%" else (rest.pop(0) if rest else "")
-
-        out += _CONVERSION.sub(fill, form)
-        if not takes or not rest:
-            return out
 
 
 def _prints_plainly(body: object) -> bool:

@@ -238,6 +238,8 @@ class _Shell(_Children):
         if head in ("echo", "printf") and not (head == "printf" and words[1:2] == ["-v"]):
             self.echo(words, known)
             return 0
+        if head == "printf" and self.printf_to(words, known, line):
+            return 0
         if head in ("export", "readonly", "declare", "typeset", "local"):
             if head in ("declare", "typeset") and self.dialect != "bash":
                 return 127
