@@ -13,7 +13,8 @@ from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell.dbracket import _Tests
-from kvconfig.load.shell.state import Command
+from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
+from kvconfig.load.shell.words import HOLE
 from kvconfig.load.shell.wrappers import dialect_of, shebang, unknown_to_dash
 
 
@@ -44,6 +45,37 @@ class _Children(_Tests):
             # a file of this machine, bind-mounted or not
             sub.start_file(str(path))
         return self.run_child(sub, str(path), text, f"the script {words[at]} run by {words[0]}")
+
+    def run_script(
+        self,
+        words: list[str],
+        script: str | None,
+        args: list[str] | None,
+        local: dict[str, str | None],
+        line: int | None,
+    ) -> Self:
+        """``sh -c SCRIPT ARGS`` (``words`` up to SCRIPT): the new shell that runs
+        ``script``, the text of SCRIPT (for one partly known at run time, its known text
+        around those parts, read as ``eval`` reads it; None: nothing known) with ``args``
+        as ``$0 $1 ...`` (None: only known at run time)."""
+        sub = self.child(words[0], args, local, line, words[:-1])
+        if script is None or not HOLE.sub("", script).strip():
+            self.last_unknown = "the script"
+            self.blind.append(f"the script of {words[0]} -c")
+            return sub
+        if sub.depth > MAX_EVAL_DEPTH:
+            self.blind.append(f"{words[0]} -c nested too deep")
+            return sub
+        try:
+            tree = sub.parsed(script)
+        except InputError:
+            if "\ue000" not in script:
+                raise  # as written: the shell refuses it
+            self.blind.append(f"the script of {words[0]} -c, parsed with its run-time parts")
+            return sub
+        with contextlib.suppress(_Stop):
+            sub.run_node(tree)
+        return sub
 
     def run_held(
         self,

@@ -162,7 +162,8 @@ class _Remote(_Output):
     """Variables ``env`` may set besides, for the command being run."""
     field_texts: dict[int, str] = {}  # noqa: RUF012 (set per command)
     """The known text around the run-time parts of the command's run-time words, by
-    index (``expand_template``): what a shell elsewhere reads of them (``ssh``)."""
+    index (``expand_template``): what a shell elsewhere (``ssh``, ``docker exec``), a new
+    shell (``bash -c``) or a function reads of them."""
 
     def run_time_field(
         self, word: _Word, field: str, what: str, before: list[str], split: list[str]
@@ -172,7 +173,8 @@ class _Remote(_Output):
         one of several on the sides of a run-time choice: each may be set; unquoted, a
         blank in the value would end it, ``split``)."""
         programs = set(map(os.path.basename, before))
-        if not programs & {"env", "ssh"}:  # the known text matters to neither: not computed
+        reads = {"env", "ssh", "docker", *SHELLS} | self.state.functions.keys()
+        if not programs & reads:  # the known text matters to none of them: not computed
             return [field]
         texts = self.expand_template(word)
         if len(texts) == 1 and HOLE.search(texts[0]):
@@ -201,8 +203,7 @@ class _Remote(_Output):
         def text_of(i: int, w: str) -> str:
             if i not in late:
                 return w
-            known = self.field_texts.get(i + shift) if where.joined else None
-            return known or hole(late[i])
+            return self.field_texts.get(i + shift) or hole(late[i])
 
         parts = [text_of(i, w) for i, w in enumerate(words)][where.at :]
         if where.keys:

@@ -7,7 +7,6 @@ evaluator.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 
@@ -19,7 +18,7 @@ from kvconfig.load.shell.conditions import _test
 from kvconfig.load.shell.getopts import getopts
 from kvconfig.load.shell.remote import remote_of
 from kvconfig.load.shell.scope import DECLARE
-from kvconfig.load.shell.state import MAX_EVAL_DEPTH, Command
+from kvconfig.load.shell.state import Command
 from kvconfig.load.shell.words import (
     HOLE,
     _Word,
@@ -107,6 +106,9 @@ class _Shell(_Children):
                     fields, unknown = expand(w)
                 finally:
                     self.holes_ok = False
+                for k, text in enumerate(fields):  # "$1" holding known text around holes
+                    if "\ue000" in text and not HOLE.fullmatch(text):
+                        self.field_texts[len(expanded) + k] = text
                 fields = self.holes_apart(fields, len(expanded), unknown_at)
                 if unknown and len(fields) == 1:
                     fields, unknown = self.known_around(w, fields, unknown)
@@ -322,7 +324,7 @@ class _Shell(_Children):
         if head in self.state.functions and (known or (not self.loose and unknown_at[0][0])):
             args = list(words[1:])
             for i, what in unknown_at:  # "$X" only known at run time: one argument
-                args[i - 1] = hole(what)
+                args[i - 1] = self.field_texts.get(i) or hole(what)
             return self.call(head, args, local)
         if head in self.state.functions:
             self.blind.append(f"the function {head} called with {unknown_at[0][1]}")
@@ -358,17 +360,13 @@ class _Shell(_Children):
             return self.call(inner[0], inner[1:], local)
         script_at = script_of(inner)
         if script_at is not None and os.path.basename(inner[0]) in SHELLS:
-            if any(i <= script_at for i, _ in inner_unknown):
-                self.last_unknown = "the script"
-                self.blind.append(f"the script of {inner[0]} -c")
-                return None
+            script: str | None = inner[script_at]  # its known text around run-time parts
+            if any(i == script_at for i, _ in inner_unknown):
+                script = self.field_texts.get(script_at + unknown_shift)
+            if any(i < script_at for i, _ in inner_unknown):
+                script = None
             given = inner[script_at + 1 :] if not inner_unknown else None
-            sub = self.child(inner[0], given, local, line, inner[:script_at])
-            if sub.depth > MAX_EVAL_DEPTH:
-                self.blind.append(f"{inner[0]} -c nested too deep")
-                return None
-            with contextlib.suppress(_Stop):
-                sub.run_node(sub.parsed(inner[script_at]))
+            sub = self.run_script(inner[: script_at + 1], script, given, local, line)
             self.adopt(sub, background, replaces)
             return None
         file_at = file_of(inner)
