@@ -571,6 +571,13 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"CDPATH": "/", "D": None},
         BOTH,
     ),
+    "sh -c of a text with run-time parts, as eval reads it": (
+        'C="vllm serve $D --port 1"; bash -c "$C"; f() { sh -c "$1"; }; f "vllm serve x$D"\n'
+        'sh -c "vllm serve $D --port 2 && vllm serve 3"\n'
+        'g() { eval "$1 --port 4"; }; g "vllm serve $D"',
+        {"D": None},
+        BOTH,
+    ),
     "printf -v and %q (bash)": (
         'printf -v A "%s-%s" x y; printf -v B "%q " vllm serve m/x --port 8000 ""; eval "$B"\n'
         'vllm serve "$A"; printf -v C %q "a b"; vllm serve "$C"\n'
