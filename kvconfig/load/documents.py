@@ -160,7 +160,7 @@ def never_pods(kind: Any, api_version: Any) -> bool:
 FORMATS = (
     "kubernetes", "production-stack", "vllm-chart", "inference-charts", "opea",
     "semantic-router", "kv-cache-setup", "llm-d", "compose", "skypilot", "rayserve",
-    "ascend-nightly", "llm-d-benchmark",
+    "ascend-nightly", "llm-d-benchmark", "kvcached-controller",
 )  # fmt: skip
 
 
@@ -225,6 +225,10 @@ def kind_of(data: Any) -> str | None:
         and all(isinstance(t, dict) and "server_cmd_template" in t for t in templates)
     ):
         return "ascend-nightly"  # ... with one server per DP rank (ascend_external)
+    from kvconfig.load.kvcached_controller import is_controller_config
+
+    if is_controller_config(data):
+        return "kvcached-controller"  # kvcached's controller/launch.py configs
     stacks = data.get("scenario")
     if (
         isinstance(stacks, list)
