@@ -142,7 +142,7 @@ def task_routers(data: dict[str, Any], given: Mapping[str, str]) -> list[Router]
     of rank 0), read with the task's environment, ``given`` (``--env``, as ``sky launch
     --env``) over it, and SkyPilot's per-node variables only known at run time."""
     from kvconfig.load.router_scripts import started
-    from kvconfig.load.shell.script import commands
+    from kvconfig.load.shell.script import LOGIN, commands
 
     run = data.get("run")
     if not isinstance(run, str):
@@ -150,6 +150,8 @@ def task_routers(data: dict[str, Any], given: Mapping[str, str]) -> list[Router]
     env = {**task_env(data), **given}
     for key, value in {**_per_node(data), "SKYPILOT_NUM_GPUS_PER_NODE": None}.items():
         env.setdefault(key, value)
+    for name in LOGIN:
+        env.setdefault(name, None)
     label = f"skypilot/{data.get('name') or 'task'}"
     try:
         cmds = commands(run, env, source=label, line=None, key=label, dialect="bash")
@@ -189,9 +191,11 @@ def _engine(
     base: Path,
 ) -> Engine:
     """The engine of the task on the GPUs ``gpus`` (their count is in ``env``)."""
-    from kvconfig.load.shell.script import commands
+    from kvconfig.load.shell.script import LOGIN, commands
 
     env.update(_per_node(data))
+    for name in LOGIN:  # the node's login set these (HOME, USER, PATH ...), at run time
+        env.setdefault(name, None)
     run_line = doc.line("run")
     script_line = (run_line + 1) if run_line is not None else None
     from kvconfig.load.shell import servers
