@@ -57,6 +57,12 @@ PROGRAMS = [
     (_MIXED, ["-", "7", ""], {"NAME": "n"}),
     ("print(int(1.5 * 1024 * 1024 * 1024))", ["-c"], {}),
     ("import os\nprint(os.environ.get('X', 'd'), os.getenv('Y'))", ["-c"], {"X": "x"}),
+    (
+        "import sys\nrole, port, size = sys.argv[1:4]\nprint(role, port, sys.argv[-2:],"
+        " sys.argv[::2], sys.argv[5:], 'abcdef'[1:-1:2])",
+        ["-", "kv_producer", "14579", "1e9"],
+        {},
+    ),
 ]
 
 

@@ -224,6 +224,13 @@ class _Reader:
             return self.fstring(node)
         if isinstance(node, ast.Attribute):
             return self.attribute(self.value(node.value), node.attr)
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+            bounds = [None if b is None else self.value(b)
+                      for b in (node.slice.lower, node.slice.upper, node.slice.step)]  # fmt: skip
+            if not all(b is None or (isinstance(b, int) and not isinstance(b, bool))
+                       for b in bounds) or bounds[2] == 0:  # fmt: skip
+                raise Unread
+            return self.subscript(self.value(node.value), slice(*bounds))
         if isinstance(node, ast.Subscript):
             return self.subscript(self.value(node.value), self.value(node.slice))
         if isinstance(node, ast.Call):
@@ -280,6 +287,8 @@ class _Reader:
             return Hole("$" + key, True) if value is None else value
         if isinstance(base, Hole) or isinstance(key, Hole):
             raise Unread
+        if isinstance(base, list | tuple | str) and isinstance(key, slice):
+            return base[key]  # a slice of a known sequence (sys.argv[1:5])
         if isinstance(base, list | tuple | str) and isinstance(key, int):
             if not -len(base) <= key < len(base):
                 raise Unread  # IndexError
