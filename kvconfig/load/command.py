@@ -126,16 +126,15 @@ def options_from_argv(
     unset; every option is located at ``line``. ``read_config`` returns a ``--config``
     file's data (default: the YAML file). ``written_for``: see ``parse_serve_args``."""
     from kvconfig.load.argv import parse_serve_args
+    from kvconfig.load.argv_once import parse_once
 
-    args = parse_serve_args(
-        argv,
-        version=version,
-        entry=parser,
-        base=base,
-        source=source,
-        read_config=read_config,
-        written_for=written_for,
-    )
+    if any(w.startswith("--config") for w in argv):  # the file is read: here, each time
+        args = parse_serve_args(
+            argv, version=version, entry=parser, base=base, source=source,
+            read_config=read_config, written_for=written_for,
+        )  # fmt: skip
+    else:
+        args = parse_once(argv, version, parser, source, written_for)
     opts = Options(source, base, env=dict(env or {}))
     for key, value in args.values.items():
         opts.values[key] = value

@@ -225,9 +225,12 @@ def kind_of(data: Any) -> str | None:
         and all(isinstance(t, dict) and "server_cmd_template" in t for t in templates)
     ):
         return "ascend-nightly"  # ... with one server per DP rank (ascend_external)
-    from kvconfig.load.kvcached_controller import is_controller_config
-
-    if is_controller_config(data):
+    instances = data.get("instances")
+    if (
+        isinstance(instances, list)
+        and instances
+        and all(isinstance(i, dict) and {"model", "engine"} <= i.keys() for i in instances)
+    ):
         return "kvcached-controller"  # kvcached's controller/launch.py configs
     stacks = data.get("scenario")
     if (

@@ -34,17 +34,6 @@ from kvconfig.load.operator_engine import Engine
 _ENGINES = ("vllm", "sgl", "sglang")
 
 
-def is_controller_config(data: Any) -> bool:
-    """A kvcached controller config: an ``instances`` list of mappings with a ``model``
-    and an ``engine``."""
-    instances = data.get("instances") if isinstance(data, dict) else None
-    return (
-        isinstance(instances, list)
-        and bool(instances)
-        and all(isinstance(i, dict) and {"model", "engine"} <= i.keys() for i in instances)
-    )
-
-
 def _refused(doc: _yaml.Document, what: str, *path: str | int) -> NoEngine:
     return NoEngine(
         f"kvcached's controller refuses the config: {what} (controller/launch.py)",

@@ -15,6 +15,7 @@ from typing import Any
 
 from kvconfig.errors import InputError
 from kvconfig.load import jsontext
+from kvconfig.load.argv_once import parse_once
 from kvconfig.load.operator_engine import Engine
 
 
@@ -168,32 +169,20 @@ _SHOWN = ("model", "tensor-parallel-size", "pipeline-parallel-size", "data-paral
           "block-size", "speculative-config", "kv-transfer-config")  # fmt: skip
 
 
-_PARSED: dict[tuple[Any, ...], tuple[Mapping[str, Any], str | None, str | None]] = {}
-"""What vLLM's parser made of an engine's words: (values, model, why it refused them)."""
-
-
 def reading_of(engine: Engine) -> Reading:
     """What ``engine`` runs with, read by vLLM's parser rules (``kvconfig.load.argv``)."""
-    from kvconfig.load.argv import parse_serve_args
     from kvconfig.load.engine_options import engine_version, run_time_words, written_for
 
     version = engine_version(engine, None)[0]
     entry = engine.parser if engine.parser in ("api_server", "vllm-rs") else "serve"
-    key = (engine.argv, version, entry, engine.source, written_for(engine))
-    parsed = _PARSED.get(key)
-    if parsed is None:  # a lint reads each engine more than once
-        try:
-            args = parse_serve_args(
-                engine.argv, version=version, entry=entry, read_config=lambda _path: {},
-                source=engine.source, written_for=key[4],
-            )  # fmt: skip
-            parsed = (args.values, args.model, None)
-        except InputError as exc:
-            parsed = ({}, None, str(exc))
-        if len(_PARSED) >= 4096:
-            _PARSED.clear()
-        _PARSED[key] = parsed
-    values, model, unreadable = parsed
+    values: Mapping[str, Any] = {}
+    model: str | None = None
+    unreadable: str | None = None
+    try:
+        args = parse_once(engine.argv, version, entry, engine.source, written_for(engine))
+        values, model = args.values, args.model
+    except InputError as exc:
+        unreadable = str(exc)
     from kvconfig.mirror.connectors.registry import effective_kv_transfer
 
     kv = _json(values.get("kv-transfer-config"))
