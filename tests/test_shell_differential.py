@@ -1252,6 +1252,19 @@ def test_srun_runs_its_program_for_a_step_of_one_task() -> None:
     assert len(reading.blind) == 3  # srun -N 2, srun -n 4, timeout -s $SIG
 
 
+def test_nsys_profile_runs_its_program() -> None:
+    """NVIDIA Nsight Systems' ``nsys profile`` (not on this machine) runs the program after
+    its switches, each of which takes a value (``--opt=value`` or ``-o value``)."""
+    script = (
+        'nsys profile --output="$OUT" --trace=cuda,nvtx -s none "$VLLM" serve m &\n'
+        "nsys profile -o r -- vllm serve n\nnsys stats r.nsys-rep\nnsys profile -o"
+    )
+    reading = read_script(script, {"HOME": _HOME, "OUT": None, "VLLM": "/v/bin/vllm"})
+    assert [c.words for c in reading.commands] == [
+        ("/v/bin/vllm", "serve", "m"), ("vllm", "serve", "n"), ("nsys", "stats", "r.nsys-rep")
+    ]  # fmt: skip
+
+
 def test_opea_s_release_pins_set_only_the_pins() -> None:
     """OPEA GenAIComps' tests source ``.github/env/_vllm_versions.sh`` from the checkout's
     top: it exports the vLLM releases to build (kvconfig.load.shell.env_scripts), so the

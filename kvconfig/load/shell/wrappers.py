@@ -9,7 +9,8 @@ reserves GPUs, sets ``CUDA_VISIBLE_DEVICES`` and runs the command; without ``--`
 does not tell the command apart), and Slurm's ``srun`` (srun(1): the options that take a
 value, short or long; pyxis's ``--container-*``): a job step runs its program once per
 task, so kvconfig reads the program only for a step of one task (``-n 1``,
-``--ntasks=1``); any other count is only known where the job runs.
+``--ntasks=1``); any other count is only known where the job runs. NVIDIA Nsight Systems'
+``nsys profile [SWITCHES] PROGRAM ARGS`` runs PROGRAM under the profiler.
 """
 
 from __future__ import annotations
@@ -82,6 +83,18 @@ def unwrap(
             k = w.index("--") + 1
             w, removed = w[k:], removed + k
             extra["CUDA_VISIBLE_DEVICES"] = None  # the GPUs it reserves, at run time
+            continue
+        if head == "nsys" and w[1:2] == ["profile"]:
+            # Nsight Systems' profile command: its switches each take a value (--opt=value
+            # or -o value; the Nsight Systems User Guide, "CLI Profile Command Switch
+            # Options"), then the application and its arguments
+            k = 2
+            while k < len(w) and w[k].startswith("-") and w[k] != "--":
+                k += 1 if "=" in w[k] or w[k] in ("-h", "--help") else 2
+            k += w[k : k + 1] == ["--"]
+            if k >= len(w):
+                return None, extra, replaces, removed
+            w, removed = w[k:], removed + k
             continue
         if head not in _VALUED:
             break
