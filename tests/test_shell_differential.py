@@ -578,6 +578,13 @@ TABLE: dict[str, tuple[str, dict[str, str | None], tuple[str, ...]]] = {
         {"D": None},
         BOTH,
     ),
+    "a for (( )) whose step or test bash refuses ends there": (
+        "for ((i=0; i < 4; i=i+{x})); do vllm serve $i; done; vllm serve after $?\n"
+        "set -e; for ((i=0; i < {x}; i++)); do vllm serve $i; done; vllm serve after2 $?\n"
+        "for ((i=0; i < 4; i=i+1.5)); do vllm serve x$i; done; vllm serve end",
+        {},
+        ("bash",),
+    ),
     "printf -v and %q (bash)": (
         'printf -v A "%s-%s" x y; printf -v B "%q " vllm serve m/x --port 8000 ""; eval "$B"\n'
         'vllm serve "$A"; printf -v C %q "a b"; vllm serve "$C"\n'

@@ -143,3 +143,13 @@ def arith_value(text: str, variable: Callable[[str], int | None]) -> int | None:
         return arith(text, variable)
     except ValueError:
         return None
+
+
+_REFUSED = re.compile(r"[{}\"';.]")
+"""Characters no bash arithmetic expression holds (``i+{step}``, ``1.5``): bash refuses the
+expression ("syntax error: operand expected", "invalid arithmetic operator")."""
+
+
+def surely_refused(expanded: str | None) -> bool:
+    """Whether bash surely refuses an arithmetic expression, once expanded."""
+    return expanded is not None and bool(_REFUSED.search(expanded))

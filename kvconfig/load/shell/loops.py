@@ -21,7 +21,7 @@ from kvconfig.errors import InputError
 from kvconfig.errors import ScriptJumps as _Jump
 from kvconfig.errors import ScriptStops as _Stop
 from kvconfig.load.shell import nodes as N
-from kvconfig.load.shell.arith import arith_value
+from kvconfig.load.shell.arith import arith_value, surely_refused
 from kvconfig.load.shell.control import _Control, cond_line, node_line
 from kvconfig.load.shell.jumps import Frame, join
 from kvconfig.load.shell.state import MAX_LOOP, _State
@@ -190,6 +190,8 @@ class _Loops(_Control):
             for _ in range(MAX_LOOP):
                 tested = self.arith_text(test) if test.strip() else "1"  # empty: 1
                 go = None if tested is None else arith_value(tested, self.arith_var)
+                if go is None and surely_refused(tested):
+                    return 1  # bash: a syntax error ends the loop, status 1
                 if go is None:
                     break
                 if go == 0:
@@ -197,6 +199,8 @@ class _Loops(_Control):
                 status, broke = self.round(node.body)
                 if broke:
                     return 0
+                if not self.departed and surely_refused(self.arith_text(step)):
+                    return 1
                 if not self.arith_effects(step) or self.departed:
                     break
             else:
