@@ -160,8 +160,6 @@ def quiet_cd(node: N.Node) -> bool:
     """``$(cd DIR >/dev/null 2>&1 && pwd)``, ``&>/dev/null``: the redirections are the
     ``cd``'s, to ``/dev/null``, so the output is still ``pwd``'s (``cd`` prints a folder only
     for ``cd -`` or one found through ``CDPATH``; bash's and dash's ``cd``)."""
-    while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
-        node = node.items[0][0]
     pair = cd_pwd(node)
     if pair is None or not all(isinstance(n, N.Simple) for n in pair):
         return False

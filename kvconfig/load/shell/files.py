@@ -161,13 +161,13 @@ class _Files(_Writes):
             node: N.Node = self.parsed(text)
         except InputError:
             return None
+        while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
+            node = node.items[0][0]
         redirects = _REDIRECT.search(_HARMLESS.sub(" ", text)) and not (
             _CAT_HERE.match(text) or _PYTHON.match(text)
         )
         if redirects and not quiet_cd(node):
             return None
-        while isinstance(node, N.Sequence) and len(node.items) == 1 and not node.items[0][1]:
-            node = node.items[0][0]
         return self.output_of(node)
 
     def output_of(self, node: N.Node) -> str | None:

@@ -74,19 +74,13 @@ def tmux_run(words: Sequence[str]) -> tuple[int, dict[str, str | None], str | No
         if words[k] == "--":
             k += 1
             break
-        flags = words[k][1:]
-        for i, c in enumerate(flags):
-            if c in valued:
-                value = flags[i + 1 :] or (words[k + 1] if k + 1 < len(words) else "")
-                k += 0 if flags[i + 1 :] else 1
-                if c == "e":
-                    key, has, given = value.partition("=")
-                    env[key] = given if has else None
-                elif c == "c":
-                    folder = value if value.startswith("/") else None
-                break
-            detached = detached or c == "d"
-        k += 1
+        flags, option, value, k = _cluster(words, k, valued)
+        detached = detached or "d" in flags
+        if option == "e":
+            key, has, given = (value or "").partition("=")
+            env[key] = given if has else None
+        elif option == "c":
+            folder = value if (value or "").startswith("/") else None
     if not detached or k >= len(words) or ";" in words[k:]:
         return None  # attaches to a terminal, runs the default command, or chains commands
     return k, env, folder
@@ -102,16 +96,11 @@ def tmux_keys(words: Sequence[str]) -> int | None:
     while k < len(words) and words[k].startswith("-") and len(words[k]) > 1:
         if words[k] == "--":
             return k + 1
-        flags = words[k][1:]
-        for i, c in enumerate(flags):
-            if c in _SEND_KEYS_VALUED:
-                if c == "N":
-                    return None  # the keys repeated
-                k += 0 if flags[i + 1 :] else 1
-                break
-            if c != "K":
-                return None  # -l, -X, -H, -M, -R, -F: not typed as keys
-        k += 1
+        flags, option, _value, k = _cluster(words, k, _SEND_KEYS_VALUED)
+        if option == "N":
+            return None  # the keys repeated
+        if set(flags) - {"K"}:
+            return None  # -l, -X, -H, -M, -R, -F: not typed as keys
     return k
 
 
@@ -140,14 +129,10 @@ def screen_run(words: Sequence[str]) -> int | None:
         if word in ("Logfile",):
             k += 2
             continue
-        for i, c in enumerate(word):
-            if c in _SCREEN_VALUED:
-                if c == "X":
-                    return None
-                k += 0 if word[i + 1 :] else 1
-                break
-            flags += c
-        k += 1
+        given, option, _value, k = _cluster(words, k, _SCREEN_VALUED)
+        if option == "X":
+            return None
+        flags += given
     if not {"d", "m"} <= set(flags) or set(flags) & set("rRxDlsw") or k >= len(words):
         return None
     return k
@@ -160,12 +145,22 @@ def _tmux_command(words: Sequence[str]) -> int | None:
         return None
     k = 1
     while k < len(words) and words[k].startswith("-") and len(words[k]) > 1:
-        flags = words[k][1:]
-        for i, c in enumerate(flags):
-            if c == "c":
-                return None
-            if c in _TMUX_GLOBAL_VALUED:
-                k += 0 if flags[i + 1 :] else 1
-                break
-        k += 1
+        _flags, option, _value, k = _cluster(words, k, _TMUX_GLOBAL_VALUED)
+        if option == "c":
+            return None
     return k
+
+
+def _cluster(
+    words: Sequence[str], k: int, valued: frozenset[str]
+) -> tuple[str, str | None, str | None, int]:
+    """The one-letter options of ``words[k]`` (``-dS name``, ``-Sname``), as getopt reads a
+    cluster: (the letters before the first that takes a value, that letter or None, its
+    value, attached or the next word (None past the end), the index after them)."""
+    letters = words[k][1:]
+    for i, c in enumerate(letters):
+        if c in valued:
+            if letters[i + 1 :]:
+                return letters[:i], c, letters[i + 1 :], k + 1
+            return letters[:i], c, words[k + 1] if k + 1 < len(words) else None, k + 2
+    return letters, None, None, k + 1

@@ -36,6 +36,9 @@ from kvconfig.load.shell.wrappers import SHELLS
 _DOCKER_EXEC_VALUED = frozenset(
     {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys"}
 )
+_READS = frozenset({"env", "ssh", "docker", *SHELLS})
+"""Programs that read the known text around a run-time word's parts (besides the
+script's functions): ``env NAME=...``, a remote or new shell."""
 _SSH_VALUED = frozenset("BbcDEeFIiJLlmOopQRSWw")
 """``ssh`` options that take a value (``ssh(1)``, its getopt string)."""
 
@@ -173,9 +176,8 @@ class _Remote(_Output):
         one of several on the sides of a run-time choice: each may be set; unquoted, a
         blank in the value would end it, ``split``)."""
         programs = set(map(os.path.basename, before))
-        reads = {"env", "ssh", "docker", *SHELLS} | self.state.functions.keys()
-        if not programs & reads:  # the known text matters to none of them: not computed
-            return [field]
+        if programs.isdisjoint(_READS) and programs.isdisjoint(self.state.functions):
+            return [field]  # the known text matters to none of them: not computed
         texts = self.expand_template(word)
         if len(texts) == 1 and HOLE.search(texts[0]):
             self.field_texts[len(before)] = texts[0]
