@@ -133,26 +133,40 @@ def read_all(
     from kvconfig.cli import prefetch
 
     s = settings(args)
+    targets = T.named(args, command, many)
+    done: dict[int, list[Slot] | T.Walked] = {}  # a target passed over: its Walked
+
+    def take(index: int, found: prefetch.Result | None) -> None:
+        target = targets[index]
+        try:
+            items, error = found or (T.read(target, s.env), None)
+            if error is not None:
+                raise error
+            assert items is not None
+        except InputError as err:
+            if isinstance(err, NoEngine) and isinstance(target, T.Walked):
+                done[index] = target
+            elif not many:
+                raise
+            else:
+                done[index] = _failed(T.Item(T.source_of(target), target), s.platforms, err)
+            return
+        done[index] = [slot for item in items for slot in _slots(args, s, item, many)]
+
+    with prefetch.reading(targets, s.env) as read:  # on every core, for many files
+        for index, found in read.arrived() if many else ():
+            take(index, found)  # planned as the workers send them back, kept in order
+        for index in range(len(targets)):
+            if index not in done:
+                take(index, read.get(index))
     slots: list[Slot] = []
     passed: list[T.Walked] = []
-    targets = T.named(args, command, many)
-    with prefetch.reading(targets, s.env) as read:  # on every core, for many files
-        for index, target in enumerate(targets):
-            try:
-                items, error = read.get(index) or (T.read(target, s.env), None)
-                if error is not None:
-                    raise error
-                assert items is not None
-            except InputError as err:
-                if isinstance(err, NoEngine) and isinstance(target, T.Walked):
-                    passed.append(target)
-                    continue
-                if not many:
-                    raise
-                slots += _failed(T.Item(T.source_of(target), target), s.platforms, err)
-                continue
-            for item in items:
-                slots += _slots(args, s, item, many)
+    for index in range(len(targets)):
+        got = done[index]
+        if isinstance(got, T.Walked):
+            passed.append(got)
+        else:
+            slots += got
     if passed:
         say(T.passed_over(passed))
         for empty in [] if slots else T.empty_folders(passed):
