@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from kvconfig import secrets
 from kvconfig.cli import targets as T
 from kvconfig.errors import InputError
+from kvconfig.load import argv_once
 
 MIN_FILES = 48
 """Fewest files read in workers: below it, starting them costs more than it saves."""
@@ -49,7 +50,9 @@ run; the corpus's scripts take 2.8 µs a byte, its YAML files 0.36: docs/perform
 Result = tuple[list[T.Item] | None, InputError | None]
 """A target's items, or the input error reading it raised."""
 
-_Hand = tuple[list[tuple[int, list[T.Item] | None, InputError | None]], frozenset[str]]
+_Hand = tuple[
+    list[tuple[int, list[T.Item] | None, InputError | None]], frozenset[str], argv_once.Parsed
+]
 
 _targets: Sequence[str | list[str]] = ()
 _env: Mapping[str, str] | None = None
@@ -98,10 +101,11 @@ class Reading:
 
         future = self.futures[hand]
         try:
-            results, seen = future.result()
+            results, seen, parsed = future.result()
         except BrokenProcessPool:
             return  # a worker died (out of memory, killed): the files are read here
         secrets.remember_seen(seen)
+        argv_once.remember(parsed)  # planning parses the same serve words again
         for index, items, error in results:
             target = self.targets[index]
             self.out[index] = (
@@ -183,8 +187,10 @@ def read_all(
 
 def _read_hand(indices: list[int]) -> _Hand:
     """In a worker: the files at ``indices`` read (the target in each item left out: the
-    parent has it), and what ``kvconfig.secrets`` learned meanwhile."""
+    parent has it), what ``kvconfig.secrets`` learned meanwhile, and what vLLM's parser
+    made of the serve words read (``kvconfig.load.argv_once``)."""
     out: list[tuple[int, list[T.Item] | None, InputError | None]] = []
+    known = argv_once.parsed_keys()
     for index in indices:
         try:
             items = T.read(_targets[index], _env)
@@ -192,4 +198,4 @@ def _read_hand(indices: list[int]) -> _Hand:
             out.append((index, None, err))
             continue
         out.append((index, [item._replace(target="") for item in items], None))
-    return out, secrets.seen()
+    return out, secrets.seen(), argv_once.parsed_since(known)

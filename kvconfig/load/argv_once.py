@@ -14,6 +14,30 @@ from kvconfig.load.argv_result import ServeArgs
 _PARSED: dict[tuple[Any, ...], ServeArgs | InputError] = {}
 """What vLLM's parser made of words already read, or why it refused them."""
 
+_MOST = 4096
+"""The most word lists kept: then the memo starts again."""
+
+
+Parsed = dict[tuple[Any, ...], ServeArgs | InputError]
+
+
+def parsed_keys() -> frozenset[tuple[Any, ...]]:
+    """The keys of the word lists parsed so far (for ``parsed_since``)."""
+    return frozenset(_PARSED)
+
+
+def parsed_since(keys: frozenset[tuple[Any, ...]]) -> Parsed:
+    """The words parsed here that are not among ``keys`` (a worker process sends them to
+    its parent, which would otherwise parse them again: ``kvconfig.cli.prefetch``)."""
+    return {key: value for key, value in _PARSED.items() if key not in keys}
+
+
+def remember(parsed: Parsed) -> None:
+    """Take what another process's parser made of its words (``parsed_since``)."""
+    if len(_PARSED) + len(parsed) >= _MOST:
+        _PARSED.clear()
+    _PARSED.update(parsed)
+
 
 def parse_once(
     argv: Sequence[str], version: str, entry: str, source: str, written_for: str | None
@@ -32,7 +56,7 @@ def parse_once(
             )  # fmt: skip
         except InputError as exc:
             parsed = exc
-        if len(_PARSED) >= 4096:
+        if len(_PARSED) >= _MOST:
             _PARSED.clear()
         _PARSED[key] = parsed
     if isinstance(parsed, InputError):

@@ -26,6 +26,11 @@ _WORD_DEFAULT = re.compile(
 )
 
 
+_EXPANDS = re.compile(r"^~|[{*?\[]")
+"""What in a word of unquoted text alone may expand: a leading ``~``, a ``{`` (bash's
+braces), a pattern character."""
+
+
 class _Fields(_Params):
     def assign_array(self, name: str, elements: list[_Word], append: bool) -> None:
         """``NAME=(...)``/``NAME+=(...)``: each element's fields. An element that stays one
@@ -134,6 +139,12 @@ class _Fields(_Params):
     def expand_word(self, word: _Word) -> tuple[list[str], list[str]]:
         """The fields of a word, and what in it was unknown (then one field, as written);
         in bash, after brace expansion (``kvconfig.load.shell.braces``)."""
+        if len(word.parts) == 1 and word.parts[0].kind == "lit":  # most words: text alone
+            text = word.parts[0].text
+            if word.parts[0].quoted:
+                return [text], []
+            if not _EXPANDS.search(text):  # no tilde, brace or pattern to expand
+                return [text] if text else [], []
         if self.dialect == "bash" and has_brace(word):
             words = expand_braces(word)
             if any(doubtful(w) for w in words):

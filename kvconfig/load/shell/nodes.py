@@ -18,6 +18,17 @@ class Simple:
     opaque: bool | str = False
     """A bash ``[[ ]]`` holding operators kvconfig does not evaluate (a text: another
     test only known at run time, named so)."""
+    plain: list[_Word] = field(init=False, repr=False, compare=False)
+    """The words but here-strings and here-documents (what the command is run with)."""
+    here: list[_Word] = field(init=False, repr=False, compare=False)
+    """The here-strings' and here-documents' words (its input)."""
+    andor: bool = field(init=False, repr=False, compare=False)
+    """A bash ``[[ A && B ]]``."""
+
+    def __post_init__(self) -> None:  # the words are read, never changed, once parsed
+        self.plain = [w for w in self.words if not w.here]
+        self.here = [w for w in self.words if w.here]
+        self.andor = any(w.parts and w.parts[0].kind == "andor" for w in self.plain)
 
 
 @dataclass

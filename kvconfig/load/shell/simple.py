@@ -50,15 +50,14 @@ class _Shell(_Children):
     """The command being run has its own input (``<FILE``, ``<<<``, ``<<``)."""
 
     def simple(self, node: N.Simple, background: bool = False) -> int | None:
-        words = [w for w in node.words if not w.here]
-        here = [w for w in node.words if w.here]
+        words, here = node.plain, node.here
         line = self.at(node.line)
         if node.opaque:
             self.last_unknown = node.opaque if isinstance(node.opaque, str) else "a [[ ]] test"
             return None
         if words and words[0].parts and words[0].parts[0].kind == "arithcmd":
             return self.arith_command(words[0].parts[0].text)  # bash's (( expression ))
-        if any(w.parts and w.parts[0].kind == "andor" for w in words):  # [[ A && B ]]
+        if node.andor:  # [[ A && B ]]
             return self.compound_test(words[1:-1])
         if self.dialect == "bash" and words and words[0].raw() == "[[":
             matched = self.pattern_test(words[1:-1])

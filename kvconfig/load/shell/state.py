@@ -128,10 +128,10 @@ def _merge(merged: _State, ends: list[_State], reason: str) -> None:
 
 def _merge_vars(merged: _State, ends: list[_State], reason: str) -> set[str]:
     names = set().union(*(set(e.vars) for e in ends)) | set(merged.vars)
+    first, rest = ends[0].vars, [e.vars for e in ends[1:]]
     for name in names:
-        values = {e.vars.get(name, "\0unset") for e in ends}
-        if len(values) == 1:
-            value = values.pop()
+        value = first.get(name, "\0unset")
+        if all(other.get(name, "\0unset") == value for other in rest):
             if value == "\0unset":
                 merged.vars.pop(name, None)
             else:
@@ -145,12 +145,16 @@ def _merge_vars(merged: _State, ends: list[_State], reason: str) -> set[str]:
 
 
 def _merge_rest(merged: _State, ends: list[_State], reason: str, names: set[str]) -> None:
-    for name in set().union(*(set(e.arrays) for e in ends)):
-        arrays = [e.arrays.get(name) for e in ends]
-        if all(a == arrays[0] for a in arrays) and arrays[0] is not None:
-            merged.arrays[name] = list(arrays[0])
-        else:
-            merged.arrays[name] = [None]
+    first, rest = ends[0], ends[1:]
+    if all(e.arrays == first.arrays for e in rest):  # the sides hold the same arrays
+        merged.arrays.update({name: list(values) for name, values in first.arrays.items()})
+    else:
+        for name in set().union(*(set(e.arrays) for e in ends)):
+            arrays = [e.arrays.get(name) for e in ends]
+            if all(a == arrays[0] for a in arrays) and arrays[0] is not None:
+                merged.arrays[name] = list(arrays[0])
+            else:
+                merged.arrays[name] = [None]
     merged.exported = set().union(*(e.exported for e in ends))
     # exported on one side only: whether a program sees it is known only at run time
     merged.maybe_exported = set().union(*(e.maybe_exported for e in ends)) | (
@@ -164,7 +168,16 @@ def _merge_rest(merged: _State, ends: list[_State], reason: str, names: set[str]
     merged.cwd = folders.pop() if len(folders) == 1 else None
     merged.programs = {}
     merged.templates = {}
-    first, rest = ends[0], ends[1:]
+    if all(
+        e.vars == first.vars and e.programs == first.programs and e.templates == first.templates
+        for e in rest
+    ):  # the sides agree on every variable: the run-time ones keep what they hold
+        run_time = [n for n, value in first.vars.items() if value is None]
+        merged.programs = {
+            n: first.programs[n] for n in run_time if first.programs.get(n) is not None
+        }
+        merged.templates = {n: first.templates[n] for n in run_time if first.templates.get(n)}
+        names = set()
     for name in [n for n in names if merged.vars.get(n, "") is None]:
         program, texts = first.programs.get(name), first.templates.get(name)
         if first.vars.get(name, "") is None and all(  # the same run-time value on every side
