@@ -108,6 +108,7 @@ def engine_options(
     opts.notices.extend(_environment(engine))
     codes = {
         "run-time-branch": FindingCode.RUNTIME_BRANCH,
+        "run-time-rounds": FindingCode.RUNTIME_BRANCH,
         "dropped-words": FindingCode.COMMAND_DROPPED,
     }
     for note in engine.notes:

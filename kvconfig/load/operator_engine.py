@@ -25,8 +25,10 @@ class Note:
     ``unknown-vllm-version``, ``vllm-version-unsaid``, ``unknown-gpu``,
     ``several-gpus``, ``preferred-gpu``, ``launcher-default``, ``unset-variable``,
     ``not-read``, ``run-time-branch`` (a shell condition only known at run time decides
-    whether the command runs), ``unknown-base`` (a base configuration only the cluster
-    holds, named by ``key``: the whole command is only known there)."""
+    whether the command runs), ``run-time-rounds`` (it runs in each round of a shell
+    loop whose rounds are only known at run time, why in ``key``), ``unknown-base`` (a
+    base configuration only the cluster holds, named by ``key``: the whole command is
+    only known there)."""
     message: str
     """One sentence for the report."""
     line: int | None = None

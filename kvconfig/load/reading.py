@@ -88,7 +88,9 @@ class Reading:
             parts.append(self.connector + (f" ({self.kv_role})" if self.kv_role else ""))
         if self.role:
             parts.append(self.role)
-        if self.replicas is not None and self.replicas != 1:
+        if "replicas" in r:
+            parts.append("x? (run time)")
+        elif self.replicas is not None and self.replicas != 1:
             parts.append(f"x{self.replicas}")
         if self.vllm_version:
             parts.append(f"vLLM {self.vllm_version}")
@@ -159,9 +161,13 @@ def _speculative(config: Mapping[str, Any] | None, version: str) -> str | None:
 
 
 def _bases(engine: Engine) -> dict[str, str]:
-    """``{"spec.baseRefs": NAMES}`` for base configurations only the cluster holds."""
+    """``{"spec.baseRefs": NAMES}`` for base configurations only the cluster holds, and
+    ``{"replicas": WHY}`` for a command a script's loop runs a run-time number of times."""
     names = [n.key for n in engine.notes if n.kind == "unknown-base"]
-    return {"spec.baseRefs": ", ".join(names)} if names else {}
+    rounds = [n.key for n in engine.notes if n.kind == "run-time-rounds"]
+    return ({"spec.baseRefs": ", ".join(names)} if names else {}) | (
+        {"replicas": rounds[0]} if rounds else {}
+    )
 
 
 #: The options a reading shows.

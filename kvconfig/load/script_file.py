@@ -64,6 +64,12 @@ def script_dialect(text: str, name: str = "") -> str | None:
     return "bash" if m.group(1) == "bash" else "sh"
 
 
+_ROUNDS = (
+    "this vLLM command runs in each round of a loop, and how many rounds run is only known "
+    "at run time: %s"
+)
+
+
 def engines(
     text: str,
     source: str,
@@ -116,6 +122,8 @@ def engines(
             for i, what in cmd.unknown
             if i >= offset
         )
+        if cmd.rounds:  # started in each round of a loop: how many start is unknown
+            notes = (*notes, Note("run-time-rounds", _ROUNDS % cmd.rounds, cmd.line, cmd.rounds))
         run_env = dict(cmd.env) if container is None else container.env
         version, vnotes = image_version(container.image if container else None, cmd.line)
         role: str | None = None
@@ -139,7 +147,7 @@ def engines(
             env_unknown=tuple(sorted(k for k, v in run_env.items() if v is None)),
             vllm_version=version,
             image=container.image if container else None,
-            parallelism={"replicas": 1},
+            parallelism={} if cmd.rounds else {"replicas": 1},
             base=str(base),
             notes=notes + tuple(vnotes),
         )

@@ -143,4 +143,5 @@ def _merge(found: Sequence[Command]) -> Command | None:
         tuple(common),
         (),
         all(c.replaces for c in found),
+        next((c.rounds for c in found if c.rounds), ""),
     )

@@ -161,7 +161,8 @@ class _Children(_Tests):
         self.unparsed.extend(sub.unparsed)
         self.commands.extend(
             Command(c.words, c.env, c.unknown, c.line if line is None else line,
-                    background or c.background, c.when, c.branch, replaces and c.replaces)
+                    background or c.background, c.when, c.branch, replaces and c.replaces,
+                    c.rounds or self.rounds)
             for c in sub.commands
         )  # fmt: skip
         if replaces:

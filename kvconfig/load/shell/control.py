@@ -43,6 +43,10 @@ class _Control(_Fields):
         finally:
             self.tested -= exempt
 
+    rounds = ""
+    """Why how many rounds the loop being run goes is only known at run time (empty: it
+    is known, or no loop runs): each command run in it is kept with it (``Command``)."""
+
     landed_at = 0
     """The outermost frame a side of a run-time choice left to in the loop round being
     run (its index in ``frames``; -1: a side ended the script), for ``loops``."""

@@ -126,7 +126,7 @@ class _Loops(_Control):
             def once() -> None:
                 self.assign(node.name, None, reason)
 
-            return self.fork([[node.body], []], reason, self.loop_body, [once, None])
+            return self.some_rounds([once, None], node.body, reason)
         status: int | None = 0
         last: object = None
         items = items[:MAX_LOOP]
@@ -212,7 +212,7 @@ class _Loops(_Control):
             for name in names:
                 self.assign(name, None, reason)
 
-        return self.fork([[node.body], []], reason, self.loop_body, [unknown, None])
+        return self.some_rounds([unknown, None], node.body, reason)
 
     def arith_text(self, text: str) -> str | None:
         """An arithmetic expression of ``for (( ))`` after the expansions bash applies to
@@ -320,6 +320,18 @@ class _Loops(_Control):
         frame.broke = True
         return 0, True
 
+    def some_rounds(
+        self, before: list[Callable[[], None] | None] | None, body: N.Node, reason: str
+    ) -> int | None:
+        """A loop whose rounds a run-time value decides: its body run once, on one side of
+        a choice (``before`` each side), every program it starts kept with ``reason`` as
+        why how often it runs is only known at run time (``Command.rounds``)."""
+        outer, self.rounds = self.rounds, self.rounds or reason
+        try:
+            return self.fork([[body], []], reason, self.loop_body, before)
+        finally:
+            self.rounds = outer
+
     def loop_body(self, body: N.Node) -> int | None:
         try:
             return self.run_node(body)
@@ -355,7 +367,7 @@ class _Loops(_Control):
                 seen.append(mark)
                 continue
             reason = self.reason(cond_line(node.condition, node.line), "the loop test")
-            return self.fork([[node.body], []], reason, self.loop_body)
+            return self.some_rounds(None, node.body, reason)
         self.blind.append(f"the loop on line {self.at(node.line)} (too many rounds)")
         raise _Stop
 

@@ -387,6 +387,7 @@ class _Shell(_Children):
                 self.state.when,
                 self.state.branch,
                 replaces,
+                self.rounds,
             )
         )
         if replaces and not background:

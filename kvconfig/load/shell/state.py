@@ -54,6 +54,9 @@ class Command:
     """(choice, alternative taken) for every run-time choice above it."""
     replaces: bool = False
     """Run by ``exec``: the script ends with it."""
+    rounds: str = ""
+    """Why how often it runs is only known at run time: it is in a loop whose rounds
+    depend on a run-time value (empty: once each time the script reaches it)."""
 
 
 @dataclass
