@@ -160,7 +160,7 @@ def never_pods(kind: Any, api_version: Any) -> bool:
 FORMATS = (
     "kubernetes", "production-stack", "vllm-chart", "inference-charts", "opea",
     "semantic-router", "kv-cache-setup", "llm-d", "compose", "skypilot", "rayserve",
-    "ascend-nightly", "llm-d-benchmark", "kvcached-controller",
+    "ascend-nightly", "llm-d-benchmark", "kvcached-controller", "dynamo-sdk",
 )  # fmt: skip
 
 
@@ -232,6 +232,10 @@ def kind_of(data: Any) -> str | None:
         and all(isinstance(i, dict) and {"model", "engine"} <= i.keys() for i in instances)
     ):
         return "kvcached-controller"  # kvcached's controller/launch.py configs
+    from kvconfig.load.dynamo_sdk import is_sdk_config
+
+    if is_sdk_config(data):
+        return "dynamo-sdk"  # Dynamo 0.x's dynamo serve -f configs (kvconfig.load.dynamo_sdk)
     stacks = data.get("scenario")
     if (
         isinstance(stacks, list)

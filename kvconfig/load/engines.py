@@ -180,6 +180,8 @@ def engines_of(
         from kvconfig.load.llmd_benchmark import engines as reader
     elif kind == "kvcached-controller":
         from kvconfig.load.kvcached_controller import engines as reader
+    elif kind == "dynamo-sdk":
+        from kvconfig.load.dynamo_sdk import engines as reader
     else:
         from kvconfig.load.rayserve import engines as reader
     charts = ("production-stack", "vllm-chart", "inference-charts", "opea", "semantic-router")

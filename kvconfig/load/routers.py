@@ -258,6 +258,10 @@ def routers_of(docs: list[Any], given: Mapping[str, str] | None = None) -> list[
             from kvconfig.load.skypilot import task_routers
 
             out.extend(task_routers(data, given or {}))
+        elif isinstance(data, dict) and kind_of(data) == "dynamo-sdk":
+            from kvconfig.load.dynamo_sdk import routers
+
+            out.extend(routers(data))
         else:
             out.extend(_walk(data))
             out.extend(_pods(data, given or {}))
