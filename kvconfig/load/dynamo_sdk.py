@@ -38,7 +38,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from kvconfig.errors import InputError, NoEngine
+from kvconfig.errors import InputError, NoEngine, describe
 from kvconfig.load import yamlfile as _yaml
 from kvconfig.load.engine_fields import check_words
 from kvconfig.load.operator_engine import Engine
@@ -106,10 +106,12 @@ def _args(doc: _yaml.Document, service: str) -> Iterator[tuple[str, list[str]]]:
     common = doc.data.get("Common")
     subscribed = own.get("common-configs")
     if isinstance(common, dict) and subscribed is not None:
-        if not isinstance(subscribed, (list, str, dict)):
+        if not isinstance(subscribed, (list, str, dict)) or any(
+            isinstance(key, (list, dict)) for key in subscribed
+        ):
             raise InputError(
                 f"{service}.common-configs: expected a list of Common keys, got "
-                f"{type(subscribed).__name__} (Dynamo's ServiceConfig cannot iterate it)",
+                f"{describe(subscribed)} (Dynamo's ServiceConfig fails on it)",
                 source=doc.source,
                 line=doc.line(service, "common-configs"),
                 key=f"{service}.common-configs",
