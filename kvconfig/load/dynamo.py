@@ -91,12 +91,41 @@ def engines(
         if isinstance(service.get("replicas"), int):
             pod.parallelism["replicas"] = service["replicas"]
         engines_here = _kv_side(read_container(pod, 0, base, found, env_base=env))
+        if not engines_here and "DYN_DEPLOYMENT_CONFIG" in env:  # a Dynamo 0.x SDK graph
+            engines_here = _sdk_worker(res, sname, service, env, base, f"{rname}/{sname}")
         from dataclasses import replace
 
         out.extend(
             replace(e, env_from=(*e.env_from, *unknown)) if unknown else e for e in engines_here
         )
     return decode_workers(one_launcher(out))
+
+
+def _sdk_worker(  # noqa: PLR0917 (one call site)
+    res: Resource,
+    sname: str,
+    service: dict[str, Any],
+    env: Mapping[str, str],
+    base: Path,
+    name: str,
+) -> list[Engine]:
+    """The vLLM worker a ``dynamo deploy`` graph's service runs (``dynamo serve GRAPH
+    --service-name NAME``, its SDK config in ``DYN_DEPLOYMENT_CONFIG``:
+    ``kvconfig.load.dynamo_sdk.deployed``): as many copies as the service's replicas
+    times the config's ``ServiceArgs.workers``."""
+    from dataclasses import replace
+
+    from kvconfig.load.dynamo_sdk import deployed
+
+    line = res.line("spec", "services", sname)
+    found = deployed(env["DYN_DEPLOYMENT_CONFIG"], sname, res.source, base, name=name, line=line)
+    if found is None:
+        return []
+    replicas = service.get("replicas", 1)
+    workers = found.parallelism.get("replicas")
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or workers is None:
+        return [replace(found, parallelism={})]
+    return [replace(found, parallelism={"replicas": replicas * workers})]
 
 
 def _role(sub_component_type: Any) -> str | None:

@@ -27,8 +27,11 @@ A worker runs the vLLM its Dynamo release pins, patched by Dynamo: 0.7.2 in Dyna
 ``ai-dynamo-vllm~=0.8.4`` in the last SDK release, 0.3.1 (its ``pyproject.toml`` and
 ``container/Dockerfile.vllm``). The file names no release, so the words are read as
 written for vLLM 0.8.4 (``VLLM``): an option or value the newest table refuses is left out
-with a note rather than refused, and the plan assumes the nearest release kvconfig knows
-(KV502).
+with a note rather than refused (the patched ``KVTransferConfig`` takes a
+``DynamoNixlConnector`` without ``kv_role``: ``container/deps/vllm/
+vllm_v0.8.4-dynamo-kv-disagg-patch.patch``), and the plan assumes the nearest release
+kvconfig knows (KV502). ``dynamo deploy`` puts the config in a ``DynamoGraphDeployment``'s
+``DYN_DEPLOYMENT_CONFIG`` (``deployed``, ``kvconfig.load.dynamo``).
 """
 
 from __future__ import annotations
@@ -149,31 +152,7 @@ def _python_str(value: Any) -> str:
 
 def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
     """One engine per vLLM worker service of the config."""
-    out: list[Engine] = []
-    for service, named in WORKERS.items():
-        if service not in doc.data:
-            continue
-        pairs = list(_args(doc, service))
-        argv = [w for k, words in pairs if k.replace("_", "-") not in _DYNAMO_OPTIONS
-                for w in words]  # fmt: skip
-        line = doc.line(service)
-        check_words(argv, doc.source, line, service)
-        remote = [words for k, words in pairs if k.replace("_", "-") == "remote-prefill"]
-        role = "decode" if named is None and remote and remote[-1] else named  # prefills sent
-        out.append(
-            Engine(
-                name=service,
-                source=doc.source,
-                line=line,
-                argv=tuple(argv),
-                entry="dynamo serve",
-                parser="api_server",
-                role=role,
-                parallelism=_replicas(doc, service),
-                vllm_version=VLLM,
-                base=str(base),
-            )
-        )
+    out = [worker(doc, service, base) for service in WORKERS if service in doc.data]
     if not out:
         raise NoEngine(
             "no vLLM worker: the Dynamo SDK config has no VllmWorker, PrefillWorker, "
@@ -183,6 +162,67 @@ def engines(doc: _yaml.Document, base: Path) -> list[Engine]:
             hint="lint the config of a graph whose workers run vLLM",
         )
     return out
+
+
+def worker(
+    doc: _yaml.Document, service: str, base: Path, name: str = "", line: int | None = None
+) -> Engine:
+    """The engine of the vLLM worker ``service`` (a key of ``WORKERS``), named ``name``
+    (default: the service) at ``line`` (default: its section's)."""
+    pairs = list(_args(doc, service))
+    argv = [w for k, words in pairs if k.replace("_", "-") not in _DYNAMO_OPTIONS
+            for w in words]  # fmt: skip
+    line = line if line is not None else doc.line(service)
+    check_words(argv, doc.source, line, name or service)
+    remote = [words for k, words in pairs if k.replace("_", "-") == "remote-prefill"]
+    named = WORKERS[service]
+    role = "decode" if named is None and remote and remote[-1] else named  # prefills sent
+    return Engine(
+        name=name or service,
+        source=doc.source,
+        line=line,
+        argv=tuple(argv),
+        entry="dynamo serve",
+        parser="api_server",
+        role=role,
+        parallelism=_replicas(doc, service),
+        vllm_version=VLLM,
+        base=str(base),
+    )
+
+
+def deployed(
+    config: str, service: str, source: str, base: Path, *, name: str, line: int | None
+) -> Engine | None:
+    """The engine of the service ``service`` of a ``DynamoGraphDeployment`` that
+    ``dynamo deploy`` made: its pods run ``dynamo serve GRAPH --service-name SERVICE`` with
+    the SDK config as JSON in ``DYN_DEPLOYMENT_CONFIG``, which ``resolve_service_config``
+    (``dynamo/sdk/cli/utils.py``) takes instead of any ``-f`` file. None when the service
+    is no vLLM worker of that config; bad input when the config is no SDK config."""
+    if service not in WORKERS:
+        return None
+    try:
+        doc = _yaml.parse(config, source, last_wins=True)  # PyYAML's safe_load: last wins
+    except InputError as err:
+        raise InputError(
+            f"DYN_DEPLOYMENT_CONFIG: {err.message}",
+            source=source,
+            line=line,
+            key="DYN_DEPLOYMENT_CONFIG",
+            hint="give the JSON dynamo deploy writes",
+        ) from None
+    if not isinstance(doc.data, dict) or not is_sdk_config(doc.data):
+        raise InputError(
+            "DYN_DEPLOYMENT_CONFIG is no Dynamo SDK service config (a mapping of service sections)",
+            source=source,
+            line=line,
+            key="DYN_DEPLOYMENT_CONFIG",
+            hint='give the JSON dynamo deploy writes: {"Common": {...}, "VllmWorker": {...}}',
+        )
+    if service not in doc.data:
+        return None
+    located = _yaml.Document(source, doc.data, {})
+    return worker(located, service, base, name, line)
 
 
 def _replicas(doc: _yaml.Document, service: str) -> dict[str, int]:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from kvconfig.load.engine_fields import listing, mapping
@@ -102,6 +103,8 @@ def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Route
             found = frontend(f"{rname}/{sname}", words, env)
         if found is None and service.get("componentType") == "epp":
             found = epp(f"{rname}/{sname}", env)
+        if found is None and sname == "Router" and "DYN_DEPLOYMENT_CONFIG" in env:
+            found = _sdk_router(f"{rname}/{sname}", env["DYN_DEPLOYMENT_CONFIG"])
         if found is not None:
             yield found
     for component in listing(spec.get("components")):
@@ -133,6 +136,24 @@ def _dynamo(data: Mapping[str, Any], given: Mapping[str, str]) -> Iterator[Route
             if found is not None:
                 yield found
                 break
+
+
+def _sdk_router(name: str, config: str) -> Router | None:
+    """The KV-aware ``Router`` service of a ``dynamo deploy`` graph, in blocks of its
+    section of the SDK config in ``DYN_DEPLOYMENT_CONFIG`` (``kvconfig.load.dynamo_sdk``);
+    None when that is no SDK config."""
+    import yaml
+
+    from kvconfig.load.dynamo_sdk import is_sdk_config, routers
+
+    try:
+        data = yaml.safe_load(config)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(data, dict) or not is_sdk_config(data):
+        return None
+    found = routers(data)
+    return replace(found[0], name=name) if found else None
 
 
 def _picker(config: Mapping[str, Any]) -> Iterator[Router]:
