@@ -50,7 +50,25 @@ if __name__ == "__main__":
     print(str(3) + "x", 7 // 2, -4 % 3, 2 * 3 - 1, 1 / 4, "é")
 '''
 
+_ITEMS = """import json
+import sys
+
+role, rpc_port = sys.argv[1:3]
+extra = {"discard_partial_chunks": False, "lmcache_rpc_port": rpc_port}
+if role == "kv_consumer":
+    extra["skip_last_n_tokens"] = 1
+config = {"kv_connector": "LMCacheConnectorV1", "kv_role": role, "kv_connector_extra_config": extra}
+alias = config
+alias["kv_rank"] = 0
+sizes = [1, 2, 3]
+sizes[-1] = {"n": 4}
+sizes[0] = sizes[1]
+print(json.dumps(config, separators=(",", ":")), json.dumps(sizes))
+"""
+
 PROGRAMS = [
+    (_ITEMS, ["-", "kv_consumer", "6555"], {}),
+    (_ITEMS, ["-", "kv_producer", "6556"], {}),
     (_LMCACHE, ["-", "15557"], {}),
     (_ATTENTION, ["-"], {"SINK": "32"}),
     (_MIXED, ["-", "3", "b c"], {}),
@@ -132,6 +150,11 @@ def test_a_function_s_result_is_a_hole_and_the_rest_is_known() -> None:
         "def print(*a):\n    pass\nprint(1)",  # print is the program's own
         "from builtins import print\nprint(1)",  # the name bound otherwise
         "print(int('x'))",  # ValueError
+        "a = [1]\na[3] = 2\nprint(a)",  # IndexError
+        "a = (1, 2)\na[0] = 2\nprint(a)",  # TypeError: a tuple
+        "import sys\nsys.argv[0] = 'x'\nprint(1)",  # sys.argv: not followed
+        "import json\nd = {}\nd['d'] = d\nprint(json.dumps(d))",  # a cycle: ValueError
+        "d = {}\nd[[1]] = 2\nprint(d)",  # an unhashable key: TypeError
         "print(",  # no Python
         "x = 1\n" * 20000,  # longer than MAX_PROGRAM
     ],

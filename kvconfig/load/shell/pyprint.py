@@ -12,7 +12,8 @@ Launch scripts build JSON options with Python so that no quoting can break them:
 kvconfig never runs such a program. It parses it (``ast.parse``, which executes nothing)
 and follows the few statements these programs are made of, in order: imports of the
 standard library, ``def`` (a call of the function is a value only known at run time),
-assignments, ``if`` on values it knows, and ``print`` at the top level. Values are
+assignments (to a name, names, or an item of a dict or list the program built), ``if`` on
+values it knows, and ``print`` at the top level. Values are
 literals, names bound so, ``sys.argv[i]``, ``os.environ[...]``, ``os.environ.get`` and
 ``os.getenv`` (from the environment the shell gives the program), ``json.dumps``,
 ``int``/``float``/``str`` and arithmetic on numbers. A value only known at run time (an
@@ -171,8 +172,26 @@ class _Reader:
                 raise Unread  # the program fails: too many or too few values to unpack
             for t, v in zip(target.elts, value, strict=True):
                 self.bind(t, v)
+        elif isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
+            self.store(self.value(target.value), self.value(target.slice), value)
         else:
             raise Unread
+
+    def store(self, base: Any, key: Any, value: Any) -> None:
+        """``base[key] = value`` for a dict or list the program built: changed in place,
+        as Python does, so every name bound to it sees the change (a cycle it makes, or
+        an index out of range, ends the reading)."""
+        if isinstance(key, Hole) or not plain(key):
+            raise Unread
+        if isinstance(base, dict):
+            base[key] = value
+        elif isinstance(base, list) and isinstance(key, int) and not isinstance(key, bool):
+            if not -len(base) <= key < len(base):
+                raise Unread  # IndexError: the program fails
+            base[key] = value
+        else:
+            raise Unread  # a tuple, a string, sys.argv or os.environ: not followed
+        bounded(base, self.work)
 
     def print(self, call: ast.Call) -> None:
         sep, end = " ", "\n"
