@@ -178,6 +178,39 @@ vllm serve m --kv-transfer-config "$KV" --attention-config "$ATT"
 """
 
 
+_FUNCTION = """make_kv() {
+    local role=$1
+    python3 - "$role" "$2" <<'PY'
+import json
+import sys
+
+role, port = sys.argv[1:3]
+extra = {"port": port}
+if role == "kv_consumer":
+    extra["skip"] = 1
+print(json.dumps({"kv_connector": "LMCacheConnectorV1", "kv_role": role,
+                  "kv_connector_extra_config": extra}))
+PY
+}
+start() {
+    local kv
+    kv=$(make_kv "$1" "$2")
+    vllm serve m --kv-transfer-config "$kv"
+}
+start kv_producer 7001
+start kv_consumer 7002
+"""
+
+
+def test_a_function_s_python_output_is_what_the_shells_pass(bindir: Path) -> None:  # noqa: F811
+    """``kv=$(f ARGS)`` where ``f`` runs a Python program (a here-document's): the words
+    kvconfig reads are the ones bash and dash pass."""
+    check(_FUNCTION, {}, bindir, BOTH)
+    reading = read_script(_FUNCTION, {}, dialect="sh")
+    assert [c.words[0] for c in reading.commands] == ["vllm", "vllm"]
+    assert all(not c.unknown for c in reading.commands)
+
+
 def test_a_script_s_python_output_is_what_the_shells_pass(bindir: Path) -> None:  # noqa: F811
     """bash and dash run the script (python3 on the PATH): the words kvconfig reads are
     the words they pass, for a known ``S`` and one only known at run time."""

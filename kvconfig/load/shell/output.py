@@ -72,10 +72,31 @@ class _Output(_Files):
 
     def python_output(self, node: N.Simple) -> str | None:
         """``$(python3 - ARGS <<'PY' ... PY)``, ``$(python3 -c PROGRAM ARGS)``: what the
-        program prints (``kvconfig.load.shell.pyprint``, which runs nothing), with holes
-        for its run-time parts; None when kvconfig does not follow it. Settings before
-        the command (``X=1 python3 -``) are the program's environment, with the
-        variables the script exported."""
+        program prints (``python_printed``), trailing newlines removed."""
+        out = self.python_printed(node)
+        return None if out is None else out.rstrip("\n")
+
+    def printing_python(self, node: N.Simple) -> bool:
+        """While a function is read for ``$(f ARGS)``: a Python program of it that
+        kvconfig follows (``python_printed``; it runs nothing but prints) adds what it
+        prints to the function's output, and succeeds; False for any other command."""
+        if self.printed is None or not _prints_plainly(node):
+            return False
+        head = next((w.raw() for w in node.plain if assignment(w) is None), "")
+        if not _PYTHON.fullmatch(os.path.basename(head)):
+            return False
+        out = self.python_printed(node)
+        if out is None:
+            return False
+        self.printed.append(out if self.state.when == self.printing_when else None)
+        return True
+
+    def python_printed(self, node: N.Simple) -> str | None:
+        """What ``python3 - ARGS <<'PY' ... PY`` or ``python3 -c PROGRAM ARGS`` prints
+        (``kvconfig.load.shell.pyprint``, which runs nothing), with holes for its run-time
+        parts; None when kvconfig does not follow it. Settings before the command (``X=1
+        python3 -``) are the program's environment, with the variables the script
+        exported."""
         words = [w for w in node.words if not w.here]
         here = [w for w in node.words if w.here]
         saved = self.state
@@ -130,7 +151,7 @@ class _Output(_Files):
             return None  # an expansion ends the subshell (${X:?}), not the script
         finally:
             self.state = saved
-        return None if out is None else out.rstrip("\n")
+        return out
 
     def cats_here(self, node: N.Simple) -> bool:
         """``cat`` alone (no option, no file, not a function), its input a here-document or

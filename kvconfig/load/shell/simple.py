@@ -55,6 +55,8 @@ class _Shell(_Children):
         if node.opaque:
             self.last_unknown = node.opaque if isinstance(node.opaque, str) else "a [[ ]] test"
             return None
+        if self.printed is not None and self.printing_python(node):
+            return 0  # python3 - <<'PY' in a function read for $(f ARGS): what it prints
         if words and words[0].parts and words[0].parts[0].kind == "arithcmd":
             return self.arith_command(words[0].parts[0].text)  # bash's (( expression ))
         if node.andor:  # [[ A && B ]]
