@@ -79,6 +79,20 @@ def test_servers_one_after_the_other_are_refused() -> None:
         engines_in(script, "run.sh")
 
 
+def test_detached_containers_run_on_together() -> None:
+    """``docker run -d`` returns once the container is started (docker run's reference,
+    ``--detach``): two detached vLLM containers both serve, as two ``&`` servers do; the
+    same two in the foreground are one after the other. ``sudo`` runs the command after
+    its options (sudo(8))."""
+    image = "vllm/vllm-openai:v0.33.0"
+    script = f"#!/bin/bash\nsudo docker run -d {image} m --port 1\ndocker run --detach {image} n\n"
+    assert [e.argv for e in engines_in(script, "run.sh")] == [("m", "--port", "1"), ("n",)]
+    with pytest.raises(InputError, match="one after the other"):
+        engines_in(script.replace(" -d", "").replace(" --detach", ""), "run.sh")
+    with pytest.raises(InputError, match="starts no 'vllm serve'"):
+        engines_in(f"#!/bin/bash\nsudo -l docker run -d {image} m\n", "run.sh")
+
+
 def test_a_script_that_stops_first_starts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """bash leaves at ``exit`` when the variable the script needs is unset; the
     environment is the one passed, never kvconfig's own."""

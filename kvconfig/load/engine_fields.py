@@ -65,6 +65,11 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # LMCache's v0 image (LMCache/lmcache-vllm docker/Dockerfile, on vllm/vllm-openai:v0.6.2):
     # ENTRYPOINT ["lmcache_vllm", "serve"], vLLM's own CLI with LMCache injected
     (re.compile(r"(^|/)lmcache/lmcache_vllm$"), ("lmcache_vllm", "serve")),
+    # LMCache's demo images of vLLM with LMCache (LMCache/demo run-server.sh.template files:
+    # docker run IMAGE with engine arguments only, the README then waiting for the OpenAI
+    # server's Uvicorn start-up lines): vLLM's vllm-openai image target, whose ENTRYPOINT
+    # is the API server
+    (re.compile(r"(^|/)apostacyh/vllm$"), ("python3", "-m", "vllm.entrypoints.openai.api_server")),
     # NVIDIA Dynamo's runtime images (container/templates/*_runtime.Dockerfile): the CUDA
     # images' ENTRYPOINT /opt/nvidia/nvidia_entrypoint.sh, which ends in exec "$@", so
     # the container runs its command as given

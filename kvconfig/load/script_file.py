@@ -32,9 +32,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvconfig.errors import InputError, NoEngine
+from kvconfig.load.docker_cli import container_of
 from kvconfig.load.docker_run import is_vllm_start, vllm_command
 from kvconfig.load.engine_fields import check_words, image_version
 from kvconfig.load.operator_engine import Engine, Note
+from kvconfig.load.shell.state import Command
 
 _SHEBANG = re.compile(
     r"\A(?:[ \t]*\r?\n)*#![ \t]*(?:/\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?(bash|sh|dash)\b"
@@ -64,6 +66,15 @@ def script_dialect(text: str, name: str = "") -> str | None:
     return "bash" if m.group(1) == "bash" else "sh"
 
 
+def _detached(cmd: Command) -> Command:
+    """``docker run -d``: the container runs on in the background and the command returns
+    once it is started (docker run's reference, ``--detach``), as ``&`` does."""
+    if cmd.background:
+        return cmd
+    container = container_of(cmd.words)
+    return replace(cmd, background=True) if container and container.detached else cmd
+
+
 _ROUNDS = (
     "this vLLM command runs in each round of a loop, and how many rounds run is only known "
     "at run time: %s"
@@ -89,6 +100,7 @@ def engines(
         text, dict(env or {}), source=source, line=1, key=label, dialect=dialect,
         path=None if path is None else os.path.abspath(path),
     )  # fmt: skip
+    cmds = [_detached(c) for c in cmds]
     chosen, problem = servers(cmds, is_vllm_start)
     if problem:
         raise InputError(

@@ -10,7 +10,11 @@ does not tell the command apart), and Slurm's ``srun`` (srun(1): the options tha
 value, short or long; pyxis's ``--container-*``): a job step runs its program once per
 task, so kvconfig reads the program only for a step of one task (``-n 1``,
 ``--ntasks=1``); any other count is only known where the job runs. NVIDIA Nsight Systems'
-``nsys profile [SWITCHES] PROGRAM ARGS`` runs PROGRAM under the profiler.
+``nsys profile [SWITCHES] PROGRAM ARGS`` runs PROGRAM under the profiler. ``sudo [OPTIONS]
+[NAME=VALUE ...] COMMAND`` (sudo(8)) runs COMMAND as another user; its listing, editing and
+validating options run none. The environment sudo passes on depends on the sudoers policy
+(``env_reset``, ``env_keep``), which kvconfig does not read: the script's exported
+variables are taken as passed.
 """
 
 from __future__ import annotations
@@ -36,6 +40,29 @@ _SRUN_NAMES = """account acctg-freq bb bbf begin cluster-constraint clusters com
 _SRUN_LONG = frozenset("--" + name for name in _SRUN_NAMES.split())
 """srun's long options that take a value (srun(1); ``--container-*``: NVIDIA pyxis)."""
 
+_SUDO_LONG = frozenset(
+    "--" + name
+    for name in [
+        "close-from",
+        "chdir",
+        "group",
+        "host",
+        "prompt",
+        "chroot",
+        "role",
+        "type",
+        "command-timeout",
+        "other-user",
+        "user",
+    ]
+)
+"""sudo's long options that take a value (sudo(8))."""
+
+_SUDO_NO_COMMAND = frozenset({"-e", "--edit", "-l", "--list", "-v", "--validate", "-V",
+                              "--version", "-K", "--remove-timestamp", "-h", "--help"})  # fmt: skip
+"""sudo's options that run no command (sudoedit, listing, validating, help; ``-h HOST``
+only goes with ``-l``)."""
+
 _VALUED: dict[str, frozenset[str]] = {
     "exec": frozenset({"-a"}),
     "command": frozenset(),
@@ -56,6 +83,7 @@ _VALUED: dict[str, frozenset[str]] = {
     "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
     "ionice": frozenset({"-c", "-n", "--class", "--classdata"}),
     "srun": frozenset({f"-{c}" for c in "AbBcCdDeGiJLmMnNopqrStTwWx"} | _SRUN_LONG),
+    "sudo": frozenset({f"-{c}" for c in "CDgpRrtTUu"} | _SUDO_LONG),
 }
 _POSITIONAL = {"timeout": 1, "taskset": 1}
 """Wrappers with a positional argument before the command (duration, CPU mask)."""
@@ -106,7 +134,7 @@ def unwrap(
             if word == "--":
                 k += 1
                 break
-            if head == "env" and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word):
+            if head in ("env", "sudo") and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", word):
                 name, _, value = word.partition("=")
                 extra[name] = value
                 k += 1
@@ -117,6 +145,8 @@ def unwrap(
                 if head == "taskset" and "p" in word.lstrip("-") and not word.startswith("--"):
                     return None, extra, replaces, removed
                 if head == "env" and (word in ("-S", "--split-string") or word.startswith("-S")):
+                    return None, extra, replaces, removed
+                if head == "sudo" and word in _SUDO_NO_COMMAND:
                     return None, extra, replaces, removed
                 name = word.split("=", 1)[0]
                 k += 2 if name in valued and "=" not in word and name == word else 1
