@@ -23,6 +23,7 @@ them ("Required value"), so no Deployment is built; kvconfig refuses it the same
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,62 @@ def _args(spec: dict[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
         mapping(spec.get("vllmConfig")),
         mapping(spec.get("lmCacheConfig")),
     )
+    args = _engine_args(model, cfg)
+    args += [str(w) for w in listing(cfg.get("extraArgs"))]
+    if model.get("chatTemplate"):
+        args += ["--chat-template", "/etc/chat-template.json"]
+    v1 = cfg.get("v1") is True
+    env = [{"name": "VLLM_USE_V1", "value": "1" if v1 else "0"}]
+    if model.get("enableLoRA") is True:
+        env.append({"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"})
+    if lm.get("enabled") is True:
+        connector = "LMCacheConnectorV1" if v1 else "LMCacheConnector"
+        args += ["--kv-transfer-config", f'{{"kv_connector":"{connector}","kv_role":"kv_both"}}']
+    return args, env + _env(cfg)
+
+
+def _node_args(node: dict[str, Any], role: str) -> tuple[list[str], list[dict[str, str]]]:
+    """(args, env) of a P/D node (``topology.prefill`` or ``topology.decode``) as the
+    operator that had them builds them (``buildVLLMArgsForNode``,
+    ``buildEnvironmentVariablesForNode``): the prefill node ``kv_producer``, the decode
+    node ``lmCacheConfig.kvRole`` (``kv_consumer`` unset); ``LMCacheConnectorV1`` with
+    its RPC port unless ``vllmConfig.v1`` is false; then ``extraArgs``."""
+    model, cfg, lm = (
+        mapping(node.get("model")),
+        mapping(node.get("vllmConfig")),
+        mapping(node.get("lmCacheConfig")),
+    )
+    args = _engine_args(model, cfg)
+    if lm.get("enabled") is True:
+        kv_role = "kv_producer" if role == "prefill" else str(lm.get("kvRole") or "kv_consumer")
+        if cfg.get("v1") is False:
+            config: dict[str, Any] = {"kv_connector": "LMCacheConnector", "kv_role": kv_role}
+        else:
+            port = str(lm.get("rpcPort") or ("producer1" if role == "prefill" else "consumer1"))
+            extra: dict[str, Any] = {"discard_partial_chunks": False, "lmcache_rpc_port": port}
+            if role != "prefill":
+                extra["skip_last_n_tokens"] = _int(lm.get("skipLastNTokens")) or 1
+            config = {"kv_connector": "LMCacheConnectorV1", "kv_role": kv_role,
+                      "kv_connector_extra_config": extra}  # fmt: skip
+        args += ["--kv-transfer-config", json.dumps(config, separators=(",", ":"))]
+    args += [str(w) for w in listing(cfg.get("extraArgs"))]
+    env = [{"name": "VLLM_USE_V1", "value": "0"}] if cfg.get("v1") is False else []
+    if model.get("enableLoRA") is True:
+        env.append({"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"})
+    return args, env + _env(cfg)
+
+
+def _env(cfg: dict[str, Any]) -> list[dict[str, str]]:
+    """``vllmConfig.env``."""
+    return [
+        {"name": str(e.get("name")), "value": str(e.get("value", ""))}
+        for e in listing(cfg.get("env"))
+        if isinstance(e, dict)
+    ]
+
+
+def _engine_args(model: dict[str, Any], cfg: dict[str, Any]) -> list[str]:
+    """The model URL and the options both layouts build from ``model`` and ``vllmConfig``."""
     args = [
         str(model.get("modelURL", "")),
         "--host",
@@ -74,22 +131,7 @@ def _args(spec: dict[str, Any]) -> tuple[list[str], list[dict[str, str]]]:
         value = where.get(key)
         if (isinstance(value, str) and value) or _int(value) > 0:
             args += [option, str(value)]
-    args += [str(w) for w in listing(cfg.get("extraArgs"))]
-    if model.get("chatTemplate"):
-        args += ["--chat-template", "/etc/chat-template.json"]
-    v1 = cfg.get("v1") is True
-    env = [{"name": "VLLM_USE_V1", "value": "1" if v1 else "0"}]
-    if model.get("enableLoRA") is True:
-        env.append({"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"})
-    if lm.get("enabled") is True:
-        connector = "LMCacheConnectorV1" if v1 else "LMCacheConnector"
-        args += ["--kv-transfer-config", f'{{"kv_connector":"{connector}","kv_role":"kv_both"}}']
-    env += [
-        {"name": str(e.get("name")), "value": str(e.get("value", ""))}
-        for e in listing(cfg.get("env"))
-        if isinstance(e, dict)
-    ]
-    return args, env
+    return args
 
 
 _REQUIRED: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -128,19 +170,48 @@ def _required(res: Resource) -> None:
 def engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
-    """The engine of a ``VLLMRuntime``."""
+    """The engine of a ``VLLMRuntime``; with ``enablePDDisaggregation``, one per node of
+    its ``topology``."""
+    data = res.data
+    name = str(mapping(data.get("metadata")).get("name", "unnamed"))
+    spec = mapping(data.get("spec"))
+    if spec.get("enablePDDisaggregation") is True:
+        topology = spec.get("topology")
+        out: list[Engine] = []
+        for role in ("prefill", "decode") if isinstance(topology, dict) else ():
+            node = mapping(topology.get(role))  # type: ignore[union-attr]
+            args, env = _node_args(node, role)
+            label = f"VLLMRuntime/{name}-{role}"
+            at = ("spec", "topology", role)
+            out += _deployment(res, base, found, block_lines, node, args, env, label, at, role)
+        return out  # no topology: the controller returns an error, nothing is built
+    _required(res)
+    args, env = _args(spec)
+    return _deployment(res, base, found, block_lines, spec, args, env, f"VLLMRuntime/{name}",
+                       ("spec",), None)  # fmt: skip
+
+
+def _deployment(  # noqa: PLR0917 (the controller's Deployment)
+    res: Resource,
+    base: Path,
+    found: list[Found],
+    block_lines: frozenset[int],
+    spec: dict[str, Any],
+    args: list[str],
+    env: list[dict[str, str]],
+    label: str,
+    at: tuple[str, ...],
+    role: str | None,
+) -> list[Engine]:
+    """The engine of the Deployment the controller builds from ``spec`` (the resource's, or
+    a P/D node's): its image, GPUs, node affinity and replicas."""
     from kvconfig.load.dynamo import _Shim
     from kvconfig.load.kubernetes.containers import read_container
     from kvconfig.load.kubernetes.resources import Pod
 
-    _required(res)
-    data = res.data
-    name = str(mapping(data.get("metadata")).get("name", "unnamed"))
-    spec = mapping(data.get("spec"))
     deploy = mapping(spec.get("deploymentConfig"))
     image = mapping(deploy.get("image"))
     resources = mapping(deploy.get("resources"))
-    args, env = _args(spec)
     container: dict[str, Any] = {
         "name": "vllm",
         "image": f"{image.get('registry', '')}/{image.get('name', '')}",
@@ -159,8 +230,7 @@ def engines(
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
             }
         }
-    shim = _Shim(res, ("spec",), pod_spec, ("spec",))
+    shim = _Shim(res, at, pod_spec, at)
     parallelism = {"replicas": _int(deploy.get("replicas"))}
-    label = f"VLLMRuntime/{name}"
-    pod = Pod(shim, (), label, parallelism=parallelism, block_lines=block_lines)  # type: ignore[arg-type]
+    pod = Pod(shim, (), label, role=role, parallelism=parallelism, block_lines=block_lines)  # type: ignore[arg-type]
     return read_container(pod, 0, base, found)
