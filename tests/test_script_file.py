@@ -93,6 +93,30 @@ def test_detached_containers_run_on_together() -> None:
         engines_in(f"#!/bin/bash\nsudo -l docker run -d {image} m\n", "run.sh")
 
 
+@pytest.mark.parametrize(("image", "starts"), [
+    ("vllm/vllm-openai:v0.6.3", True),  # a release whose wheel ships the demo server
+    ("vllm/vllm-openai:v0.24.0", True),
+    ("vllm/vllm-openai:v0.25.0", False),  # the first without it
+    ("vllm/vllm-openai:v0.33.0", False),
+    ("vllm/vllm-openai:latest", False),  # the newest
+    ("example.com/vertex/pytorch-vllm-serve:20240930", True),  # a build of no named release
+])  # fmt: skip
+def test_the_demo_api_server_runs_where_its_release_ships_it(image: str, starts: bool) -> None:
+    """``python -m vllm.entrypoints.api_server``, vLLM's demo server, is in the wheels up
+    to ``DEMO_API_SERVER_LAST`` (0.24.0; 0.25.0 has none): an engine of the API server's
+    arguments there, bad input (no server) for a release without it; unknown for a build
+    whose release is not named, so read."""
+    script = (
+        f"#!/bin/bash\ndocker run -d --entrypoint python3 {image} "
+        "-m vllm.entrypoints.api_server --model Qwen/Qwen3-8B --tensor-parallel-size 2\n"
+    )
+    (reading,) = [reading_of(e) for e in engines_in(script, "run.sh")]
+    if not starts:
+        assert "no vllm.entrypoints.api_server" in str(reading.unreadable)
+        return
+    assert (reading.model, reading.tensor, reading.unreadable) == ("Qwen/Qwen3-8B", 2, None)
+
+
 def test_a_script_that_stops_first_starts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """bash leaves at ``exit`` when the variable the script needs is unset; the
     environment is the one passed, never kvconfig's own."""

@@ -79,6 +79,24 @@ def _is_option(token: str) -> bool:
     return " " not in token or "=" in token.split(" ", 1)[0]
 
 
+def _demo_server(version: str, written_for: str | None, source: str) -> None:
+    """``python -m vllm.entrypoints.api_server``, vLLM's demo server: its engine arguments
+    are read as the API server's, but releases after ``versions.DEMO_API_SERVER_LAST`` no
+    longer ship the module (python exits "No module named ..."): bad input for the release
+    the words are read with, or the one they were written for when it names a number."""
+    said = version if written_for is None else written_for.removeprefix("vLLM ")
+    if versions.at_or_before(said, versions.DEMO_API_SERVER_LAST) is False:
+        raise InputError(
+            f"vLLM {said} has no vllm.entrypoints.api_server, the demo API server (its last "
+            f"release is {versions.DEMO_API_SERVER_LAST}): python exits with 'No module named "
+            "vllm.entrypoints.api_server' and no server starts",
+            source=source,
+            key="-m vllm.entrypoints.api_server",
+            hint="start the OpenAI-compatible server with the same arguments: "
+            "python -m vllm.entrypoints.openai.api_server ARGS",
+        )
+
+
 def parse_serve_args(
     argv: Sequence[str],
     *,
@@ -104,6 +122,8 @@ def parse_serve_args(
     """
     if entry == "vllm-rs":  # the Rust frontend: the words its managed engine is given
         argv, entry = vllm_rs.python_args(argv, version), "serve"
+    if entry == "demo_api_server":
+        _demo_server(version, written_for, source)
     table = options(version)
     notes: list[ArgNote] = []
 

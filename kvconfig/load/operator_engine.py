@@ -177,6 +177,8 @@ def server_start(words: Sequence[str]) -> tuple[str, str, list[str]] | None:
                 module, rest = rest[0], rest[1:]
             if module == "vllm.entrypoints.openai.api_server":
                 return "api_server", "api_server", rest
+            if module == "vllm.entrypoints.api_server":  # the demo server (argv: its release)
+                return "demo api_server", "demo_api_server", rest
             if module in GRPC_SERVERS:
                 return "grpc_server", "api_server", rest
             if module == "vllm.entrypoints.cli.main" and rest[:1] == ["serve"]:

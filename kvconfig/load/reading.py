@@ -175,12 +175,16 @@ _SHOWN = ("model", "tensor-parallel-size", "pipeline-parallel-size", "data-paral
           "block-size", "speculative-config", "kv-transfer-config")  # fmt: skip
 
 
+PARSERS = ("api_server", "demo_api_server", "vllm-rs")
+"""The ``parse_serve_args`` entries an engine's ``parser`` names, but ``serve``."""
+
+
 def reading_of(engine: Engine) -> Reading:
     """What ``engine`` runs with, read by vLLM's parser rules (``kvconfig.load.argv``)."""
     from kvconfig.load.engine_options import engine_version, run_time_words, written_for
 
     version = engine_version(engine, None)[0]
-    entry = engine.parser if engine.parser in ("api_server", "vllm-rs") else "serve"
+    entry = engine.parser if engine.parser in PARSERS else "serve"
     values: Mapping[str, Any] = {}
     model: str | None = None
     unreadable: str | None = None

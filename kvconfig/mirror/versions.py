@@ -36,6 +36,11 @@ KNOWN: tuple[str, ...] = ("0.30.0", "0.31.0", "0.32.0", "0.33.0")
 DEFAULT: str = KNOWN[-1]
 """The release a deployment plans for when it names none."""
 
+DEMO_API_SERVER_LAST = "0.24.0"
+"""The last release that ships ``vllm/entrypoints/api_server.py``, vLLM's demo API server
+(``python -m vllm.entrypoints.api_server``): the PyPI wheels of 0.11.0 to 0.24.0 hold it,
+those of 0.25.0 on do not."""
+
 DATA = Path(__file__).parent / "data"
 """The per-release data folders."""
 
@@ -93,6 +98,13 @@ def _number(version: str) -> tuple[int, int, int] | None:
     if m is None:
         return None
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def at_or_before(named: str, last: str) -> bool | None:
+    """Whether the release ``named`` is ``last`` or an older one; None when ``named`` is no
+    release number (a channel, a build's tag)."""
+    number, bound = _number(named.strip().lower()), _number(last)
+    return None if number is None or bound is None else number <= bound
 
 
 def release(
