@@ -125,11 +125,9 @@ def read_all(
     args: argparse.Namespace, command: list[str] | None, many: bool
 ) -> tuple[Settings, list[Slot]]:
     """One slot per (deployment, platform): each deployment is read once, then planned
-    offline on every platform (unless only vLLM's start-up is asked for).
-
-    With ``many`` (``lint``) a deployment that cannot be read or planned becomes an
-    error slot; otherwise the InputError propagates.
-    """
+    offline on every platform (unless only vLLM's start-up is asked for). With ``many``
+    (``lint``) a deployment that cannot be read or planned becomes an error slot;
+    otherwise the InputError propagates."""
     from kvconfig.cli import prefetch
 
     s = settings(args)
@@ -140,9 +138,8 @@ def read_all(
         target = targets[index]
         try:
             items, error = found or (T.read(target, s.env), None)
-            if error is not None:
-                raise error
-            assert items is not None
+            if items is None:
+                raise error or AssertionError(target)
         except InputError as err:
             if isinstance(err, NoEngine) and isinstance(target, T.Walked):
                 done[index] = target
@@ -159,14 +156,9 @@ def read_all(
         for index in range(len(targets)):
             if index not in done:
                 take(index, read.get(index))
-    slots: list[Slot] = []
-    passed: list[T.Walked] = []
-    for index in range(len(targets)):
-        got = done[index]
-        if isinstance(got, T.Walked):
-            passed.append(got)
-        else:
-            slots += got
+    ordered = [done[index] for index in range(len(targets))]
+    passed = [got for got in ordered if isinstance(got, T.Walked)]
+    slots = [slot for got in ordered if not isinstance(got, T.Walked) for slot in got]
     if passed:
         say(T.passed_over(passed))
         for empty in [] if slots else T.empty_folders(passed):

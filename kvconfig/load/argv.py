@@ -41,7 +41,7 @@ from kvconfig.load.argv_config import (
     dotted_value,
     merge_dotted,
 )
-from kvconfig.load.argv_legacy import fold_speculative, took_boolean
+from kvconfig.load.argv_legacy import demo_server, fold_speculative, took_boolean
 from kvconfig.load.argv_result import COMMAND_LINE, ArgNote, ServeArgs
 from kvconfig.load.argv_table import (
     NEVER_AN_OPTION,
@@ -79,24 +79,6 @@ def _is_option(token: str) -> bool:
     return " " not in token or "=" in token.split(" ", 1)[0]
 
 
-def _demo_server(version: str, written_for: str | None, source: str) -> None:
-    """``python -m vllm.entrypoints.api_server``, vLLM's demo server: its engine arguments
-    are read as the API server's, but releases after ``versions.DEMO_API_SERVER_LAST`` no
-    longer ship the module (python exits "No module named ..."): bad input for the release
-    the words are read with, or the one they were written for when it names a number."""
-    said = version if written_for is None else written_for.removeprefix("vLLM ")
-    if versions.at_or_before(said, versions.DEMO_API_SERVER_LAST) is False:
-        raise InputError(
-            f"vLLM {said} has no vllm.entrypoints.api_server, the demo API server (its last "
-            f"release is {versions.DEMO_API_SERVER_LAST}): python exits with 'No module named "
-            "vllm.entrypoints.api_server' and no server starts",
-            source=source,
-            key="-m vllm.entrypoints.api_server",
-            hint="start the OpenAI-compatible server with the same arguments: "
-            "python -m vllm.entrypoints.openai.api_server ARGS",
-        )
-
-
 def parse_serve_args(
     argv: Sequence[str],
     *,
@@ -110,20 +92,19 @@ def parse_serve_args(
     """The options vLLM's parser takes from ``argv`` (the words after ``vllm serve``).
 
     ``entry`` is ``serve`` (``vllm serve``: positional model, ``--model`` moved to the
-    front) or ``api_server`` (``python -m vllm.entrypoints.openai.api_server`` and
-    launchers that hand the words to vLLM's engine parser: ``--model`` is an option).
-    ``read_config`` returns the data of a ``--config`` file (default: the YAML file,
-    relative to ``base``). Raises InputError where vLLM would refuse the arguments.
+    front), ``api_server`` (the OpenAI server and launchers that hand the words to vLLM's
+    engine parser: ``--model`` is an option) or ``demo_api_server`` (``demo_server``).
+    ``read_config`` returns the data of a ``--config`` file (default: the YAML file, relative
+    to ``base``). Raises InputError where vLLM would refuse the arguments.
 
-    ``written_for`` names the release the words were written for when ``version``'s table
-    is another's (``kvconfig.load.engine_options.written_for``): an option or a value that
-    table refuses may be one that release took, so it is left out with an ``other-release``
-    note (kvconfig cannot tell), not refused.
+    ``written_for`` names the release the words were written for when ``version``'s table is
+    another's (``kvconfig.load.engine_options.written_for``): an option or value that table
+    refuses may be one that release took: left out with an ``other-release`` note.
     """
     if entry == "vllm-rs":  # the Rust frontend: the words its managed engine is given
         argv, entry = vllm_rs.python_args(argv, version), "serve"
     if entry == "demo_api_server":
-        _demo_server(version, written_for, source)
+        demo_server(version, written_for, source)
     table = options(version)
     notes: list[ArgNote] = []
 

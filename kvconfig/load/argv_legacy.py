@@ -12,6 +12,9 @@ separate options. Words written for such a release (``written_for``: an image
 options; folding them the same way keeps the draft, so the speculative method is derived
 from it as vLLM derives it (``SpeculativeConfig``: ``[ngram]`` is n-gram lookup, an EAGLE
 checkpoint EAGLE, any other model a draft model).
+
+vLLM's demo API server (``python -m vllm.entrypoints.api_server``) is in the releases up to
+``versions.DEMO_API_SERVER_LAST`` only (``demo_server``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import json
 import re
 from typing import Any
 
+from kvconfig.errors import InputError
 from kvconfig.load.argv_result import ArgNote
+from kvconfig.mirror import versions
 
 _LEGACY = {
     "--speculative-model": "model",
@@ -111,3 +116,21 @@ def fold_speculative(
         "--speculative-model",
     )
     return [*kept, ("--speculative-config", origin), (folded, origin)], [note]
+
+
+def demo_server(version: str, written_for: str | None, source: str) -> None:
+    """``python -m vllm.entrypoints.api_server``, vLLM's demo server: its engine arguments
+    are read as the API server's, but releases after ``versions.DEMO_API_SERVER_LAST`` no
+    longer ship the module (python exits "No module named ..."): bad input for the release
+    the words are read with, or the one they were written for when it names a number."""
+    said = version if written_for is None else written_for.removeprefix("vLLM ")
+    if versions.at_or_before(said, versions.DEMO_API_SERVER_LAST) is False:
+        raise InputError(
+            f"vLLM {said} has no vllm.entrypoints.api_server, the demo API server (its last "
+            f"release is {versions.DEMO_API_SERVER_LAST}): python exits with 'No module named "
+            "vllm.entrypoints.api_server' and no server starts",
+            source=source,
+            key="-m vllm.entrypoints.api_server",
+            hint="start the OpenAI-compatible server with the same arguments: "
+            "python -m vllm.entrypoints.openai.api_server ARGS",
+        )

@@ -175,6 +175,30 @@ in ``sky/utils/schemas.py``, ``additionalProperties: False``; ``experimental`` f
 releases before ``config``), so chart values with a ``resources`` key are no task."""
 
 
+DYNAMO_SDK_SERVICES = frozenset({
+    "Common", "Frontend", "Processor", "Router", "Planner", "SimpleLoadBalancer",
+    "VllmWorker", "PrefillWorker", "VllmPrefillWorker", "VllmDecodeWorker",
+    "VllmEncodeWorker", "SGLangWorker", "SGLangDecodeWorker", "TensorRTLLMWorker",
+    "TensorRTLLMPrefillWorker",
+})  # fmt: skip
+"""The services of NVIDIA Dynamo 0.x SDK examples (the graphs under ``examples/*/graphs``),
+the sections of their ``dynamo serve -f`` configs (``kvconfig.load.dynamo_sdk``)."""
+
+
+def is_sdk_config(data: Mapping[str, Any]) -> bool:
+    """Whether a document is a Dynamo SDK service config: every top-level value a mapping
+    (or empty), a section named for an SDK service, and one with ``ServiceArgs`` or
+    ``common-configs``."""
+    sections = list(data.values())
+    return (
+        bool(sections)
+        and all(v is None or isinstance(v, dict) for v in sections)
+        and any(k in DYNAMO_SDK_SERVICES for k in data)
+        and any(isinstance(v, dict) and ("ServiceArgs" in v or "common-configs" in v)
+                for v in sections)
+    )  # fmt: skip
+
+
 def kind_of(data: Any) -> str | None:
     """Which operator format a parsed document is, or None (a ``vllm serve`` config, a
     native kvconfig file, or something else)."""
@@ -232,8 +256,6 @@ def kind_of(data: Any) -> str | None:
         and all(isinstance(i, dict) and {"model", "engine"} <= i.keys() for i in instances)
     ):
         return "kvcached-controller"  # kvcached's controller/launch.py configs
-    from kvconfig.load.dynamo_sdk import is_sdk_config
-
     if is_sdk_config(data):
         return "dynamo-sdk"  # Dynamo 0.x's dynamo serve -f configs (kvconfig.load.dynamo_sdk)
     stacks = data.get("scenario")

@@ -43,6 +43,7 @@ from typing import Any
 
 from kvconfig.errors import InputError, NoEngine, describe
 from kvconfig.load import yamlfile as _yaml
+from kvconfig.load.documents import is_sdk_config
 from kvconfig.load.engine_fields import check_words
 from kvconfig.load.operator_engine import Engine
 from kvconfig.load.router_rules import Router, sized
@@ -54,13 +55,6 @@ WORKERS: Mapping[str, str | None] = {
     "VllmDecodeWorker": "decode",
 }
 """The SDK services that run a vLLM engine, with their role."""
-
-SERVICES = frozenset({
-    "Common", "Frontend", "Processor", "Router", "Planner", "SimpleLoadBalancer",
-    "VllmEncodeWorker", "SGLangWorker", "SGLangDecodeWorker", "TensorRTLLMWorker",
-    "TensorRTLLMPrefillWorker", *WORKERS,
-})  # fmt: skip
-"""The services of Dynamo's SDK examples (the graphs under ``examples/*/graphs``)."""
 
 _DYNAMO_OPTIONS = frozenset({
     "router", "router-num-threads", "remote-prefill", "conditional-disagg",
@@ -81,20 +75,6 @@ VLLM = "0.8.4"
 
 ROUTER_BLOCK_SIZE = 64
 """``kv_router.py``'s ``--block-size`` default."""
-
-
-def is_sdk_config(data: Mapping[str, Any]) -> bool:
-    """Whether a document is an SDK service config: every top-level value a mapping (or
-    empty), a section named for an SDK service, and one with ``ServiceArgs`` or
-    ``common-configs``."""
-    sections = list(data.values())
-    return (
-        bool(sections)
-        and all(v is None or isinstance(v, dict) for v in sections)
-        and any(k in SERVICES for k in data)
-        and any(isinstance(v, dict) and ("ServiceArgs" in v or "common-configs" in v)
-                for v in sections)
-    )  # fmt: skip
 
 
 def as_args(doc: _yaml.Document, service: str) -> list[str]:

@@ -144,7 +144,8 @@ def _sdk_router(name: str, config: str) -> Router | None:
     None when that is no SDK config."""
     import yaml
 
-    from kvconfig.load.dynamo_sdk import is_sdk_config, routers
+    from kvconfig.load.documents import is_sdk_config
+    from kvconfig.load.dynamo_sdk import routers
 
     try:
         data = yaml.safe_load(config)

@@ -11,6 +11,16 @@ from typing import Any, Protocol
 from kvconfig.errors import InputError
 from kvconfig.load import yamlfile as _yaml
 
+ROLE_LABELS = ("llm-d.ai/role", "llumnix.io/infer-type")
+"""Pod labels that name an engine's P/D role: llm-d's, and Llumnix's (``prefill``,
+``decode`` or ``neutral``, as its discovery sidecar registers the instance with
+``--instance_type``: llumnix-project/llumnix ``deploy/``, ``pkg/resolver``)."""
+
+
+def labelled_role(labels: Mapping[str, Any]) -> str | None:
+    """The role the first of ``ROLE_LABELS`` a pod template has names."""
+    return next((str(labels[k]) for k in ROLE_LABELS if labels.get(k)), None)
+
 
 @dataclass
 class Resource:

@@ -21,6 +21,7 @@ from kvconfig.load.kubernetes.resources import (
     Pod,
     Resource,
     config_maps,
+    labelled_role,
     resources_of,
     wrong_type,
 )
@@ -164,12 +165,6 @@ def _count(res: Resource, value: Any, path: tuple[str | int, ...]) -> None:
         raise wrong_type(res, value, path, "an integer replica count", hint)
 
 
-LLUMNIX_ROLE = "llumnix.io/infer-type"
-"""The pod label Llumnix's deployments give an instance's role (``prefill``, ``decode``,
-``neutral``), as the discovery sidecar beside it registers it (``--instance_type``, read
-by ``pkg/resolver``): llumnix-project/llumnix ``deploy/``."""
-
-
 def resource_engines(
     res: Resource, base: Path, found: list[Found], block_lines: frozenset[int]
 ) -> list[Engine]:
@@ -185,13 +180,7 @@ def resource_engines(
         if storm:
             _count(res, storm.get("replicas"), (*path[: path.index("roles") + 2], "replicas"))
         lws, lws_role = _lws_of(res, path)
-        role = (
-            labels.get("llm-d.ai/role")
-            or labels.get(LLUMNIX_ROLE)
-            or storm.get("name")
-            or lws_role
-            or pd_role(res, path)
-        )
+        role = labelled_role(labels) or storm.get("name") or lws_role or pd_role(res, path)
         name = f"{rname}/{part}" if part else rname
         server = server_pod(res, path)
         pod = Pod(res, path, name, block_lines=block_lines)

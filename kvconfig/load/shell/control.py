@@ -241,6 +241,24 @@ class _Control(_Fields):
         first = statuses[0]
         return first if all(s == first for s in statuses) else None
 
+    def some_rounds(
+        self, before: list[Callable[[], None] | None] | None, body: N.Node, reason: str
+    ) -> int | None:
+        """A loop whose rounds a run-time value decides: its body run once, on one side of
+        a choice (``before`` each side), every program it starts kept with ``reason`` as
+        why how often it runs is only known at run time (``Command.rounds``)."""
+        outer, self.rounds = self.rounds, self.rounds or reason
+        try:
+            return self.fork([[body], []], reason, self.loop_body, before)
+        finally:
+            self.rounds = outer
+
+    def loop_body(self, body: N.Node) -> int | None:
+        try:
+            return self.run_node(body)
+        except _Jump:
+            return None
+
     def run_if(self, node: N.If, k: int) -> int | None:
         if k >= len(node.clauses):
             return self.run_node(node.otherwise) if node.otherwise is not None else 0

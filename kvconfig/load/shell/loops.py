@@ -320,24 +320,6 @@ class _Loops(_Control):
         frame.broke = True
         return 0, True
 
-    def some_rounds(
-        self, before: list[Callable[[], None] | None] | None, body: N.Node, reason: str
-    ) -> int | None:
-        """A loop whose rounds a run-time value decides: its body run once, on one side of
-        a choice (``before`` each side), every program it starts kept with ``reason`` as
-        why how often it runs is only known at run time (``Command.rounds``)."""
-        outer, self.rounds = self.rounds, self.rounds or reason
-        try:
-            return self.fork([[body], []], reason, self.loop_body, before)
-        finally:
-            self.rounds = outer
-
-    def loop_body(self, body: N.Node) -> int | None:
-        try:
-            return self.run_node(body)
-        except _Jump:
-            return None
-
     def run_while(self, node: N.Loop) -> int | None:
         seen: list[tuple[dict[str, str | None], int]] = []
         status: int | None = 0

@@ -49,9 +49,9 @@ class _Output(_Files):
             text, _what = self.here_text([w for w in node.words if w.here][-1], "cat")
             return None if text is None else text.rstrip("\n")
         if isinstance(node, N.Simple) and _prints_plainly(node):
-            python = self.python_output(node)
+            python = self.python_printed(node)  # $(python3 - ARGS <<'PY' ... PY)
             if python is not None:
-                return python
+                return python.rstrip("\n")
         if isinstance(node, N.Simple) and any(w.here for w in node.words):
             return None  # another command fed a here-document: its output is not known
         if isinstance(node, N.Simple):
@@ -69,12 +69,6 @@ class _Output(_Files):
         if isinstance(node, N.Pipeline) and not node.negate and len(node.commands) == 2:
             return self.filtered(node.commands[0], node.commands[1])
         return super().output_of(node)
-
-    def python_output(self, node: N.Simple) -> str | None:
-        """``$(python3 - ARGS <<'PY' ... PY)``, ``$(python3 -c PROGRAM ARGS)``: what the
-        program prints (``python_printed``), trailing newlines removed."""
-        out = self.python_printed(node)
-        return None if out is None else out.rstrip("\n")
 
     def printing_python(self, node: N.Simple) -> bool:
         """While a function is read for ``$(f ARGS)``: a Python program of it that
