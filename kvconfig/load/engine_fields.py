@@ -16,6 +16,9 @@ _VLLM_IMAGES = re.compile(
     # vllm-openai: ENTRYPOINT ["vllm", "serve"]), as vLLM's CPU installation docs name them
     r"|(^|/)q9t5s3a7/vllm(-arm64)?-cpu-release-repo$"
 )
+_LMCACHE = re.compile(r"(^|/)lmcache/vllm-openai$")
+"""LMCache's builds on vLLM's image, whose numbered tags are LMCache's releases
+(``lmcache/vllm-openai:v0.3.13``; no vLLM release had that number), not vLLM's."""
 _VERSION_TAG = re.compile(r"^v?(\d+\.\d+\.\d+)((?:\.post\d+|rc\d+|\.dev\d+)?)(?:[-_+].*)?$")
 
 
@@ -106,10 +109,12 @@ def image_version(image: str | None, line: int | None = None) -> tuple[str | Non
     """The vLLM version a vLLM image's tag names, and a note when kvconfig does not know it."""
     if not image or not is_vllm_image(image):
         return None, []
-    _, tag = split_image(image)
+    repo, tag = split_image(image)
     m = _VERSION_TAG.match(tag or "")
-    if m is None:
+    if m is None or _LMCACHE.search(repo.lower()):
         said = f"tag {tag!r}" if tag else "no tag (it means latest)"
+        if m is not None:  # LMCache's release (v0.3.13), not vLLM's
+            said += ", LMCache's release"
         return None, [
             Note(
                 "vllm-version-unsaid",
