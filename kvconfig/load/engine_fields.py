@@ -73,6 +73,10 @@ _ENTRY_POINTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     # server's Uvicorn start-up lines): vLLM's vllm-openai image target, whose ENTRYPOINT
     # is the API server
     (re.compile(r"(^|/)apostacyh/vllm$"), ("python3", "-m", "vllm.entrypoints.openai.api_server")),
+    # NVIDIA ModelExpress's vLLM client image (ai-dynamo/modelexpress
+    # examples/p2p_transfer_k8s/client/vllm/Dockerfile: FROM vllm/vllm-openai, no ENTRYPOINT
+    # of its own), so vLLM's vllm serve, which its examples give arguments only
+    (re.compile(r"(^|/)modelexpress-client$"), ("vllm", "serve")),
     # NVIDIA Dynamo's runtime images (container/templates/*_runtime.Dockerfile): the CUDA
     # images' ENTRYPOINT /opt/nvidia/nvidia_entrypoint.sh, which ends in exec "$@", so
     # the container runs its command as given
