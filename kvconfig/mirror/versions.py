@@ -38,8 +38,8 @@ DEFAULT: str = KNOWN[-1]
 
 DEMO_API_SERVER_LAST = "0.24.0"
 """The last release that ships ``vllm/entrypoints/api_server.py``, vLLM's demo API server
-(``python -m vllm.entrypoints.api_server``): the PyPI wheels of 0.11.0 to 0.24.0 hold it,
-those of 0.25.0 on do not."""
+(``python -m vllm.entrypoints.api_server``): the PyPI wheels of 0.20.0 to 0.24.0 hold it,
+those of 0.25.0 and 0.28.0 do not, nor do those of the releases kvconfig plans for."""
 
 DATA = Path(__file__).parent / "data"
 """The per-release data folders."""
