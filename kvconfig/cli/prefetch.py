@@ -117,8 +117,7 @@ class Reading:
 @contextmanager
 def reading(targets: Sequence[str | list[str]], env: Mapping[str, str] | None) -> Iterator[Reading]:
     """The file targets read in workers, each taken with ``Reading.arrived`` or
-    ``Reading.get`` (none are when
-    they are better read one by one, ``T.read`` in order)."""
+    ``Reading.get`` (none are when they are better read one by one, ``T.read`` in order)."""
     global _targets, _env  # what the forked workers read
     found = Reading(targets)
     files = [i for i, t in enumerate(targets) if isinstance(t, str) and t != T.STDIN]

@@ -77,13 +77,9 @@ ROUTER_BLOCK_SIZE = 64
 """``kv_router.py``'s ``--block-size`` default."""
 
 
-def as_args(doc: _yaml.Document, service: str) -> list[str]:
-    """The words ``ServiceConfig.as_args(service)`` gives the service's parser."""
-    return [word for _key, words in _args(doc, service) for word in words]
-
-
 def _args(doc: _yaml.Document, service: str) -> Iterator[tuple[str, list[str]]]:
-    """(key, its words) for each key ``as_args`` turns into words, in its order."""
+    """(key, its words) for each key ``ServiceConfig.as_args(service)`` turns into the
+    words the service's parser gets, in its order."""
     section = doc.data.get(service) or {}
     own = {k: v for k, v in section.items() if k != "ServiceArgs"}
     common = doc.data.get("Common")

@@ -46,13 +46,13 @@ class _Output(_Files):
             return None
         if isinstance(node, N.Simple) and self.cats_here(node):
             # $(cat <<EOF ... EOF): the here-document's text (cat copies its input)
-            text, _what = self.here_text([w for w in node.words if w.here][-1], "cat")
+            text, _what = self.here_text(node.here[-1], "cat")
             return None if text is None else text.rstrip("\n")
         if isinstance(node, N.Simple) and _prints_plainly(node):
             python = self.python_printed(node)  # $(python3 - ARGS <<'PY' ... PY)
             if python is not None:
                 return python.rstrip("\n")
-        if isinstance(node, N.Simple) and any(w.here for w in node.words):
+        if isinstance(node, N.Simple) and node.here:
             return None  # another command fed a here-document: its output is not known
         if isinstance(node, N.Simple):
             words = self.program_words(node, functions=True) or self.call_words(node)
@@ -91,8 +91,7 @@ class _Output(_Files):
         parts; None when kvconfig does not follow it. Settings before the command (``X=1
         python3 -``) are the program's environment, with the variables the script
         exported."""
-        words = [w for w in node.words if not w.here]
-        here = [w for w in node.words if w.here]
+        words, here = node.plain, node.here
         saved = self.state
         self.state = saved.copy()  # a subshell: its expansions leave the script alone
         try:
@@ -150,7 +149,7 @@ class _Output(_Files):
     def cats_here(self, node: N.Simple) -> bool:
         """``cat`` alone (no option, no file, not a function), its input a here-document or
         here-string and its output not redirected."""
-        rest = [w for w in node.words if not w.here]
+        rest = node.plain
         return (
             len(rest) == 1
             and len(rest) < len(node.words)
@@ -222,7 +221,7 @@ class _Output(_Files):
 
         if node.opaque or not node.words or assignment(node.words[0]) or node.words[0].here:
             return None
-        words = self.in_a_subshell([w for w in node.words if not w.here], one)
+        words = self.in_a_subshell(node.plain, one)
         return words if words and words[0] in self.state.functions else None
 
     def function_output(self, words: list[str]) -> str | None:

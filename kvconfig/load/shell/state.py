@@ -171,17 +171,17 @@ def _merge_rest(merged: _State, ends: list[_State], reason: str, names: set[str]
     merged.cwd = folders.pop() if len(folders) == 1 else None
     merged.programs = {}
     merged.templates = {}
-    if all(
+    agree = all(
         e.vars == first.vars and e.programs == first.programs and e.templates == first.templates
         for e in rest
-    ):  # the sides agree on every variable: the run-time ones keep what they hold
+    )
+    if agree:  # the sides agree on every variable: the run-time ones keep what they hold
         run_time = [n for n, value in first.vars.items() if value is None]
         merged.programs = {
             n: first.programs[n] for n in run_time if first.programs.get(n) is not None
         }
         merged.templates = {n: first.templates[n] for n in run_time if first.templates.get(n)}
-        names = set()
-    for name in [n for n in names if merged.vars.get(n, "") is None]:
+    for name in [] if agree else [n for n in names if merged.vars.get(n, "") is None]:
         program, texts = first.programs.get(name), first.templates.get(name)
         if first.vars.get(name, "") is None and all(  # the same run-time value on every side
             e.vars.get(name, "") is None
