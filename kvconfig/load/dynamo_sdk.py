@@ -77,9 +77,12 @@ ROUTER_BLOCK_SIZE = 64
 """``kv_router.py``'s ``--block-size`` default."""
 
 
-def _args(doc: _yaml.Document, service: str) -> Iterator[tuple[str, list[str]]]:
+def _args(
+    doc: _yaml.Document, service: str, only: str | None = None
+) -> Iterator[tuple[str, list[str]]]:
     """(key, its words) for each key ``ServiceConfig.as_args(service)`` turns into the
-    words the service's parser gets, in its order."""
+    words the service's parser gets, in its order; with ``only``, that option's alone
+    (the others' values are not written out)."""
     section = doc.data.get(service) or {}
     own = {k: v for k, v in section.items() if k != "ServiceArgs"}
     common = doc.data.get("Common")
@@ -97,10 +100,15 @@ def _args(doc: _yaml.Document, service: str) -> Iterator[tuple[str, list[str]]]:
                 hint="e.g. common-configs: [model, block-size]",
             )
         for key in subscribed:
-            if key in common and key not in own:
+            if key in common and key not in own and _wanted(str(key), only):
                 yield from _words(str(key), common[key])
     for key, value in own.items():
-        yield from _words(str(key), value)
+        if _wanted(str(key), only):
+            yield from _words(str(key), value)
+
+
+def _wanted(key: str, only: str | None) -> bool:
+    return only is None or key.replace("_", "-") == only
 
 
 def _words(key: str, value: Any) -> Iterator[tuple[str, list[str]]]:
@@ -217,7 +225,7 @@ def routers(data: Mapping[str, Any]) -> list[Router]:
         return []
     doc = _yaml.Document("", data, {})
     size: Any = None
-    for key, words in _args(doc, "Router"):
-        if key.replace("_", "-") == "block-size" and len(words) == 2:
+    for _key, words in _args(doc, "Router", "block-size"):
+        if len(words) == 2:
             size = words[1]  # argparse keeps the last
     return [sized("dynamo", "Router", size, ROUTER_BLOCK_SIZE)]

@@ -142,14 +142,14 @@ def _sdk_router(name: str, config: str) -> Router | None:
     """The KV-aware ``Router`` service of a ``dynamo deploy`` graph, in blocks of its
     section of the SDK config in ``DYN_DEPLOYMENT_CONFIG`` (``kvconfig.load.dynamo_sdk``);
     None when that is no SDK config."""
-    import yaml
-
+    from kvconfig.errors import InputError
+    from kvconfig.load import yamlfile
     from kvconfig.load.documents import is_sdk_config
     from kvconfig.load.dynamo_sdk import routers
 
-    try:
-        data = yaml.safe_load(config)
-    except yaml.YAMLError:
+    try:  # the bounded reader the engines' path reads it with (dynamo_sdk.deployed)
+        data = yamlfile.parse(config, name, last_wins=True).data
+    except InputError:
         return None
     if not isinstance(data, dict) or not is_sdk_config(data):
         return None
