@@ -40,22 +40,8 @@ _SRUN_NAMES = """account acctg-freq bb bbf begin cluster-constraint clusters com
 _SRUN_LONG = frozenset("--" + name for name in _SRUN_NAMES.split())
 """srun's long options that take a value (srun(1); ``--container-*``: NVIDIA pyxis)."""
 
-_SUDO_LONG = frozenset(
-    "--" + name
-    for name in [
-        "close-from",
-        "chdir",
-        "group",
-        "host",
-        "prompt",
-        "chroot",
-        "role",
-        "type",
-        "command-timeout",
-        "other-user",
-        "user",
-    ]
-)
+_SUDO_NAMES = "close-from chdir group host prompt chroot role type command-timeout other-user user"
+_SUDO_LONG = frozenset("--" + name for name in _SUDO_NAMES.split())
 """sudo's long options that take a value (sudo(8))."""
 
 _SUDO_NO_COMMAND = frozenset({"-e", "--edit", "-l", "--list", "-v", "--validate", "-V",
